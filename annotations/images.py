@@ -1,0 +1,82 @@
+"""Safe image ingestion: size and pixel limits, full decode, re-encode without metadata, store by hash.
+
+Every way an image enters the system (import_vispr, the demo, uploads) goes through `ingest_bytes`.
+Re-encoding drops EXIF/XMP/ICC text chunks, so GPS and camera data never reach storage. JPEGs stay
+JPEG (quality 95, orientation applied first), everything else becomes PNG.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import warnings
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.files.base import ContentFile
+from PIL import Image as PILImage
+from PIL import ImageOps, UnidentifiedImageError
+
+
+class ImageRejected(ValueError):
+    """The bytes are not an acceptable image; the message says why."""
+
+
+@dataclass
+class CleanImage:
+    data: bytes
+    extension: str
+    width: int
+    height: int
+    sha256: str  # of the cleaned bytes
+
+
+def clean_image(raw: bytes) -> CleanImage:
+    if len(raw) == 0:
+        raise ImageRejected("empty file")
+    if len(raw) > settings.CPRT_MAX_IMAGE_BYTES:
+        raise ImageRejected(f"file is {len(raw):,} bytes, over the {settings.CPRT_MAX_IMAGE_BYTES:,}-byte limit")
+    limit = settings.CPRT_MAX_IMAGE_PIXELS
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", PILImage.DecompressionBombWarning)
+            with PILImage.open(io.BytesIO(raw)) as probe:
+                width, height = probe.size
+                if width * height > limit:
+                    raise ImageRejected(f"{width}x{height} pixels is over the {limit:,}-pixel limit (decompression bomb?)")
+                fmt = probe.format
+                probe.load()
+                img = ImageOps.exif_transpose(probe)
+    except ImageRejected:
+        raise
+    except (PILImage.DecompressionBombError, PILImage.DecompressionBombWarning) as exc:
+        raise ImageRejected(f"refused as a decompression bomb: {exc}") from None
+    except UnidentifiedImageError:
+        raise ImageRejected("not an image Pillow can read") from None
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise ImageRejected(f"unreadable or truncated image: {exc}") from None
+    out = io.BytesIO()
+    if fmt == "JPEG":
+        img.convert("RGB").save(out, format="JPEG", quality=95, exif=b"")
+        ext = "jpg"
+    else:
+        if img.mode not in ("RGB", "RGBA", "L", "LA"):
+            img = img.convert("RGBA" if "A" in img.getbands() else "RGB")
+        img.save(out, format="PNG")
+        ext = "png"
+    data = out.getvalue()
+    return CleanImage(data=data, extension=ext, width=img.width, height=img.height, sha256=hashlib.sha256(data).hexdigest())
+
+
+def storage_name(clean: CleanImage) -> str:
+    # Content-addressed: the original file name never reaches storage or the browser.
+    return f"{clean.sha256[:2]}/{clean.sha256}.{clean.extension}"
+
+
+def attach(image, clean: CleanImage) -> None:
+    """Store cleaned bytes as `image.file` and fill its dimensions and hash (caller saves the model)."""
+    name = storage_name(clean)
+    storage = image.file.storage
+    if not storage.exists(name):
+        storage.save(name, ContentFile(clean.data))
+    image.file.name = name
+    image.width, image.height, image.sha256 = clean.width, clean.height, clean.sha256

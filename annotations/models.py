@@ -1,0 +1,241 @@
+"""Images, annotators (humans and models), the taxonomy and the labels they give.
+
+A label is one value in {0, 0.5, 1} per (image, annotator, attribute). A Labeling is the envelope
+of one annotator's work on one image (draft/submitted, version for optimistic locking, note, flag).
+"""
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.files.storage import FileSystemStorage
+from django.db import models
+from django.db.models import Q
+from simple_history.models import HistoricalRecords
+
+LABEL_VALUES = (0.0, 0.5, 1.0)
+
+
+def private_image_storage():
+    # No base_url: these files have no public URL; only annotations.views.image_bytes serves them.
+    return FileSystemStorage(location=settings.PRIVATE_IMAGE_ROOT, base_url=None)
+
+
+class TaxonomyVersion(models.Model):
+    version = models.CharField(max_length=32, unique=True)
+    name = models.CharField(max_length=64)
+    source = models.JSONField(help_text="The taxonomy file as loaded.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return f"{self.name} v{self.version}"
+
+
+class Level(models.Model):
+    taxonomy = models.ForeignKey(TaxonomyVersion, on_delete=models.CASCADE, related_name="levels")
+    number = models.PositiveSmallIntegerField()
+    name = models.CharField(max_length=64)
+    description = models.TextField()
+
+    class Meta:
+        ordering = ["number"]
+        constraints = [
+            models.UniqueConstraint(fields=["taxonomy", "number"], name="level_unique_per_taxonomy"),
+            models.CheckConstraint(condition=Q(number__gte=1, number__lte=4), name="level_number_1_to_4"),
+        ]
+
+    def __str__(self):
+        return f"Level {self.number}: {self.name}"
+
+
+class Attribute(models.Model):
+    taxonomy = models.ForeignKey(TaxonomyVersion, on_delete=models.CASCADE, related_name="attributes")
+    key = models.SlugField(max_length=64)
+    level = models.PositiveSmallIntegerField()
+    order = models.PositiveSmallIntegerField()
+    question = models.TextField()
+
+    class Meta:
+        ordering = ["order"]
+        constraints = [
+            models.UniqueConstraint(fields=["taxonomy", "key"], name="attribute_key_unique_per_taxonomy"),
+            models.CheckConstraint(condition=Q(level__gte=1, level__lte=4), name="attribute_level_1_to_4"),
+        ]
+
+    def __str__(self):
+        return self.key
+
+
+class Image(models.Model):
+    SPLIT_TRAIN, SPLIT_TEST, SPLIT_OTHER = "train", "test", "other"
+    SPLITS = [(SPLIT_TRAIN, "train"), (SPLIT_TEST, "test"), (SPLIT_OTHER, "other")]
+
+    vispr_id = models.CharField(max_length=64, unique=True, help_text="VISPR file id, e.g. 2017_10000580")
+    split = models.CharField(max_length=8, choices=SPLITS, db_index=True)
+    file = models.FileField(storage=private_image_storage, upload_to="", blank=True)
+    width = models.PositiveIntegerField(null=True, blank=True)
+    height = models.PositiveIntegerField(null=True, blank=True)
+    sha256 = models.CharField(max_length=64, blank=True, db_index=True)
+    source = models.CharField(max_length=200, blank=True, help_text="Where the record came from (import, demo).")
+    # Published CPRT-Bench ground truth, kept verbatim so exports reproduce it unchanged.
+    published_level = models.PositiveSmallIntegerField(null=True, blank=True)
+    published_score = models.FloatField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["vispr_id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(published_level__isnull=True) | Q(published_level__gte=1, published_level__lte=4),
+                name="image_published_level_1_to_4",
+            ),
+            models.CheckConstraint(
+                condition=Q(published_score__isnull=True) | Q(published_score__gte=0, published_score__lte=1),
+                name="image_published_score_0_to_1",
+            ),
+        ]
+
+    def __str__(self):
+        return self.vispr_id
+
+    @property
+    def has_file(self) -> bool:
+        return bool(self.file)
+
+
+class Annotator(models.Model):
+    KIND_HUMAN, KIND_MODEL, KIND_GROUND_TRUTH = "human", "model", "ground_truth"
+    KINDS = [(KIND_HUMAN, "human"), (KIND_MODEL, "model"), (KIND_GROUND_TRUTH, "imported ground truth")]
+
+    name = models.CharField(max_length=200, unique=True)
+    kind = models.CharField(max_length=16, choices=KINDS)
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="annotator")
+    provider = models.CharField(max_length=32, blank=True)
+    model_name = models.CharField(max_length=200, blank=True)
+    prompt_version = models.CharField(max_length=64, blank=True)
+    is_demo = models.BooleanField(default=False, help_text="Synthetic demo data, never real research data.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["kind", "name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=~Q(kind="human") | Q(user__isnull=False), name="human_annotator_has_user"
+            ),
+            models.CheckConstraint(
+                condition=~Q(kind="model") | (~Q(provider="") & ~Q(model_name="")), name="model_annotator_has_model"
+            ),
+        ]
+
+    def __str__(self):
+        return self.name
+
+    @classmethod
+    def for_user(cls, user) -> "Annotator":
+        annotator, _ = cls.objects.get_or_create(user=user, defaults={"kind": cls.KIND_HUMAN, "name": f"human:{user.username}"})
+        return annotator
+
+    @classmethod
+    def for_model(cls, provider: str, model_name: str, prompt_version: str) -> "Annotator":
+        name = f"model:{provider}/{model_name}@{prompt_version}"
+        annotator, _ = cls.objects.get_or_create(
+            name=name,
+            defaults={"kind": cls.KIND_MODEL, "provider": provider, "model_name": model_name, "prompt_version": prompt_version},
+        )
+        return annotator
+
+    @classmethod
+    def ground_truth(cls, name: str = "cprt-bench") -> "Annotator":
+        annotator, _ = cls.objects.get_or_create(name=f"ground-truth:{name}", defaults={"kind": cls.KIND_GROUND_TRUTH})
+        return annotator
+
+
+class Labeling(models.Model):
+    """One annotator's work on one image: draft or submitted, versioned for conflict detection."""
+
+    STATUS_DRAFT, STATUS_SUBMITTED = "draft", "submitted"
+    STATUSES = [(STATUS_DRAFT, "draft"), (STATUS_SUBMITTED, "submitted")]
+    FLAGS = [("", "not flagged"), ("broken", "broken"), ("duplicate", "duplicate"), ("not_suitable", "not suitable")]
+
+    image = models.ForeignKey(Image, on_delete=models.CASCADE, related_name="labelings")
+    annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="labelings")
+    status = models.CharField(max_length=16, choices=STATUSES, default=STATUS_DRAFT)
+    version = models.PositiveIntegerField(default=1)
+    note = models.TextField(blank=True)
+    flag = models.CharField(max_length=16, choices=FLAGS, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    history = HistoricalRecords()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["image", "annotator"], name="one_labeling_per_image_annotator")]
+        indexes = [models.Index(fields=["annotator", "status"])]
+
+
+class Label(models.Model):
+    image = models.ForeignKey(Image, on_delete=models.CASCADE, related_name="labels")
+    annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="labels")
+    attribute = models.ForeignKey(Attribute, on_delete=models.PROTECT, related_name="labels")
+    value = models.FloatField()
+    rationale = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    history = HistoricalRecords()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["image", "annotator", "attribute"], name="one_label_per_image_annotator_attribute"),
+            models.CheckConstraint(condition=Q(value__in=LABEL_VALUES), name="label_value_0_half_1"),
+        ]
+        indexes = [models.Index(fields=["annotator", "image"])]
+
+    def __str__(self):
+        return f"{self.image_id}/{self.annotator_id}/{self.attribute_id}={self.value}"
+
+
+class Adjudication(models.Model):
+    """A reviewer's final word on one (image, attribute); overrides the consensus, never the labels."""
+
+    image = models.ForeignKey(Image, on_delete=models.CASCADE, related_name="adjudications")
+    attribute = models.ForeignKey(Attribute, on_delete=models.PROTECT, related_name="adjudications")
+    value = models.FloatField()
+    note = models.TextField(blank=True)
+    adjudicator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="adjudications")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    history = HistoricalRecords()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["image", "attribute"], name="one_adjudication_per_image_attribute"),
+            models.CheckConstraint(condition=Q(value__in=LABEL_VALUES), name="adjudication_value_0_half_1"),
+        ]
+
+
+class Profile(models.Model):
+    """A reviewer account's role and preferences. Accounts without a profile have no access."""
+
+    ROLES = [("reviewer", "reviewer"), ("adjudicator", "adjudicator"), ("admin", "admin")]
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="profile")
+    role = models.CharField(max_length=16, choices=ROLES, default="reviewer")
+    blur_images_by_default = models.BooleanField(default=True)
+
+    def __str__(self):
+        return f"{self.user} ({self.role})"
+
+
+class AuditEvent(models.Model):
+    """Who did what, when: job launches, exports, imports, adjudications (label edits also have history rows)."""
+
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    action = models.CharField(max_length=64, db_index=True)
+    target_type = models.CharField(max_length=64, blank=True)
+    target_id = models.CharField(max_length=64, blank=True)
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor} {self.action} {self.target_type}#{self.target_id}"

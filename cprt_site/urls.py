@@ -1,0 +1,15 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+from annotations import views as annotation_views
+
+urlpatterns = [
+    path("", annotation_views.home, name="home"),
+    path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
+    path("", include("annotations.urls")),
+    path("scoring/", include("scoring.urls")),
+    path("runs/", include("inference.urls")),
+]

@@ -1,0 +1,108 @@
+"""Shared fixtures: the five personas (admin, reviewer A, reviewer B, adjudicator, outsider) and data makers."""
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.contrib.auth import get_user_model
+from PIL import Image as PILImage
+
+from annotations.models import Annotator, Image, Label, Profile
+from annotations import taxonomy
+
+PASSWORD = "correct-horse-battery-staple"
+
+
+def make_user(username: str, role: str | None, superuser: bool = False):
+    User = get_user_model()
+    user = User.objects.create_user(username=username, password=PASSWORD, is_superuser=superuser, is_staff=superuser)
+    if role is not None:
+        Profile.objects.create(user=user, role=role, blur_images_by_default=True)
+    return user
+
+
+@pytest.fixture
+def admin_user(db):
+    return make_user("admin", "admin", superuser=True)
+
+
+@pytest.fixture
+def reviewer_a(db):
+    return make_user("reviewer_a", "reviewer")
+
+
+@pytest.fixture
+def reviewer_b(db):
+    return make_user("reviewer_b", "reviewer")
+
+
+@pytest.fixture
+def adjudicator(db):
+    return make_user("adjudicator", "adjudicator")
+
+
+@pytest.fixture
+def outsider(db):
+    """Logged in, but without any role: must see nothing."""
+    return make_user("outsider", None)
+
+
+@pytest.fixture
+def personas(admin_user, reviewer_a, reviewer_b, adjudicator, outsider):
+    return {"admin": admin_user, "reviewer_a": reviewer_a, "reviewer_b": reviewer_b, "adjudicator": adjudicator, "outsider": outsider}
+
+
+@pytest.fixture
+def client_as(client):
+    """client_as(user) -> a test client logged in as that user (None: anonymous)."""
+
+    def login(user):
+        client.logout()
+        if user is not None:
+            client.force_login(user)
+        return client
+
+    return login
+
+
+def png_bytes(width: int = 32, height: int = 24, color=(200, 30, 30)) -> bytes:
+    buf = io.BytesIO()
+    PILImage.new("RGB", (width, height), color).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+@pytest.fixture
+def make_image(db):
+    """make_image(vispr_id, split='test', with_file=True) -> Image with cleaned stored bytes."""
+    from annotations.images import attach, clean_image
+
+    def make(vispr_id: str, split: str = "test", with_file: bool = True, color=(200, 30, 30)) -> Image:
+        image = Image(vispr_id=vispr_id, split=split, source="test")
+        if with_file:
+            attach(image, clean_image(png_bytes(color=color)))
+        image.save()
+        return image
+
+    return make
+
+
+@pytest.fixture
+def set_labels(db):
+    """set_labels(image, annotator, {key: value}, default=0.0) writes one label per attribute."""
+
+    def write(image, annotator, values: dict | None = None, default: float = 0.0):
+        ids = taxonomy.attribute_ids()
+        values = values or {}
+        Label.objects.bulk_create(
+            [Label(image=image, annotator=annotator, attribute_id=ids[k], value=values.get(k, default)) for k in ids]
+        )
+
+    return write
+
+
+@pytest.fixture
+def model_annotators(db):
+    return (
+        Annotator.for_model("openai", "gpt-5.1", "annotate-v1"),
+        Annotator.for_model("gemini", "gemini-3-flash", "annotate-v1"),
+    )
