@@ -13,8 +13,8 @@ from .access import get_image_for_user
 from .models import Image
 
 
-@require_GET
 @require_role(*ROLES)
+@require_GET
 def home(request):
     """The image list with each image's consensus level and score under the active profile."""
     profile = ScoringProfile.objects.filter(is_active=True).first()
@@ -27,8 +27,8 @@ def home(request):
     return render(request, "annotations/home.html", {"page": page, "rows": rows, "profile": profile})
 
 
-@require_GET
 @require_role(*ROLES)
+@require_GET
 def image_bytes(request, image_id: int):
     """Image bytes: authenticated, permission-checked, never cached, never with the original name."""
     image = get_image_for_user(request.user, image_id)

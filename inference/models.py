@@ -1,1 +1,78 @@
-"""Model runs and their per-image results (filled in by the inference issue)."""
+"""Model runs (annotate or judge a set of images with one provider/model/prompt) and per-image results.
+
+A run's progress lives here, where the pages read it. Results are unique per (run, image), so a
+retried or duplicated chunk can neither lose nor double a result.
+"""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Run(models.Model):
+    TASK_ANNOTATE, TASK_JUDGE = "annotate", "judge"
+    TASKS = [(TASK_ANNOTATE, "annotate the 22 attributes"), (TASK_JUDGE, "judge severity")]
+    STRATEGIES = [("", "—"), ("zero_shot", "zero-shot"), ("intuition", "intuition"), ("taxonomy", "taxonomy")]
+    PROVIDERS = [("openai", "OpenAI"), ("gemini", "Google Gemini"), ("vllm", "vLLM (open models)")]
+    STATUS_QUEUED, STATUS_RUNNING, STATUS_CANCELLING = "queued", "running", "cancelling"
+    STATUS_CANCELLED, STATUS_FINISHED, STATUS_FAILED = "cancelled", "finished", "failed"
+    STATUSES = [(s, s) for s in ("queued", "running", "cancelling", "cancelled", "finished", "failed")]
+
+    task = models.CharField(max_length=16, choices=TASKS)
+    provider = models.CharField(max_length=16, choices=PROVIDERS)
+    model_name = models.CharField(max_length=200)
+    strategy = models.CharField(max_length=16, choices=STRATEGIES, blank=True)
+    counterfactual_faces = models.BooleanField(default=False)
+    prompt_version = models.CharField(max_length=64)
+    prompt_text = models.JSONField(default=dict, help_text="The exact prompt texts this run sent.")
+    selection = models.JSONField(default=dict, help_text="How the images were chosen (split, sample, seed, filter).")
+    image_ids = models.JSONField(default=list, help_text="The frozen list of selected image ids.")
+    concurrency = models.PositiveSmallIntegerField(default=4)
+    annotator = models.ForeignKey("annotations.Annotator", null=True, blank=True, on_delete=models.PROTECT, related_name="runs")
+    status = models.CharField(max_length=16, choices=STATUSES, default=STATUS_QUEUED, db_index=True)
+    total_images = models.PositiveIntegerField(default=0)
+    tokens_in = models.BigIntegerField(default=0)
+    tokens_out = models.BigIntegerField(default=0)
+    estimated_cost_usd = models.DecimalField(max_digits=12, decimal_places=4, default=0)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(task="annotate", strategy="") | Q(task="judge") & ~Q(strategy=""), name="judge_runs_have_a_strategy"
+            ),
+        ]
+
+    def __str__(self):
+        cf = "+counterfactual_faces" if self.counterfactual_faces else ""
+        return f"#{self.pk} {self.task} {self.provider}/{self.model_name} {self.strategy}{cf}"
+
+
+class RunResult(models.Model):
+    OUTCOME_OK, OUTCOME_UNPARSEABLE, OUTCOME_REFUSED, OUTCOME_ERROR = "ok", "unparseable", "refused", "error"
+    OUTCOMES = [(o, o) for o in ("ok", "unparseable", "refused", "error")]
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="results")
+    image = models.ForeignKey("annotations.Image", on_delete=models.CASCADE, related_name="run_results")
+    outcome = models.CharField(max_length=16, choices=OUTCOMES)
+    score = models.FloatField(null=True, blank=True, help_text="Judge runs: the parsed severity in [0, 1].")
+    reasoning = models.TextField(blank=True)
+    raw = models.JSONField(default=dict, help_text="Raw provider output(s), kept for every outcome.")
+    error = models.TextField(blank=True)
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    latency_ms = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "image"], name="one_result_per_run_image"),
+            models.CheckConstraint(condition=Q(score__isnull=True) | Q(score__gte=0, score__lte=1), name="result_score_0_to_1"),
+        ]
+        indexes = [models.Index(fields=["run", "outcome"])]
