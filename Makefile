@@ -1,9 +1,11 @@
 # One command to run the demo, one to run the tests. Both create .venv and install on first use.
-PYTHON ?= python3
-VENV   ?= .venv
-BIN    := $(VENV)/bin
+PYTHON      ?= python3
+VENV        ?= .venv
+BIN         := $(VENV)/bin
+PORT        ?= 8000
+PYTEST_ARGS ?=
 
-.PHONY: install demo test worker web
+.PHONY: install demo test check-worker worker web ci
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -15,16 +17,24 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 install: $(VENV)/.installed
 
-## make demo: migrate SQLite, generate demo images and labels, start the web server and a Celery worker.
+## make demo: migrate SQLite, generate demo images and labels, start the web server and a Celery worker (PORT=8000).
 demo: install
-	$(BIN)/python manage.py run_demo
+	$(BIN)/python manage.py run_demo --port $(PORT)
 
 ## make test: the whole suite (SQLite by default; set DATABASE_URL and CELERY_BROKER_URL for PostgreSQL + Redis).
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+## make check-worker: a real Celery worker receives a task through the configured broker.
+check-worker: install
+	$(BIN)/python -m pytest tests/test_celery_broker.py
+
 worker: install
 	$(BIN)/celery -A cprt_site worker --loglevel INFO
 
 web: install
-	$(BIN)/python manage.py runserver
+	$(BIN)/python manage.py runserver 127.0.0.1:$(PORT)
+
+## make ci: what CI runs (installs Chromium with apt; needs root, PostgreSQL and Redis).
+ci:
+	bash .ci/run

@@ -1,15 +1,40 @@
 from django.contrib import admin
 from simple_history.admin import SimpleHistoryAdmin
 
-from .models import Adjudication, Annotator, AuditEvent, Attribute, Image, Label, Labeling, Profile, TaxonomyVersion
+from cprt_site.lib import audit
+
+from .models import Adjudication, Annotator, AuditEvent, Attribute, Batch, Image, Label, Labeling, Profile, TaxonomyVersion
+
+
+@admin.register(Batch)
+class BatchAdmin(admin.ModelAdmin):
+    list_display = ("name", "show_model_suggestions", "created_at")
+    list_filter = ("show_model_suggestions",)
+    filter_horizontal = ("suggestion_annotators",)
 
 
 @admin.register(Image)
 class ImageAdmin(admin.ModelAdmin):
-    list_display = ("vispr_id", "split", "width", "height", "source", "published_level", "published_score")
-    list_filter = ("split", "source")
+    list_display = ("vispr_id", "split", "batch", "unsuitable", "width", "height", "source", "published_level", "published_score")
+    list_filter = ("split", "unsuitable", "batch", "source", "labelings__flag")
+    list_editable = ("batch", "unsuitable")
     search_fields = ("vispr_id", "sha256")
     readonly_fields = ("sha256", "width", "height", "file")
+    actions = ["mark_unsuitable", "mark_suitable"]
+
+    @admin.action(description="Mark unsuitable (leave the labeling queue)")
+    def mark_unsuitable(self, request, queryset):
+        self._set_unsuitable(request, queryset, True)
+
+    @admin.action(description="Mark suitable (back in the labeling queue)")
+    def mark_suitable(self, request, queryset):
+        self._set_unsuitable(request, queryset, False)
+
+    def _set_unsuitable(self, request, queryset, value: bool):
+        ids = list(queryset.exclude(unsuitable=value).values_list("pk", flat=True))
+        Image.objects.filter(pk__in=ids).update(unsuitable=value)
+        audit(request.user, "image.unsuitable" if value else "image.suitable", None, image_ids=ids)
+        self.message_user(request, f"{len(ids)} image(s) marked {'unsuitable' if value else 'suitable'}.")
 
 
 @admin.register(Annotator)
@@ -29,6 +54,7 @@ class LabelAdmin(SimpleHistoryAdmin):
 class LabelingAdmin(SimpleHistoryAdmin):
     list_display = ("image", "annotator", "status", "version", "flag", "updated_at")
     list_filter = ("status", "flag")
+    search_fields = ("image__vispr_id", "annotator__name")
     raw_id_fields = ("image",)
 
 

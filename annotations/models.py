@@ -64,6 +64,32 @@ class Attribute(models.Model):
         return self.key
 
 
+class Batch(models.Model):
+    """A group of images labeled together; admins decide whether its reviewers see model suggestions."""
+
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+    show_model_suggestions = models.BooleanField(
+        default=False,
+        help_text="Show model labels to reviewers as clearly marked suggestions (never saved as their answers).",
+    )
+    suggestion_annotators = models.ManyToManyField(
+        "Annotator",
+        blank=True,
+        related_name="suggested_in_batches",
+        limit_choices_to={"kind": "model"},
+        help_text="Which model annotators to show; none chosen means every model annotator.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "batches"
+
+    def __str__(self):
+        return self.name
+
+
 class Image(models.Model):
     SPLIT_TRAIN, SPLIT_TEST, SPLIT_OTHER = "train", "test", "other"
     SPLITS = [(SPLIT_TRAIN, "train"), (SPLIT_TEST, "test"), (SPLIT_OTHER, "other")]
@@ -78,6 +104,10 @@ class Image(models.Model):
     # Published CPRT-Bench ground truth, kept verbatim so exports reproduce it unchanged.
     published_level = models.PositiveSmallIntegerField(null=True, blank=True)
     published_score = models.FloatField(null=True, blank=True)
+    batch = models.ForeignKey(Batch, null=True, blank=True, on_delete=models.SET_NULL, related_name="images")
+    unsuitable = models.BooleanField(
+        default=False, help_text="Set by an admin: the image is broken, a duplicate or not suitable, and leaves the labeling queue."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -149,10 +179,15 @@ class Annotator(models.Model):
 
 
 class Labeling(models.Model):
-    """One annotator's work on one image: draft or submitted, versioned for conflict detection."""
+    """One annotator's work on one image: draft, submitted or skipped, versioned for conflict detection.
 
-    STATUS_DRAFT, STATUS_SUBMITTED = "draft", "submitted"
-    STATUSES = [(STATUS_DRAFT, "draft"), (STATUS_SUBMITTED, "submitted")]
+    A human's answers in progress live in `draft_values`/`draft_rationales` (the working copy the form
+    shows); Label rows hold only what was submitted, so readers of Label never see half-done work.
+    A draft holds one of the image's k queue slots; a skipped labeling gives its slot back.
+    """
+
+    STATUS_DRAFT, STATUS_SUBMITTED, STATUS_SKIPPED = "draft", "submitted", "skipped"
+    STATUSES = [(STATUS_DRAFT, "draft"), (STATUS_SUBMITTED, "submitted"), (STATUS_SKIPPED, "skipped")]
     FLAGS = [("", "not flagged"), ("broken", "broken"), ("duplicate", "duplicate"), ("not_suitable", "not suitable")]
 
     image = models.ForeignKey(Image, on_delete=models.CASCADE, related_name="labelings")
@@ -164,6 +199,8 @@ class Labeling(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
+    draft_values = models.JSONField(default=dict, blank=True, help_text="attribute key -> 0/0.5/1, the working copy")
+    draft_rationales = models.JSONField(default=dict, blank=True, help_text="attribute key -> rationale, the working copy")
     history = HistoricalRecords()
 
     class Meta:

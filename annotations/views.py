@@ -1,16 +1,21 @@
-"""Pages and the protected image view."""
+"""Pages: the image list, the protected image bytes, and the reviewer's labeling workflow."""
 from __future__ import annotations
 
+from django.contrib import messages
+from django.contrib.auth import views as auth_views
 from django.core.paginator import Paginator
-from django.http import FileResponse, Http404
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.http import FileResponse, Http404, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse, reverse_lazy
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from cprt_site.lib import ROLES, require_role
+from cprt_site.lib import ROLES, STAFF_ROLES, require_role
 from scoring.models import ImageScore, ScoringProfile
 
-from .access import get_image_for_user
-from .models import Image
+from . import services, taxonomy
+from .access import get_image_for_user, get_labeling_for_user
+from .forms import LabelingForm, PreferencesForm
+from .models import Annotator, Image, Labeling
 
 
 @require_role(*ROLES)
@@ -46,3 +51,163 @@ def _suffix(name: str) -> str:
 
 def _content_type(name: str) -> str:
     return "image/png" if name.endswith(".png") else "image/jpeg"
+
+
+# --- labeling --------------------------------------------------------------------------------------
+
+
+@require_role(*ROLES)
+@require_GET
+def queue(request):
+    """The reviewer's start page: progress, open drafts, recent submissions, the "next image" button."""
+    annotator = Annotator.for_user(request.user)
+    mine = Labeling.objects.filter(annotator=annotator).select_related("image")
+    return render(
+        request,
+        "annotations/queue.html",
+        {
+            "progress": services.progress(request.user),
+            "drafts": mine.filter(status=Labeling.STATUS_DRAFT).order_by("created_at")[:50],
+            "recent": mine.filter(status=Labeling.STATUS_SUBMITTED).order_by("-submitted_at")[:20],
+            "k": services.labelings_per_image(),
+        },
+    )
+
+
+@require_role(*ROLES)
+@require_POST
+def next_image(request):
+    """Resume the reviewer's open draft or claim a slot on an image that still needs labels."""
+    return _claim_and_redirect(request)
+
+
+@require_role(*ROLES)
+@require_GET
+def labeling_page(request, labeling_id: int):
+    labeling = get_labeling_for_user(request.user, labeling_id)
+    return _render_labeling(request, labeling)
+
+
+@require_role(*ROLES)
+@require_POST
+def labeling_draft(request, labeling_id: int):
+    """Autosave (fetch from static/js/labeling.js): JSON in, JSON out; 409 on a stale version."""
+    labeling = get_labeling_for_user(request.user, labeling_id)
+    form = LabelingForm(request.POST, taxonomy=taxonomy.active())
+    if not form.is_valid():
+        return JsonResponse({"ok": False, "error": " ".join(form.error_messages_list())}, status=400)
+    try:
+        labeling = services.save_draft(labeling, request.user, **form.labeling_data())
+    except services.LabelingError as exc:
+        return JsonResponse({"ok": False, "error": exc.message, "reload": _labeling_url(labeling)}, status=exc.status)
+    answered = len(labeling.draft_values)
+    return JsonResponse({"ok": True, "version": labeling.version, "answered": answered, "saved_at": labeling.updated_at.isoformat()})
+
+
+@require_role(*ROLES)
+@require_POST
+def labeling_submit(request, labeling_id: int):
+    labeling = get_labeling_for_user(request.user, labeling_id)
+    form = LabelingForm(request.POST, taxonomy=taxonomy.active(), require_all=True)
+    if not form.is_valid():
+        return _render_labeling(request, labeling, form=form, errors=form.error_messages_list(), status=400)
+    try:
+        services.submit(labeling, request.user, **form.labeling_data())
+    except services.StaleVersion as exc:
+        return render(request, "annotations/conflict.html", {"labeling": labeling, "message": exc.message}, status=409)
+    except services.LabelingError as exc:
+        return _render_labeling(request, labeling, form=form, errors=[exc.message], status=exc.status)
+    messages.success(request, f"Submitted your labels for image {labeling.image.vispr_id}. Other annotators' labels, where there are any, are now shown beside each question.")
+    return redirect("annotations:labeling", labeling_id=labeling.pk)
+
+
+@require_role(*ROLES)
+@require_POST
+def labeling_skip(request, labeling_id: int):
+    labeling = get_labeling_for_user(request.user, labeling_id)
+    try:
+        services.skip(labeling, request.user)
+    except services.LabelingError as exc:
+        messages.error(request, exc.message)
+        return redirect("annotations:labeling", labeling_id=labeling.pk)
+    messages.info(request, f"Skipped image {labeling.image.vispr_id}.")
+    return _claim_and_redirect(request)
+
+
+def _claim_and_redirect(request):
+    labeling = services.claim_next(request.user)
+    if labeling is None:
+        messages.info(request, "No image needs your labels right now.")
+        return redirect("annotations:queue")
+    return redirect("annotations:labeling", labeling_id=labeling.pk)
+
+
+def _labeling_url(labeling) -> str:
+    return reverse("annotations:labeling", kwargs={"labeling_id": labeling.pk})
+
+
+def _render_labeling(request, labeling, form=None, errors=None, status=200):
+    values = rationales = None
+    note, flag = labeling.note, labeling.flag
+    version = labeling.version
+    if form is not None:
+        values, rationales = form.posted_values()
+        note, flag = form.data.get("note", note), form.data.get("flag", flag)
+        # Keep the version the page was loaded with: a refused submit must not turn a stale page fresh.
+        version = form.data.get("version", version)
+    groups, info = services.page_rows(labeling, values, rationales)
+    locked = services.is_locked(labeling)
+    context = {
+        "labeling": labeling,
+        "image": labeling.image,
+        "groups": groups,
+        "info": info,
+        "locked": locked,
+        "editable": not locked and labeling.status != Labeling.STATUS_SKIPPED,
+        "note": note,
+        "flag": flag,
+        "version": version,
+        "flags": Labeling.FLAGS[1:],
+        "errors": errors or [],
+        "missing": form.missing if form is not None else [],
+        "blur": services.blur_default(request.user),
+        "progress": services.progress(request.user),
+    }
+    return render(request, "annotations/labeling.html", context, status=status)
+
+
+@require_role(*STAFF_ROLES)
+@require_GET
+def image_history(request, image_id: int):
+    """Every label change of an image (who, when, old -> new): adjudicators and admins only."""
+    image = get_image_for_user(request.user, image_id)
+    changes = Paginator(services.label_history(image), 200).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "annotations/image_history.html",
+        {"image": image, "changes": changes, "events": services.labeling_events(image)},
+    )
+
+
+@require_role(*ROLES)
+@require_http_methods(["GET", "POST"])
+def preferences(request):
+    profile = services.profile_for(request.user)
+    form = PreferencesForm(request.POST if request.method == "POST" else None, instance=profile)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        messages.success(request, "Preferences saved.")
+        return redirect("annotations:preferences")
+    return render(request, "annotations/preferences.html", {"form": form}, status=400 if form.errors else 200)
+
+
+class _PasswordChange(auth_views.PasswordChangeView):
+    template_name = "annotations/password_change.html"
+    success_url = reverse_lazy("annotations:preferences")
+
+    def form_valid(self, form):
+        messages.success(self.request, "Password changed.")
+        return super().form_valid(form)
+
+
+password_change = require_role(*ROLES)(require_http_methods(["GET", "POST"])(_PasswordChange.as_view()))

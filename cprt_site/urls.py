@@ -12,4 +12,5 @@ urlpatterns = [
     path("", include("annotations.urls")),
     path("scoring/", include("scoring.urls")),
     path("runs/", include("inference.urls")),
+    path("api/", include("cprt_site.api_urls")),
 ]

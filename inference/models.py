@@ -40,6 +40,14 @@ class Run(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Execution bookkeeping (written by workers with targeted UPDATEs, never by saving the whole row).
+    request_params = models.JSONField(default=dict, blank=True, help_text="Sampling and image settings sent with every request.")
+    estimate = models.JSONField(default=dict, blank=True, help_text="Requests, tokens and cost estimated at launch.")
+    outcome_counts = models.JSONField(default=dict, blank=True, help_text="outcome -> number of results, refreshed by the workers.")
+    dispatched_at = models.DateTimeField(null=True, blank=True, help_text="When chunks were last sent to the queue.")
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last sign of life from a chunk task.")
+
+    ACTIVE_STATUSES = ("queued", "running", "cancelling")
 
     class Meta:
         ordering = ["-created_at"]
@@ -52,6 +60,31 @@ class Run(models.Model):
     def __str__(self):
         cf = "+counterfactual_faces" if self.counterfactual_faces else ""
         return f"#{self.pk} {self.task} {self.provider}/{self.model_name} {self.strategy}{cf}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE_STATUSES
+
+    @property
+    def done_count(self) -> int:
+        return sum(int(v) for v in (self.outcome_counts or {}).values())
+
+    @property
+    def percent_done(self) -> int:
+        return int(100 * self.done_count / self.total_images) if self.total_images else 0
+
+    def missing_image_ids(self) -> list[int]:
+        """Selected images that still exist and have no result yet (what a resume re-dispatches)."""
+        from annotations.models import Image
+
+        wanted = set(self.image_ids) - set(self.results.values_list("image_id", flat=True))
+        if not wanted:
+            return []
+        todo = sorted(wanted)
+        existing: set[int] = set()
+        for i in range(0, len(todo), 900):  # stay under SQLite's bound-parameter limit
+            existing.update(Image.objects.filter(pk__in=todo[i : i + 900]).values_list("pk", flat=True))
+        return sorted(existing)
 
 
 class RunResult(models.Model):

@@ -1,4 +1,16 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from . import views
 
 app_name = "inference"
-urlpatterns: list = []
+urlpatterns = [
+    path("", views.run_list, name="run_list"),
+    path("rows/", views.run_list_rows, name="run_list_rows"),
+    path("new/", views.run_new, name="run_new"),
+    path("estimate/", views.run_estimate, name="run_estimate"),
+    path("prompts/", views.prompt_catalogue, name="prompts"),
+    path("<int:run_id>/", views.run_detail, name="run_detail"),
+    path("<int:run_id>/progress/", views.run_progress, name="run_progress"),
+    path("<int:run_id>/cancel/", views.run_cancel, name="run_cancel"),
+    path("<int:run_id>/resume/", views.run_resume, name="run_resume"),
+]

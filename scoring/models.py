@@ -83,3 +83,17 @@ class ImageScore(models.Model):
     @property
     def counts(self) -> tuple[int, int, int, int]:
         return (self.n1, self.n2, self.n3, self.n4)
+
+
+class ComputedMetrics(models.Model):
+    """A cached computation (run metrics, agreement study, disagreement queue) and the fingerprint of
+    the data it was computed from; a different fingerprint means the entry is stale."""
+
+    key = models.CharField(max_length=200, unique=True)
+    fingerprint = models.CharField(max_length=64)
+    data = models.JSONField()
+    seconds = models.FloatField(default=0, help_text="How long the computation took.")
+    computed_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return f"{self.key} @ {self.computed_at:%Y-%m-%d %H:%M}"

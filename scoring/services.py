@@ -1,16 +1,23 @@
-"""Turn stored labels into stored consensus and scores (reads the ORM, computes with scoring.engine)."""
+"""Turn stored labels into stored consensus and scores; feed the scoring pages (reads the ORM,
+computes with scoring.engine / scoring.metrics / scoring.agreement, caches results)."""
 from __future__ import annotations
 
+import math
+import time
 from typing import Iterable
 
 import numpy as np
 from django.db import transaction
 
 from annotations import taxonomy
-from annotations.models import Adjudication, Image, Label
+from annotations.models import Adjudication, Annotator, Attribute, Image, Label, TaxonomyVersion
+from cprt_site.lib import audit
+from inference.models import Run
 
-from . import engine
-from .models import ImageScore, ScoringProfile
+from . import agreement as agreement_lib
+from . import engine, queries
+from . import metrics as metrics_lib
+from .models import ComputedMetrics, ImageScore, ScoringProfile
 
 CHUNK = 2000
 
@@ -93,3 +100,289 @@ def rescore_image(image_id: int) -> None:
     for profile in ScoringProfile.objects.all():
         if profile.consensus_annotators.exists():
             recompute_scores(profile, [image_id])
+
+
+# =============================================================================================
+# Cached computations for the scoring pages (metrics, agreement, disagreements), adjudication and
+# the counterfactual comparison. The numbers come from scoring.metrics / scoring.agreement; this
+# module only reads the ORM (mostly through scoring.queries), caches and writes.
+
+# Level 1-2 attributes that are read off documents, text, skin or objects rather than off a face:
+# a "counterfactual faces" run that drops its score on these images ignores real risk.
+SENSITIVE_NON_FACE = (
+    "gov_ids", "unique_body_markings", "contact_details", "full_legal_name",
+    "non_unique_id", "medical_data", "financial_data",
+)
+
+
+def jsonable(value):
+    """numpy scalars and arrays to Python; NaN and infinities to None (PostgreSQL's jsonb refuses NaN)."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def cached(key: str, fingerprint: str, compute) -> dict:
+    """The stored result for `key` if its fingerprint matches, else compute, store and return it."""
+    entry = ComputedMetrics.objects.filter(key=key).only("fingerprint", "data").first()
+    if entry is not None and entry.fingerprint == fingerprint:
+        return entry.data
+    started = time.perf_counter()
+    data = jsonable(compute())
+    ComputedMetrics.objects.update_or_create(
+        key=key, defaults={"fingerprint": fingerprint, "data": data, "seconds": time.perf_counter() - started}
+    )
+    return data
+
+
+# ---------------------------------------------------------------------------------------------
+# Judge-run metrics
+
+
+def _run_key(run_id: int, profile: ScoringProfile) -> str:
+    return f"run-metrics:{run_id}:profile:{profile.pk}"
+
+
+def run_metrics(runs: list[Run], profile: ScoringProfile) -> dict[int, dict]:
+    """Metrics of many judge runs, from the cache where fresh; a constant number of queries.
+
+    Stale or missing runs are computed together: their results are read in one query and the
+    ground truth once.
+    """
+    run_ids = [r.pk for r in runs]
+    if not run_ids:
+        return {}
+    gt_print = queries.ground_truth_fingerprint(profile)
+    prints = {rid: queries.digest(p, gt_print) for rid, p in queries.run_fingerprints(runs).items()}
+    keys = {rid: _run_key(rid, profile) for rid in run_ids}
+    stored = {e.key: e for e in ComputedMetrics.objects.filter(key__in=keys.values())}
+    out, missing = {}, []
+    for rid in run_ids:
+        entry = stored.get(keys[rid])
+        if entry is not None and entry.fingerprint == prints[rid]:
+            out[rid] = entry.data
+        else:
+            missing.append(rid)
+    if missing:
+        gt = queries.ground_truth(profile)
+        results = queries.judge_results(missing)
+        rows = []
+        for rid in missing:
+            started = time.perf_counter()
+            data = jsonable(compute_run_metrics(results[rid], gt, profile))
+            out[rid] = data
+            rows.append(ComputedMetrics(key=keys[rid], fingerprint=prints[rid], data=data, seconds=time.perf_counter() - started))
+        ComputedMetrics.objects.bulk_create(
+            rows, update_conflicts=True, unique_fields=["key"], update_fields=["fingerprint", "data", "seconds", "computed_at"]
+        )
+    return out
+
+
+def compute_run_metrics(results: dict, gt: "queries.GroundTruth", profile: ScoringProfile) -> dict:
+    aligned = queries.align(results, gt)
+    report = metrics_lib.evaluate(aligned["gt"], aligned["gt_level"], aligned["pred"], aligned["outcome"], profile.bounds)
+    report["without_ground_truth"] = aligned["without_gt"]
+    report["profile"] = {"id": profile.pk, "label": profile.label, "provisional": profile.provisional}
+    return report
+
+
+def refresh_run_metrics(run_id: int) -> dict:
+    """Compute (or confirm) a run's metrics under the active profile; call when a judge run finishes."""
+    return run_metrics([Run.objects.get(pk=run_id)], ScoringProfile.active())[run_id]
+
+
+def run_points(run: Run, profile: ScoringProfile) -> dict[str, np.ndarray]:
+    """The run's per-image predictions beside ground truth, for the plots (two + one queries)."""
+    gt = queries.ground_truth(profile)
+    return queries.align(queries.judge_results([run.pk])[run.pk], gt)
+
+
+# ---------------------------------------------------------------------------------------------
+# Agreement
+
+
+def agreement_study(split: str = "") -> dict:
+    fingerprint = queries.label_fingerprint(split)
+
+    def compute():
+        return agreement_lib.agreement_report(queries.load_labels(split=split))
+
+    return cached(f"agreement:{split or 'all'}", fingerprint, compute)
+
+
+def annotate_run_agreement(run: Run) -> dict:
+    """For an annotate run: its model annotator vs each imported ground truth and vs the human
+    majority, per attribute, over the run's images."""
+    if run.annotator_id is None:
+        return {"annotator": None, "comparisons": []}
+    image_ids = list(run.image_ids or [])
+    data = queries.load_labels(image_ids=image_ids)
+    if run.annotator_id not in data.annotator_ids:
+        return {"annotator": run.annotator.name, "comparisons": []}
+    values = np.asarray(data.values)
+    binary = agreement_lib.binarise_array(values)
+    attr_levels = np.asarray(data.attr_levels)
+    me = data.annotator_ids.index(run.annotator_id)
+    comparisons = []
+    for i, kind in enumerate(data.kinds):
+        if kind == agreement_lib.GROUND_TRUTH and i != me:
+            comparisons.append({"against": data.names[i], **agreement_lib.breakdown(binary[me], binary[i], None, None, attr_levels, data.keys)})
+    is_human = [k == agreement_lib.HUMAN for k in data.kinds]
+    if any(is_human):
+        majority = agreement_lib.human_majority(values, is_human)
+        comparisons.append({"against": agreement_lib.MAJORITY, **agreement_lib.breakdown(binary[me], majority, None, None, attr_levels, data.keys)})
+    return jsonable({"annotator": data.names[me], "comparisons": comparisons})
+
+
+# ---------------------------------------------------------------------------------------------
+# Disagreements and adjudication
+
+
+def disagreement_queue(profile: ScoringProfile, split: str = "") -> dict:
+    """Every image with disputed attributes and what resolving them could change (cached)."""
+    fingerprint = queries.digest(queries.label_fingerprint(split), profile.pk, profile.lo1, profile.lo2, profile.lo3)
+
+    def compute():
+        data = queries.load_labels(split=split)
+        adjudications = queries.adjudication_array(data.image_ids, data.keys)
+        impact = agreement_lib.dispute_impact(data.values, adjudications, data.attr_levels, profile.bounds)
+        # Pairs of annotators who disagree on an image (any attribute): one vectorised pass per pair.
+        pair_masks = [
+            ([data.annotator_ids[a], data.annotator_ids[b]], agreement_lib.pair_disagrees(data.values, a, b))
+            for a in range(len(data.names)) for b in range(a + 1, len(data.names))
+        ]
+        rows = []
+        for i in np.flatnonzero(impact["n_disputed"] > 0):
+            rows.append({
+                "image_id": data.image_ids[i],
+                "disputed": [data.keys[j] for j in np.flatnonzero(impact["disputed"][i])],
+                "n_disputed": int(impact["n_disputed"][i]),
+                "score_lo": float(impact["score_lo"][i]),
+                "score_hi": float(impact["score_hi"][i]),
+                "level_lo": int(impact["level_lo"][i]),
+                "level_hi": int(impact["level_hi"][i]),
+                "impact": float(impact["impact"][i]),
+                "level_changes": bool(impact["level_changes"][i]),
+                "pairs": [ids for ids, mask in pair_masks if mask[i]],
+            })
+        annotators = [{"id": a, "name": n, "kind": k} for a, n, k in zip(data.annotator_ids, data.names, data.kinds)]
+        return {"rows": rows, "annotators": annotators}
+
+    return cached(f"disagreements:{split or 'all'}:profile:{profile.pk}", fingerprint, compute)
+
+
+def active_attributes() -> dict[str, Attribute]:
+    tv = TaxonomyVersion.objects.order_by("-created_at", "-id").first()
+    return {a.key: a for a in Attribute.objects.filter(taxonomy=tv)}
+
+
+def adjudicate(user, image: Image, attribute: Attribute, value: float, note: str) -> Adjudication:
+    """Set the final label of one (image, attribute): never touches Labels; history + audit; rescore."""
+    if value not in engine.VALID_LABELS:
+        raise ValueError(f"{value!r} is not a valid label (0, 0.5 or 1).")
+    with transaction.atomic():
+        adjudication = Adjudication.objects.select_for_update().filter(image=image, attribute=attribute).first()
+        old = None if adjudication is None else {"value": adjudication.value, "note": adjudication.note}
+        if adjudication is None:
+            adjudication = Adjudication(image=image, attribute=attribute)
+        adjudication.value, adjudication.note, adjudication.adjudicator = value, note, user
+        adjudication.save()
+        audit(user, "adjudicate", adjudication, image_id=image.pk, vispr_id=image.vispr_id, attribute=attribute.key,
+              old=old, new={"value": value, "note": note})
+        rescore_image(image.pk)
+    return adjudication
+
+
+# ---------------------------------------------------------------------------------------------
+# Counterfactual faces
+
+
+def counterfactual_candidates() -> list[tuple[Run, Run]]:
+    """(without, with) pairs of finished judge runs sharing provider, model and strategy."""
+    runs = queries.finished_judge_runs()
+    plain = [r for r in runs if not r.counterfactual_faces]
+    faces = [r for r in runs if r.counterfactual_faces]
+    return [(a, b) for a in plain for b in faces if (a.provider, a.model_name, a.strategy) == (b.provider, b.model_name, b.strategy)]
+
+
+def counterfactual(base: Run, cf: Run, profile: ScoringProfile, drop: float) -> dict:
+    """Per-image score change from `base` to `cf`, collapses, and groups by sensitive non-face attributes."""
+    results = queries.judge_results([base.pk, cf.pk])
+    def ok_scores(r):
+        keep = (r["outcome"] == "ok") & np.isfinite(r["score"])
+        return dict(zip(r["image_id"][keep].tolist(), r["score"][keep].tolist()))
+
+    before, after = ok_scores(results[base.pk]), ok_scores(results[cf.pk])
+    common = sorted(set(before) & set(after))
+    binary = {}
+    for image_id, labels in ImageScore.objects.filter(profile=profile, image_id__in=common).values_list("image_id", "binary_labels"):
+        binary[image_id] = labels
+    missing = [i for i in common if i not in binary]
+    if missing:
+        attr_key = {v: k for k, v in taxonomy.attribute_ids().items()}
+        for image_id, attribute_id in Label.objects.filter(
+            image_id__in=missing, annotator__kind=Annotator.KIND_GROUND_TRUTH, value=1.0
+        ).values_list("image_id", "attribute_id"):
+            binary.setdefault(image_id, {})[attr_key.get(attribute_id)] = 1
+    vispr = dict(Image.objects.filter(id__in=common).values_list("id", "vispr_id"))
+    rows = []
+    for image_id in common:
+        delta = after[image_id] - before[image_id]
+        labels = binary.get(image_id, {})
+        sensitive = [k for k in SENSITIVE_NON_FACE if labels.get(k) == 1]
+        rows.append({
+            "image_id": image_id, "vispr_id": vispr.get(image_id, ""), "score_without": before[image_id],
+            "score_with": after[image_id], "change": delta, "collapsed": delta <= -drop, "sensitive_non_face": sensitive,
+            "has_consensus": image_id in binary,
+        })
+    deltas = np.array([r["change"] for r in rows], dtype=float)
+    groups = []
+    for key in SENSITIVE_NON_FACE:
+        members = [r for r in rows if key in r["sensitive_non_face"]]
+        groups.append({
+            "attribute": key, "images": len(members), "collapsed": sum(r["collapsed"] for r in members),
+            "mean_change": float(np.mean([r["change"] for r in members])) if members else None,
+        })
+    counts, edges = metrics_lib.histogram(deltas, bins=40, lo=-1.0, hi=1.0)
+    return jsonable({
+        "common": len(common),
+        "only_without": len(set(before) - set(after)),
+        "only_with": len(set(after) - set(before)),
+        "mean_change": float(deltas.mean()) if deltas.size else None,
+        "median_change": float(np.median(deltas)) if deltas.size else None,
+        "collapsed": int(sum(r["collapsed"] for r in rows)),
+        "collapsed_sensitive": int(sum(r["collapsed"] and bool(r["sensitive_non_face"]) for r in rows)),
+        "rows": rows,
+        "groups": groups,
+        "histogram": {"counts": counts, "edges": edges},
+    })
+
+
+def filter_disputes(rows: list[dict], *, attribute: str = "", level: int | None = None, pair: tuple[int, int] | None = None,
+                    current: dict | None = None, sort: str = "impact") -> list[dict]:
+    """Filter the cached queue by disputed attribute, current consensus level and disagreeing pair; sort."""
+    current = current or {}
+    out = []
+    for r in rows:
+        if attribute and attribute not in r["disputed"]:
+            continue
+        if level is not None and (current.get(r["image_id"]) or (None,))[0] != level:
+            continue
+        if pair is not None and list(pair) not in [sorted(p) for p in r["pairs"]]:
+            continue
+        out.append(r)
+    keys = {
+        "impact": lambda r: (-r["impact"], r["image_id"]),
+        "level": lambda r: (not r["level_changes"], -r["impact"], r["image_id"]),
+        "disputed": lambda r: (-r["n_disputed"], -r["impact"], r["image_id"]),
+        "id": lambda r: r["image_id"],
+    }
+    return sorted(out, key=keys[sort])

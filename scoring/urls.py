@@ -1,4 +1,14 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from . import views
 
 app_name = "scoring"
-urlpatterns: list = []
+urlpatterns = [
+    path("", views.leaderboard, name="leaderboard"),
+    path("runs/<int:run_id>/", views.run_detail, name="run"),
+    path("agreement/", views.agreement, name="agreement"),
+    path("disagreements/", views.disagreements, name="disagreements"),
+    path("images/<int:image_id>/review/", views.review, name="review"),
+    path("images/<int:image_id>/adjudicate/", views.adjudicate, name="adjudicate"),
+    path("counterfactual/", views.counterfactual, name="counterfactual"),
+]

@@ -13,6 +13,12 @@ from annotations import taxonomy
 PASSWORD = "correct-horse-battery-staple"
 
 
+@pytest.fixture(autouse=True)
+def fast_password_hasher(settings):
+    # The default PBKDF2 hasher costs ~0.3 s per account on CI machines; tests make hundreds of accounts.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 def make_user(username: str, role: str | None, superuser: bool = False):
     User = get_user_model()
     user = User.objects.create_user(username=username, password=PASSWORD, is_superuser=superuser, is_staff=superuser)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+
 from django.urls import reverse
 
 from tests.test_permissions import _all_cases, world  # noqa: F401  (fixture reused)
@@ -19,7 +19,9 @@ INLINE_HANDLER = re.compile(r"<[^>]+\son[a-z]+\s*=", re.I)
 
 
 def _production_env(**extra) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "SECRET_KEY", "ALLOWED_HOSTS"}}
+    # DJANGO_ALLOW_ASYNC_UNSAFE is set for the browser tests; the deploy check must not inherit it.
+    dropped = {"DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     env.update(DEBUG="0", SECRET_KEY=secrets.token_urlsafe(50), ALLOWED_HOSTS="cprt.example.org")
     env.update(extra)
     return env

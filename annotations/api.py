@@ -1,0 +1,516 @@
+"""REST API for images and labelings, plus the small plumbing every API module shares.
+
+Views are thin, like the pages: objects come through the same access helpers (404 for what the
+caller may not see) and every change goes through `annotations.services` (claim, draft, submit,
+skip), so the labeling rules (slots, blind labeling, versions, adjudication lock) live in one place.
+
+The shared plumbing (also used by inference/api.py and scoring/api.py):
+- JSON only, strictly: a size limit, UTF-8, no NaN/Infinity; anything else is a 400 (or 415 for
+  another content type) with a sentence saying why;
+- serializers refuse unknown keys and wrong JSON types instead of coercing them;
+- query strings are validated the same way: an unknown parameter is a 400, not silently ignored;
+- roles as on the pages: anonymous 401, no role 403, then per object type.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from django.db.models import Q
+from django.urls import reverse
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.exceptions import ParseError, PermissionDenied
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.parsers import JSONParser
+from rest_framework.permissions import BasePermission, IsAuthenticated
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+from rest_framework.settings import api_settings
+from rest_framework.views import APIView
+
+from cprt_site.lib import ROLES, STAFF_ROLES, role_of
+from scoring.models import ImageScore, ScoringProfile
+
+from . import services, taxonomy
+from .access import get_image_for_user, get_labeling_for_user
+from .forms import MAX_NOTE, MAX_RATIONALE
+from .models import Annotator, Image, Label, Labeling
+
+# =================================================================================================
+# Shared plumbing
+
+MAX_BODY_BYTES = 256 * 1024  # a complete labeling with every rationale at its limit is ~50 KB
+MAX_INT = 2**31 - 1
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+class StrictJSONParser(JSONParser):
+    """JSON bodies only: at most MAX_BODY_BYTES, UTF-8, no NaN/Infinity, no absurd nesting."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        raw = stream.read(MAX_BODY_BYTES + 1)
+        if len(raw) > MAX_BODY_BYTES:
+            raise ParseError(f"The request body is larger than {MAX_BODY_BYTES} bytes; nothing was changed.")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ParseError("The request body is not valid UTF-8; nothing was changed.") from None
+        try:
+            return json.loads(text, parse_constant=_refuse_constant)
+        except (ValueError, RecursionError) as exc:
+            raise ParseError(f"The request body is not valid JSON ({exc}); nothing was changed.") from None
+
+
+class HasRole(BasePermission):
+    """The caller's role (cprt_site.lib.role_of) is one of `roles`; anonymous callers get 401 from DRF."""
+
+    roles: tuple[str, ...] = ROLES
+    message = "Your account has no role that allows this."
+
+    def has_permission(self, request, view) -> bool:
+        return role_of(request.user) in self.roles
+
+
+class IsStaff(HasRole):
+    roles = STAFF_ROLES
+    message = "Only adjudicators and admins may use this endpoint."
+
+
+class ApiView(APIView):
+    """Base of every API view: JSON in and out, authenticated, a role required (subclasses narrow it)."""
+
+    parser_classes = [StrictJSONParser]
+    renderer_classes = [JSONRenderer]  # the browsable API needs inline scripts our CSP forbids
+    permission_classes = [IsAuthenticated, HasRole]
+
+    def validated_body(self, serializer_class, **kwargs):
+        serializer = serializer_class(data=self.request.data, **kwargs)
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data
+
+    def validated_query(self, serializer_class, **kwargs):
+        """Query parameters through a strict serializer; a repeated parameter is refused too."""
+        params = self.request.query_params
+        repeated = sorted(k for k in params if len(params.getlist(k)) > 1)
+        if repeated:
+            raise serializers.ValidationError({k: ["Give this parameter once."] for k in repeated})
+        serializer = serializer_class(data=params.dict(), **kwargs)
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data
+
+
+class Pagination(PageNumberPagination):
+    page_size = 50
+
+
+def _names(keys) -> str:
+    keys = sorted(str(k) for k in keys)
+    shown = ", ".join(k[:64] for k in keys[:10])
+    return shown + (f" and {len(keys) - 10} more" if len(keys) > 10 else "")
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuses keys it does not know (a typo must not be silently ignored)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, Mapping):
+            unknown = set(data) - set(self.fields)
+            if unknown:
+                allowed = ", ".join(self.fields) or "none"
+                raise serializers.ValidationError(
+                    {api_settings.NON_FIELD_ERRORS_KEY: [f"Unknown field(s): {_names(unknown)}. Allowed: {allowed}."]}
+                )
+        return super().to_internal_value(data)
+
+
+class EmptyBody(StrictSerializer):
+    """For actions that take no input: an empty body or {}."""
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON integer (not a string, float or boolean)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictFloatField(serializers.FloatField):
+    """A JSON number (not a string or boolean)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, (int, float)):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictCharField(serializers.CharField):
+    """A JSON string (numbers are not turned into strings)."""
+
+    default_error_messages = {"invalid": "Must be a string."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """JSON true or false (not "yes", 1 or "on")."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+
+def error_response(message: str, http_status: int, **extra) -> Response:
+    return Response({"detail": message, **extra}, status=http_status)
+
+
+# =================================================================================================
+# Images
+
+
+def _active_profile() -> ScoringProfile | None:
+    """The profile the home page shows (the active one; none when nothing is active)."""
+    return ScoringProfile.objects.filter(is_active=True).first()
+
+
+class ImageQuery(StrictSerializer):
+    split = serializers.ChoiceField(choices=[s for s, _ in Image.SPLITS], required=False)
+    level = serializers.IntegerField(min_value=1, max_value=4, required=False, help_text="Consensus level under the active profile.")
+    attribute = serializers.CharField(max_length=64, required=False, help_text="Consensus (active profile) has this attribute = 1. Staff only.")
+    annotator = serializers.IntegerField(min_value=1, max_value=MAX_INT, required=False, help_text="Has labels from this annotator id. Reviewers: their own id only.")
+    page = serializers.IntegerField(min_value=1, max_value=MAX_INT, required=False)
+
+    def validate_attribute(self, value):
+        keys = taxonomy.active().keys
+        if value not in keys:
+            raise serializers.ValidationError(f"Unknown attribute {value[:64]!r}; use one of {', '.join(keys)}.")
+        return value
+
+
+class ImageSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    vispr_id = serializers.CharField()
+    split = serializers.CharField()
+    width = serializers.IntegerField(allow_null=True)
+    height = serializers.IntegerField(allow_null=True)
+    has_file = serializers.BooleanField()
+    unsuitable = serializers.BooleanField()
+    batch = serializers.IntegerField(source="batch_id", allow_null=True)
+    level = serializers.SerializerMethodField(help_text="Consensus level under the active profile (null: no consensus yet).")
+    score = serializers.SerializerMethodField(help_text="Consensus severity score under the active profile.")
+    bytes_url = serializers.SerializerMethodField()
+
+    def _score(self, image) -> ImageScore | None:
+        return self.context.get("scores", {}).get(image.pk)
+
+    def get_level(self, image) -> int | None:
+        score = self._score(image)
+        return None if score is None else score.level
+
+    def get_score(self, image) -> float | None:
+        score = self._score(image)
+        return None if score is None else score.score
+
+    def get_bytes_url(self, image) -> str | None:
+        return reverse("annotations:image_bytes", kwargs={"image_id": image.pk}) if image.has_file else None
+
+
+class VisibleLabelSerializer(serializers.Serializer):
+    annotator = serializers.CharField(help_text='"you", an anonymous "reviewer #n", a model, or (staff) the annotator name.')
+    annotator_kind = serializers.CharField()
+    attribute = serializers.CharField()
+    value = serializers.FloatField()
+    rationale = serializers.CharField()
+
+
+class ImageDetailSerializer(ImageSerializer):
+    my_labeling = serializers.SerializerMethodField()
+    labels = serializers.SerializerMethodField()
+
+    @extend_schema_field(inline_serializer("MyLabeling", {"id": serializers.IntegerField(), "status": serializers.CharField()}, allow_null=True))
+    def get_my_labeling(self, image):
+        labeling = self.context.get("my_labeling")
+        return None if labeling is None else {"id": labeling.pk, "status": labeling.status}
+
+    @extend_schema_field(VisibleLabelSerializer(many=True))
+    def get_labels(self, image):
+        return self.context.get("labels", [])
+
+
+def visible_labels(user, image: Image, own: Labeling | None) -> list[dict]:
+    """The image's labels the caller may see, by the labeling pages' blind rule.
+
+    Adjudicators and admins see every label, with annotator names. A reviewer sees their own labels,
+    and everyone else's (anonymised as on the labeling page) only once their own labeling of this
+    image is submitted.
+    """
+    labels = Label.objects.filter(image=image).select_related("annotator", "attribute").order_by("annotator__kind", "annotator_id", "attribute__order")
+    staff = role_of(user) in STAFF_ROLES
+    own_annotator = own.annotator_id if own is not None else None
+    if not staff and (own is None or own.status != Labeling.STATUS_SUBMITTED):
+        labels = labels.filter(annotator_id=own_annotator) if own_annotator else labels.none()
+    humans: dict = {}
+    out = []
+    for label in labels:
+        if label.annotator_id == own_annotator:
+            name = "you"
+        elif staff:
+            name = label.annotator.name
+        else:
+            name = services._annotator_label(label.annotator, humans)
+        out.append({"annotator": name, "annotator_kind": label.annotator.kind, "attribute": label.attribute.key,
+                    "value": label.value, "rationale": label.rationale})
+    return out
+
+
+def _own_labeling(user, image: Image) -> Labeling | None:
+    # No Annotator.for_user here: reading must not create an annotator row.
+    return Labeling.objects.filter(image=image, annotator__user=user).first()
+
+
+class ImageList(ApiView):
+    @extend_schema(parameters=[ImageQuery], responses=ImageSerializer(many=True), summary="Images, with consensus level and score")
+    def get(self, request):
+        q = self.validated_query(ImageQuery)
+        staff = role_of(request.user) in STAFF_ROLES
+        images = Image.objects.order_by("vispr_id")
+        if "split" in q:
+            images = images.filter(split=q["split"])
+        profile = _active_profile()
+        if "level" in q or "attribute" in q:
+            if "attribute" in q and not staff:
+                raise PermissionDenied("Only adjudicators and admins may filter by consensus attribute.")
+            if profile is None:
+                images = images.none()
+            else:
+                wanted = Q(scores__profile=profile)
+                if "level" in q:
+                    wanted &= Q(scores__level=q["level"])
+                if "attribute" in q:
+                    wanted &= Q(**{f"scores__binary_labels__{q['attribute']}": 1})
+                images = images.filter(wanted)
+        if "annotator" in q:
+            if not staff and not Annotator.objects.filter(pk=q["annotator"], user=request.user).exists():
+                raise PermissionDenied("Reviewers may filter by their own annotator id only.")
+            images = images.filter(pk__in=Label.objects.filter(annotator_id=q["annotator"]).values("image"))
+        paginator = Pagination()
+        page = paginator.paginate_queryset(images, request, view=self)
+        scores = {}
+        if profile is not None:
+            scores = {s.image_id: s for s in ImageScore.objects.filter(profile=profile, image__in=[i.pk for i in page])}
+        data = ImageSerializer(page, many=True, context={"scores": scores}).data
+        return paginator.get_paginated_response(data)
+
+
+class ImageDetail(ApiView):
+    @extend_schema(responses={200: ImageDetailSerializer, 404: OpenApiResponse(description="No such image.")},
+                   summary="One image with the labels the caller may see")
+    def get(self, request, image_id: int):
+        self.validated_query(EmptyBody)
+        image = get_image_for_user(request.user, image_id)
+        own = _own_labeling(request.user, image)
+        profile = _active_profile()
+        score = ImageScore.objects.filter(profile=profile, image=image).first() if profile else None
+        context = {"scores": {image.pk: score} if score else {}, "my_labeling": own, "labels": visible_labels(request.user, image, own)}
+        return Response(ImageDetailSerializer(image, context=context).data)
+
+
+# =================================================================================================
+# Labelings
+
+
+class LabelValueField(serializers.Field):
+    """An answer: the JSON number 0 (no), 0.5 (unsure) or 1 (yes)."""
+
+    default_error_messages = {"invalid": "An answer must be the number 0 (no), 0.5 (unsure) or 1 (yes)."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, (int, float)) or float(data) not in services.VALUE_NAMES:
+            self.fail("invalid")
+        return float(data)
+
+    def to_representation(self, value):
+        return value
+
+
+extend_schema_field(OpenApiTypes.NUMBER)(LabelValueField)
+
+
+class LabelingWrite(StrictSerializer):
+    """A draft save or a submission: the whole working copy, and the version it was loaded with."""
+
+    version = StrictIntegerField(min_value=1, max_value=MAX_INT, help_text="The labeling's version as you last read it.")
+    values = serializers.DictField(child=LabelValueField(), required=False, default=dict, help_text="attribute key -> 0, 0.5 or 1")
+    rationales = serializers.DictField(child=StrictCharField(max_length=MAX_RATIONALE, allow_blank=True, trim_whitespace=False),
+                                       required=False, default=dict, help_text="attribute key -> rationale")
+    note = StrictCharField(max_length=MAX_NOTE, allow_blank=True, required=False, default="", trim_whitespace=False)
+    flag = serializers.ChoiceField(choices=Labeling.FLAGS, allow_blank=True, required=False, default="")
+
+    def validate(self, data):
+        known = set(taxonomy.active().keys)
+        unknown = (set(data["values"]) | set(data["rationales"])) - known
+        if unknown:
+            raise serializers.ValidationError(f"Unknown attribute(s): {_names(unknown)}. Nothing was saved.")
+        data["rationales"] = {k: v.strip() for k, v in data["rationales"].items() if v.strip()}
+        return data
+
+
+class RowSerializer(serializers.Serializer):
+    key = serializers.CharField()
+    level = serializers.IntegerField()
+    question = serializers.CharField()
+    value = serializers.FloatField(allow_null=True)
+    rationale = serializers.CharField()
+    suggestions = inline_serializer("Suggestion", {"annotator": serializers.CharField(), "value": serializers.FloatField(), "rationale": serializers.CharField()}, many=True)
+    others = inline_serializer("OtherLabel", {"annotator": serializers.CharField(), "value": serializers.FloatField()}, many=True)
+
+
+class LabelingSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    image = serializers.IntegerField(source="image_id")
+    image_vispr_id = serializers.CharField(source="image.vispr_id")
+    status = serializers.CharField()
+    version = serializers.IntegerField()
+    note = serializers.CharField()
+    flag = serializers.CharField()
+    values = serializers.DictField(source="draft_values", child=serializers.FloatField())
+    rationales = serializers.DictField(source="draft_rationales", child=serializers.CharField())
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    submitted_at = serializers.DateTimeField(allow_null=True)
+
+
+class LabelingDetailSerializer(LabelingSerializer):
+    locked = serializers.BooleanField(help_text="An adjudicator decided on this image: read-only.")
+    editable = serializers.BooleanField()
+    rows = RowSerializer(many=True, help_text="Every question; suggestions and other annotators' answers as the labeling page shows them.")
+
+
+_VALUE_OF_NAME = {name: value for value, name in services.VALUE_NAMES.items()}
+
+
+def labeling_detail(labeling: Labeling) -> dict:
+    """The labeling page's data (services.page_rows applies the blind rule) as JSON-ready values."""
+    groups, _info = services.page_rows(labeling)
+    rows = [
+        {
+            "key": r.key, "level": r.level, "question": r.question, "value": r.value, "rationale": r.rationale,
+            "suggestions": [{"annotator": a, "value": _VALUE_OF_NAME.get(v, v), "rationale": why} for a, v, why in r.suggestions],
+            "others": [{"annotator": a, "value": _VALUE_OF_NAME.get(v, v)} for a, v in r.others],
+        }
+        for group in groups
+        for r in group.rows
+    ]
+    locked = services.is_locked(labeling)
+    labeling.locked, labeling.editable, labeling.rows = locked, not locked and labeling.status != Labeling.STATUS_SKIPPED, rows
+    return LabelingDetailSerializer(labeling).data
+
+
+def labeling_error(exc: services.LabelingError) -> Response:
+    """A refused labeling action as JSON; the service already rolled everything back."""
+    if isinstance(exc, services.StaleVersion):
+        return error_response(
+            f"Stale version: you sent version {exc.loaded}, the labeling is now at version {exc.current} "
+            "(saved elsewhere after you read it). Nothing was changed: GET the labeling and apply your change again.",
+            status.HTTP_409_CONFLICT, current_version=exc.current,
+        )
+    if isinstance(exc, services.LabelingLocked):
+        return error_response(exc.message, status.HTTP_423_LOCKED)
+    if isinstance(exc, services.MissingAnswers):
+        return error_response(exc.message, status.HTTP_400_BAD_REQUEST, missing=exc.missing)
+    return error_response(exc.message, exc.status)
+
+
+class LabelingQuery(StrictSerializer):
+    status = serializers.ChoiceField(choices=[s for s, _ in Labeling.STATUSES], required=False)
+    page = serializers.IntegerField(min_value=1, max_value=MAX_INT, required=False)
+
+
+class LabelingList(ApiView):
+    @extend_schema(parameters=[LabelingQuery], responses=LabelingSerializer(many=True), summary="Your labelings")
+    def get(self, request):
+        q = self.validated_query(LabelingQuery)
+        mine = Labeling.objects.filter(annotator__user=request.user).select_related("image").order_by("-created_at", "-pk")
+        if "status" in q:
+            mine = mine.filter(status=q["status"])
+        paginator = Pagination()
+        page = paginator.paginate_queryset(mine, request, view=self)
+        return paginator.get_paginated_response(LabelingSerializer(page, many=True).data)
+
+    @extend_schema(
+        request=EmptyBody,
+        responses={201: LabelingDetailSerializer, 200: LabelingDetailSerializer, 204: OpenApiResponse(description="No image needs your labels right now.")},
+        summary="Claim the next image (or get your open draft back)",
+    )
+    def post(self, request):
+        self.validated_body(EmptyBody)
+        started = timezone.now()
+        labeling = services.claim_next(request.user)
+        if labeling is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        labeling = get_labeling_for_user(request.user, labeling.pk)
+        created = labeling.created_at >= started
+        return Response(labeling_detail(labeling), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+_LABELING_ERRORS = {
+    400: OpenApiResponse(description="Invalid input, missing answers (listed in `missing`) or a skipped labeling."),
+    404: OpenApiResponse(description="No such labeling of yours."),
+    409: OpenApiResponse(description="Stale version; `current_version` says the current one."),
+    423: OpenApiResponse(description="Locked: an adjudicator decided on this image."),
+}
+
+
+class LabelingDetail(ApiView):
+    @extend_schema(responses={200: LabelingDetailSerializer, 404: _LABELING_ERRORS[404]}, summary="One of your labelings")
+    def get(self, request, labeling_id: int):
+        self.validated_query(EmptyBody)
+        return Response(labeling_detail(get_labeling_for_user(request.user, labeling_id)))
+
+    @extend_schema(request=LabelingWrite, responses={200: LabelingDetailSerializer, **_LABELING_ERRORS},
+                   summary="Save the draft (replaces the working copy)")
+    def put(self, request, labeling_id: int):
+        labeling = get_labeling_for_user(request.user, labeling_id)
+        data = self.validated_body(LabelingWrite)
+        try:
+            labeling = services.save_draft(labeling, request.user, **data)
+        except services.LabelingError as exc:
+            return labeling_error(exc)
+        return Response(labeling_detail(get_labeling_for_user(request.user, labeling.pk)))
+
+
+class LabelingSubmit(ApiView):
+    @extend_schema(request=LabelingWrite, responses={200: LabelingDetailSerializer, **_LABELING_ERRORS},
+                   summary="Submit every answer (again, to change a submitted labeling)")
+    def post(self, request, labeling_id: int):
+        labeling = get_labeling_for_user(request.user, labeling_id)
+        data = self.validated_body(LabelingWrite)
+        try:
+            labeling = services.submit(labeling, request.user, **data)
+        except services.LabelingError as exc:
+            return labeling_error(exc)
+        return Response(labeling_detail(get_labeling_for_user(request.user, labeling.pk)))
+
+
+class LabelingSkip(ApiView):
+    @extend_schema(request=EmptyBody, responses={200: LabelingDetailSerializer, **_LABELING_ERRORS}, summary="Skip a draft (gives its slot back)")
+    def post(self, request, labeling_id: int):
+        labeling = get_labeling_for_user(request.user, labeling_id)
+        self.validated_body(EmptyBody)
+        try:
+            labeling = services.skip(labeling, request.user)
+        except services.LabelingError as exc:
+            return labeling_error(exc)
+        return Response(labeling_detail(get_labeling_for_user(request.user, labeling.pk)))
+

@@ -1,0 +1,97 @@
+"""Forms that validate what reviewers post: the labeling form (drafts and submissions) and preferences."""
+from __future__ import annotations
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from .models import Labeling, Profile
+from .taxonomy import Taxonomy
+
+VALUE_CHOICES = [("0", "No"), ("0.5", "Unsure"), ("1", "Yes")]
+VALUE_OF = {"0": 0.0, "0.5": 0.5, "1": 1.0}
+VALUE_PREFIX, RATIONALE_PREFIX = "value-", "rationale-"
+MAX_RATIONALE, MAX_NOTE = 2000, 5000
+
+
+class LabelingForm(forms.Form):
+    """One field pair per attribute of the taxonomy (value-<key>, rationale-<key>) plus version, note and flag.
+
+    Values must be exactly "0", "0.5" or "1"; names for attributes the taxonomy does not have are
+    refused (not ignored), so a stale page or a crafted request cannot write something unexpected.
+    With `require_all` every attribute needs an answer and the error names the missing ones.
+    """
+
+    version = forms.IntegerField(
+        min_value=1,
+        error_messages={"required": "The form did not say which version it was loaded with; reload the page."},
+    )
+    note = forms.CharField(required=False, max_length=MAX_NOTE, strip=False)
+    flag = forms.ChoiceField(
+        choices=Labeling.FLAGS,
+        required=False,
+        error_messages={"invalid_choice": "%(value)s is not a flag: use broken, duplicate or not_suitable."},
+    )
+
+    def __init__(self, *args, taxonomy: Taxonomy, require_all: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.taxonomy = taxonomy
+        self.require_all = require_all
+        self.missing: list[str] = []
+        for attribute in taxonomy.attributes:
+            self.fields[VALUE_PREFIX + attribute.key] = forms.ChoiceField(
+                choices=VALUE_CHOICES,
+                required=False,
+                label=attribute.key,
+                error_messages={"invalid_choice": f"%(value)s is not a valid answer for {attribute.key}: use 0 (No), 0.5 (Unsure) or 1 (Yes)."},
+            )
+            self.fields[RATIONALE_PREFIX + attribute.key] = forms.CharField(required=False, max_length=MAX_RATIONALE, label=f"rationale for {attribute.key}")
+
+    def clean(self):
+        cleaned = super().clean()
+        known = set(self.taxonomy.keys)
+        unknown = sorted(
+            {name.split("-", 1)[1] for name in self.data if name.startswith((VALUE_PREFIX, RATIONALE_PREFIX)) and name.split("-", 1)[1] not in known}
+        )
+        if unknown:
+            raise ValidationError(f"Unknown attribute(s): {', '.join(unknown)}. Nothing was saved; reload the page.")
+        if self.require_all:
+            self.missing = [k for k in self.taxonomy.keys if not cleaned.get(VALUE_PREFIX + k) and not self.has_error(VALUE_PREFIX + k)]
+            if self.missing:
+                raise ValidationError(f"Answer every question before submitting. Missing ({len(self.missing)}): {', '.join(self.missing)}.")
+        return cleaned
+
+    def labeling_data(self) -> dict:
+        """Keyword arguments for services.save_draft / services.submit."""
+        c = self.cleaned_data
+        values = {k: VALUE_OF[c[VALUE_PREFIX + k]] for k in self.taxonomy.keys if c.get(VALUE_PREFIX + k)}
+        rationales = {k: c[RATIONALE_PREFIX + k].strip() for k in self.taxonomy.keys if c.get(RATIONALE_PREFIX + k, "").strip()}
+        return {"version": c["version"], "values": values, "rationales": rationales, "note": c.get("note", ""), "flag": c.get("flag", "")}
+
+    def posted_values(self) -> tuple[dict, dict]:
+        """What the reviewer posted (valid answers only), to show the form again after an error."""
+        values, rationales = {}, {}
+        for k in self.taxonomy.keys:
+            raw = self.data.get(VALUE_PREFIX + k)
+            if raw in VALUE_OF:
+                values[k] = VALUE_OF[raw]
+            text = self.data.get(RATIONALE_PREFIX + k, "")
+            if text:
+                rationales[k] = text[:MAX_RATIONALE]
+        return values, rationales
+
+    def error_messages_list(self) -> list[str]:
+        """All errors as plain sentences, field errors prefixed with the attribute or field they concern."""
+        out = list(self.non_field_errors())
+        for name, errors in self.errors.items():
+            if name == "__all__":
+                continue
+            for error in errors:
+                out.append(error if name.startswith(VALUE_PREFIX) else f"{self.fields[name].label or name}: {error}")
+        return out
+
+
+class PreferencesForm(forms.ModelForm):
+    class Meta:
+        model = Profile
+        fields = ["blur_images_by_default"]
+        labels = {"blur_images_by_default": "Blur images by default (reveal each with a click or the b key)"}

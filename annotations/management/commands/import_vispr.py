@@ -1,0 +1,152 @@
+"""Register the images of a VISPR-style folder (`2017_10000580.jpg` -> id `2017_10000580`).
+
+Every file goes through annotations.images.clean_image (byte and pixel limits, full decode,
+metadata stripped). All files are checked first; then the accepted ones are stored in one
+transaction. Files that cannot be accepted are listed with the reason and skipped.
+"""
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from annotations.images import CleanImage, ImageRejected, attach, clean_image, storage_name
+from annotations.models import Image
+from cprt_site.lib import audit
+from scoring.cprt_bench import ID_PATTERN
+
+IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png"}
+
+
+@dataclass
+class Accepted:
+    vispr_id: str
+    file_name: str
+    clean_path: Path  # cleaned bytes, parked in a temporary folder until the write pass
+    extension: str
+    width: int
+    height: int
+    sha256: str
+    existing_pk: int | None  # an Image record without a file (e.g. created by import_cprt)
+
+
+def check_folder(folder: Path, split: str, parking: Path) -> tuple[list[Accepted], list[tuple[str, str]]]:
+    """Validate every file of `folder`; returns (accepted, [(file name, reason skipped)])."""
+    accepted: list[Accepted] = []
+    skipped: list[tuple[str, str]] = []
+    known = {vid: (pk, s, bool(f)) for vid, pk, s, f in Image.objects.values_list("vispr_id", "id", "split", "file")}
+    seen_ids: dict[str, str] = {}
+    seen_hashes: dict[str, str] = {}
+    for path in sorted(folder.iterdir()):
+        name = path.name
+        if path.is_symlink():
+            skipped.append((name, "a symbolic link (not followed)"))
+            continue
+        if path.is_dir():
+            skipped.append((name, "a folder (only the top level is imported)"))
+            continue
+        if path.suffix.lower() not in IMAGE_SUFFIXES:
+            skipped.append((name, "not an image file name (.jpg, .jpeg or .png expected)"))
+            continue
+        vispr_id = path.stem
+        if not ID_PATTERN.match(vispr_id):
+            skipped.append((name, "file name is not a VISPR id (letters, digits, '_', '.', '-')"))
+            continue
+        if vispr_id in seen_ids:
+            skipped.append((name, f"duplicate id {vispr_id} (also {seen_ids[vispr_id]})"))
+            continue
+        seen_ids[vispr_id] = name
+        existing = known.get(vispr_id)
+        if existing is not None:
+            pk, existing_split, has_file = existing
+            if has_file:
+                skipped.append((name, f"already imported as {vispr_id}"))
+                continue
+            if existing_split != split:
+                skipped.append((name, f"{vispr_id} is registered in split {existing_split}, not {split}"))
+                continue
+        size = path.stat().st_size
+        if size > settings.CPRT_MAX_IMAGE_BYTES:
+            # Refused before reading: an oversized file never reaches memory.
+            skipped.append((name, f"file is {size:,} bytes, over the {settings.CPRT_MAX_IMAGE_BYTES:,}-byte limit"))
+            continue
+        try:
+            clean = clean_image(path.read_bytes())
+        except ImageRejected as exc:
+            skipped.append((name, str(exc)))
+            continue
+        except OSError as exc:
+            skipped.append((name, f"unreadable: {exc.strerror or exc}"))
+            continue
+        same = seen_hashes.get(clean.sha256) or _stored_with_hash(clean.sha256)
+        if same:
+            skipped.append((name, f"same content as {same}"))
+            continue
+        seen_hashes[clean.sha256] = name
+        parked = parking / f"{clean.sha256}.{clean.extension}"
+        parked.write_bytes(clean.data)
+        accepted.append(
+            Accepted(vispr_id, name, parked, clean.extension, clean.width, clean.height, clean.sha256, existing[0] if existing else None)
+        )
+    return accepted, skipped
+
+
+def _stored_with_hash(sha256: str) -> str | None:
+    return Image.objects.filter(sha256=sha256).values_list("vispr_id", flat=True).first()
+
+
+def store(accepted: list[Accepted], split: str, source: str, audit_data: dict) -> tuple[int, int]:
+    """Write accepted images and the audit event in one transaction; on failure, remove the files this call created."""
+    created_files: list[str] = []
+    added = attached = 0
+    storage = Image._meta.get_field("file").storage
+    try:
+        with transaction.atomic():
+            for item in accepted:
+                clean = CleanImage(item.clean_path.read_bytes(), item.extension, item.width, item.height, item.sha256)
+                if not storage.exists(storage_name(clean)):
+                    created_files.append(storage_name(clean))
+                if item.existing_pk is not None:
+                    image = Image.objects.select_for_update().get(pk=item.existing_pk)
+                    attach(image, clean)
+                    image.save(update_fields=["file", "width", "height", "sha256"])
+                    attached += 1
+                else:
+                    image = Image(vispr_id=item.vispr_id, split=split, source=source)
+                    attach(image, clean)
+                    image.save()
+                    added += 1
+            audit(None, "import_vispr", None, split=split, added=added, attached=attached, **audit_data)
+    except BaseException:
+        for name in created_files:
+            storage.delete(name)
+        raise
+    return added, attached
+
+
+class Command(BaseCommand):
+    help = "Register the images of a VISPR-style folder; bad files are listed with the reason and skipped."
+
+    def add_arguments(self, parser):
+        parser.add_argument("folder")
+        parser.add_argument("--split", required=True, choices=[value for value, _ in Image.SPLITS])
+
+    def handle(self, *args, folder, split, **options):
+        root = Path(folder)
+        if not root.is_dir():
+            raise CommandError(f"{folder} is not a folder.")
+        with tempfile.TemporaryDirectory(prefix="import-vispr-") as parking:
+            accepted, skipped = check_folder(root, split, Path(parking))
+            audit_data = {
+                "folder": str(root.resolve()),
+                "skipped": len(skipped),
+                "skipped_files": [{"file": name, "reason": reason} for name, reason in skipped[:500]],
+            }
+            added, attached = store(accepted, split, f"import_vispr {root.name}", audit_data)
+        self.stdout.write(f"Images added: {added}; attached to existing records: {attached}; files skipped: {len(skipped)}.")
+        for name, reason in skipped:
+            self.stdout.write(f"  skipped {name}: {reason}")

@@ -1,0 +1,179 @@
+"""Benchmark of the severity metrics and the leaderboard page.
+
+    .venv/bin/python bench/metrics.py [--runs 50] [--images 6736] [--skip-leaderboard]
+
+1. Every metric of one synthetic 6,736-image judge run (levels as in CPRT-Bench's test split) in one
+   `scoring.metrics.evaluate` call, with the default bootstrap.
+2. Pairwise ranking accuracy over all ~22.7M image pairs: the O(n log n) count
+   (`metrics.pair_counts_by_level`) against a straightforward O(n^2) count over every pair
+   (numpy, in row blocks) on the same data in the same process; both must give identical counts.
+3. Leaderboard render time through the Django test client with 1 finished judge run and with 50,
+   each of 6,736 results, on a throwaway SQLite database (a fresh temporary CPRT_DATA_DIR, migrated
+   first). "cold" computes and caches the metrics of new runs; "warm" reads the cache, which is the
+   steady state (metrics are recomputed only when a run's results or the ground truth change).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+LEVEL_COUNTS = (2860, 1025, 1363, 1488)  # CPRT-Bench test split, levels 1-4
+
+
+def synthetic_run(n_images: int = sum(LEVEL_COUNTS), seed: int = 0, refusal_rate: float = 0.03):
+    """Ground truth from random per-level counts (with the test split's level mix) and a noisy judge."""
+    from scoring import engine
+
+    rng = np.random.default_rng(seed)
+    shares = np.array(LEVEL_COUNTS) / sum(LEVEL_COUNTS)
+    levels = rng.choice([1, 2, 3, 4], size=n_images, p=shares)
+    counts = np.zeros((n_images, 4), dtype=np.int64)
+    for col, (maximum, p) in enumerate(zip(engine.LEVEL_MAXIMA, (0.3, 0.15, 0.35, 0.4))):
+        counts[:, col] = rng.binomial(maximum, p, n_images)
+    for col in range(4):
+        counts[levels > col + 1, col] = 0  # nothing more severe than the image's level
+        at = levels == col + 1
+        counts[at, col] = np.maximum(counts[at, col], 1)
+    level, gt = engine.severity_array(counts)
+    pred = np.clip(np.round(gt + rng.normal(-0.12, 0.2, n_images), 2), 0, 1)
+    outcome = np.where(rng.random(n_images) < refusal_rate, "refused", "ok").astype(object)
+    pred = np.where(outcome == "ok", pred, np.nan)
+    return gt, level.astype(np.int64), pred, outcome
+
+
+def brute_force_pairs(gt, pred, level, block: int = 512):
+    """Every pair i < j, counted directly: (pairs, concordant, discordant, ties) for all/intra/inter."""
+    n = gt.size
+    totals = {k: np.zeros(4, dtype=np.int64) for k in ("all", "intra", "inter")}
+    for start in range(0, n, block):
+        rows = np.arange(start, min(start + block, n))
+        cols = np.arange(n)
+        upper = cols[None, :] > rows[:, None]
+        dg = np.sign(gt[rows, None] - gt[None, :])
+        dp = np.sign(pred[rows, None] - pred[None, :])
+        differ = upper & (dg != 0)
+        same = level[rows, None] == level[None, :]
+        s = dg * dp
+        for name, mask in (("all", differ), ("intra", differ & same), ("inter", differ & ~same)):
+            totals[name] += (mask.sum(), (mask & (s > 0)).sum(), (mask & (s < 0)).sum(), (mask & (s == 0)).sum())
+    return {k: tuple(int(x) for x in v) for k, v in totals.items()}
+
+
+def bench_metrics(n_images: int) -> None:
+    from scoring import engine, metrics
+
+    gt, level, pred, outcome = synthetic_run(n_images)
+    started = time.perf_counter()
+    report = metrics.evaluate(gt, level, pred, outcome, engine.PROVISIONAL)
+    elapsed = time.perf_counter() - started
+    print(f"[1] evaluate(): {n_images} images, {report['n_valid']} valid, all metrics + bootstrap "
+          f"({metrics.N_BOOT} / {metrics.N_BOOT_PAIRWISE} pairwise resamples) + confusion + binary views: {elapsed:.2f} s")
+    for name in metrics.METRICS:
+        m = report["metrics"][name]
+        print(f"      {name:13s} {m['value']:.4f}  [{m['lo']:.4f}, {m['hi']:.4f}]")
+
+    g, lv, p, _ = synthetic_run(n_images, refusal_rate=0.0)  # every image predicted: all n(n-1)/2 pairs
+    n = g.size
+    started = time.perf_counter()
+    fast = metrics.pair_counts_by_level(g, p, lv)
+    t_fast = time.perf_counter() - started
+    started = time.perf_counter()
+    slow = brute_force_pairs(g, p, lv)
+    t_slow = time.perf_counter() - started
+    equal = all(metrics.astuple(fast[k]) == slow[k] for k in slow)
+    print(f"[2] pairwise accuracy over all {n * (n - 1) // 2:,} pairs of {n} images "
+          f"({fast['all'].pairs:,} with different ground truth):")
+    print(f"      O(n log n): {t_fast * 1000:.1f} ms   O(n^2): {t_slow * 1000:.1f} ms   ratio {t_slow / t_fast:.0f}x   identical counts: {equal}")
+    for k in ("all", "inter", "intra"):
+        print(f"      {k:5s} pairs {fast[k].pairs:>11,}  accuracy {fast[k].accuracy:.6f}  (brute force {(slow[k][1] + 0.5 * slow[k][3]) / slow[k][0]:.6f})")
+    if not equal:
+        raise SystemExit("O(n log n) and O(n^2) counts differ")
+
+
+def bench_leaderboard(n_runs: int, n_images: int) -> None:
+    data_dir = tempfile.mkdtemp(prefix="cprt-bench-")
+    os.environ["CPRT_DATA_DIR"] = data_dir
+    os.environ.pop("DATABASE_URL", None)  # always a throwaway SQLite database
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cprt_site.settings")
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext, setup_test_environment
+    from django.urls import reverse
+
+    from annotations.models import Image, Profile
+    from inference.models import Run, RunResult
+
+    setup_test_environment()
+    call_command("migrate", verbosity=0)
+    gt, level, _, _ = synthetic_run(n_images)
+    Image.objects.bulk_create(
+        [Image(vispr_id=f"2017_{i:08d}", split="test", published_level=int(lv), published_score=float(s), source="bench")
+         for i, (lv, s) in enumerate(zip(level, gt))], batch_size=2000,
+    )
+    image_ids = list(Image.objects.order_by("id").values_list("id", flat=True))
+    user = get_user_model().objects.create_user("bench-admin", password="bench-password-123")
+    Profile.objects.create(user=user, role="admin")
+    client = Client()
+    client.force_login(user)
+    url = reverse("scoring:leaderboard")
+
+    def add_runs(count: int, offset: int) -> None:
+        for r in range(count):
+            _, _, pred, outcome = synthetic_run(n_images, seed=offset + r + 1)
+            run = Run.objects.create(task="judge", provider="vllm", model_name=f"bench-model-{offset + r}", strategy="taxonomy",
+                                     prompt_version="bench", status="finished", image_ids=image_ids, total_images=n_images)
+            RunResult.objects.bulk_create(
+                [RunResult(run=run, image_id=i, outcome=o, score=None if np.isnan(p) else float(p))
+                 for i, o, p in zip(image_ids, outcome, pred)], batch_size=5000,
+            )
+
+    def render() -> tuple[float, int, int]:
+        with CaptureQueriesContext(connection) as queries:
+            started = time.perf_counter()
+            response = client.get(url)
+            elapsed = time.perf_counter() - started
+        assert response.status_code == 200, response.status_code
+        return elapsed, len(queries), len(response.content)
+
+    add_runs(1, 0)
+    cold_1 = render()
+    warm_1 = min(render() for _ in range(5))
+    add_runs(n_runs - 1, 1)
+    cold_n = render()
+    warm_n = min(render() for _ in range(5))
+    print(f"[3] leaderboard via the test client, {n_images} results per run (SQLite in {data_dir}):")
+    print(f"      1 run : cold {cold_1[0]:.2f} s ({cold_1[1]} queries)   warm {warm_1[0] * 1000:.0f} ms ({warm_1[1]} queries, {warm_1[2]:,} bytes)")
+    print(f"      {n_runs} runs: cold {cold_n[0]:.2f} s ({cold_n[1]} queries, {n_runs - 1} runs computed)   "
+          f"warm {warm_n[0] * 1000:.0f} ms ({warm_n[1]} queries, {warm_n[2]:,} bytes)")
+    ratio = warm_n[0] / warm_1[0]
+    print(f"      warm {n_runs} runs / warm 1 run = {ratio:.2f}x (target within 3x: {'met' if ratio <= 3 else 'NOT met'}); "
+          f"cold cost per new run {(cold_n[0]) / (n_runs - 1):.2f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--images", type=int, default=sum(LEVEL_COUNTS))
+    parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--skip-leaderboard", action="store_true")
+    args = parser.parse_args()
+    bench_metrics(args.images)
+    if not args.skip_leaderboard:
+        bench_leaderboard(args.runs, args.images)
+
+
+if __name__ == "__main__":
+    main()

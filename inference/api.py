@@ -1,0 +1,146 @@
+"""REST API for model runs (admins only, like the run pages): list, launch, progress, cancel, resume.
+
+A launch is validated twice, for different things: `RunLaunch` checks JSON types and refuses
+unknown keys; then the launch page's own `LaunchForm` applies every rule (provider availability,
+strategy per task, prompt versions, selection filters), so the API cannot launch what the page
+would refuse.
+"""
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+
+from annotations.api import (
+    MAX_INT, ApiView, EmptyBody, HasRole, Pagination, StrictBooleanField, StrictCharField, StrictFloatField,
+    StrictIntegerField, StrictSerializer, error_response,
+)
+from cprt_site.lib import ROLE_ADMIN
+
+from . import services
+from .access import get_run_for_user
+from .forms import MAX_CONCURRENCY, LaunchForm
+from .models import Run
+
+
+class IsAdmin(HasRole):
+    roles = (ROLE_ADMIN,)
+    message = "Only admins may see and launch model runs."
+
+
+class RunSerializer(serializers.ModelSerializer):
+    created_by = serializers.CharField(source="created_by.username", allow_null=True, default=None)
+    done_count = serializers.IntegerField(help_text="Images with a result (any outcome).")
+    percent_done = serializers.IntegerField()
+    is_active = serializers.BooleanField()
+    can_resume = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Run
+        fields = [
+            "id", "task", "provider", "model_name", "strategy", "counterfactual_faces", "prompt_version", "selection",
+            "concurrency", "status", "total_images", "done_count", "percent_done", "outcome_counts", "tokens_in",
+            "tokens_out", "estimated_cost_usd", "estimate", "error", "created_by", "created_at", "started_at",
+            "finished_at", "is_active", "can_resume",
+        ]
+        read_only_fields = fields
+
+    def get_can_resume(self, run) -> bool:
+        return services.can_resume(run)
+
+
+class RunLaunch(StrictSerializer):
+    """The launch form's fields as typed JSON; LaunchForm then applies the page's rules."""
+
+    task = StrictCharField(max_length=16)
+    provider = StrictCharField(max_length=16)
+    model_name = StrictCharField(max_length=200)
+    strategy = StrictCharField(max_length=16, required=False, allow_blank=True)
+    counterfactual_faces = StrictBooleanField(required=False)
+    prompt_version = StrictCharField(max_length=64, required=False, allow_blank=True, help_text="Blank or absent: the latest.")
+    split = StrictCharField(max_length=8, required=False, help_text="all (default), train, test or other.")
+    attribute = StrictCharField(max_length=64, required=False, allow_blank=True)
+    attribute_value = StrictIntegerField(min_value=0, max_value=1, required=False, allow_null=True)
+    level = StrictIntegerField(min_value=1, max_value=4, required=False, allow_null=True)
+    from_run = StrictIntegerField(min_value=1, max_value=MAX_INT, required=False, allow_null=True)
+    min_score = StrictFloatField(min_value=0, max_value=1, required=False, allow_null=True)
+    sample_size = StrictIntegerField(min_value=1, max_value=1_000_000, required=False, allow_null=True)
+    seed = StrictIntegerField(min_value=0, max_value=MAX_INT, required=False, allow_null=True)
+    concurrency = StrictIntegerField(min_value=1, max_value=MAX_CONCURRENCY)
+
+
+def _form_errors(form) -> dict:
+    return {("non_field_errors" if name == "__all__" else name): list(msgs) for name, msgs in form.errors.items()}
+
+
+class RunList(ApiView):
+    permission_classes = [IsAuthenticated, IsAdmin]
+
+    @extend_schema(responses=RunSerializer(many=True), summary="Model runs, newest first")
+    def get(self, request):
+        self.validated_query(_PageQuery)
+        paginator = Pagination()
+        page = paginator.paginate_queryset(Run.objects.select_related("created_by").defer("image_ids", "prompt_text"), request, view=self)
+        return paginator.get_paginated_response(RunSerializer(page, many=True).data)
+
+    @extend_schema(request=RunLaunch, responses={201: RunSerializer, 400: OpenApiResponse(description="Refused, with a message per field.")},
+                   summary="Launch a run (same rules as the launch page)")
+    def post(self, request):
+        data = self.validated_body(RunLaunch)
+        form = LaunchForm({"split": "all", **{k: v for k, v in data.items() if v is not None}})
+        if not form.is_valid():
+            return Response(_form_errors(form), status=status.HTTP_400_BAD_REQUEST)
+        try:
+            run = services.launch_run(request.user, form.spec())
+        except ValueError as exc:
+            return Response({"non_field_errors": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
+
+
+class _PageQuery(StrictSerializer):
+    page = serializers.IntegerField(min_value=1, max_value=MAX_INT, required=False)
+
+
+class RunDetail(ApiView):
+    permission_classes = [IsAuthenticated, IsAdmin]
+
+    @extend_schema(responses={200: RunSerializer, 404: OpenApiResponse(description="No such run.")}, summary="One run with its progress")
+    def get(self, request, run_id: int):
+        self.validated_query(EmptyBody)
+        return Response(RunSerializer(get_run_for_user(request.user, run_id)).data)
+
+
+class RunCancel(ApiView):
+    permission_classes = [IsAuthenticated, IsAdmin]
+
+    @extend_schema(request=EmptyBody, responses={200: RunSerializer, 409: OpenApiResponse(description="The run is not active.")},
+                   summary="Ask the run's workers to stop")
+    def post(self, request, run_id: int):
+        run = get_run_for_user(request.user, run_id)
+        self.validated_body(EmptyBody)
+        if not services.cancel_run(request.user, run):
+            return error_response(f"Run #{run.pk} is {run.status}; there is nothing to cancel.", status.HTTP_409_CONFLICT)
+        run.refresh_from_db()
+        return Response(RunSerializer(run).data)
+
+
+class RunResume(ApiView):
+    permission_classes = [IsAuthenticated, IsAdmin]
+
+    @extend_schema(
+        request=EmptyBody,
+        responses={
+            200: inline_serializer("RunResumed", {"redispatched": serializers.IntegerField(), "run": RunSerializer()}),
+            409: OpenApiResponse(description="Nothing to resume (workers alive, or the run is complete)."),
+        },
+        summary="Re-dispatch every selected image without a result",
+    )
+    def post(self, request, run_id: int):
+        run = get_run_for_user(request.user, run_id)
+        self.validated_body(EmptyBody)
+        if not services.can_resume(run):
+            return error_response(f"Run #{run.pk} is {run.status} with nothing to resume (no missing results, or its workers are alive).", status.HTTP_409_CONFLICT)
+        n = services.resume_run(request.user, run)
+        run.refresh_from_db()
+        return Response({"redispatched": n, "run": RunSerializer(run).data})

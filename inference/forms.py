@@ -1,0 +1,123 @@
+"""The launch form: every option of a run, validated strictly; unavailable providers are refused."""
+from __future__ import annotations
+
+from django import forms
+from django.core.validators import RegexValidator
+
+from annotations import taxonomy
+
+from . import prompts
+from .models import Run, RunResult
+from .providers import PROVIDERS, availability
+from .selection import Selection
+from .services import LaunchSpec
+
+MAX_CONCURRENCY = 256
+
+
+class ProviderSelect(forms.Select):
+    """A select whose unavailable providers are disabled, with the reason in the label."""
+
+    def __init__(self, *args, unavailable: dict | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.unavailable = unavailable or {}
+
+    def create_option(self, name, value, label, selected, index, subindex=None, attrs=None):
+        option = super().create_option(name, value, label, selected, index, subindex, attrs)
+        if value in self.unavailable:
+            option["attrs"]["disabled"] = True
+            option["label"] = f"{label} — unavailable: {self.unavailable[value]}"
+        return option
+
+
+class LaunchForm(forms.Form):
+    task = forms.ChoiceField(choices=Run.TASKS)
+    provider = forms.ChoiceField(choices=[(name, cls.label) for name, cls in PROVIDERS.items()])
+    model_name = forms.CharField(
+        max_length=200,
+        validators=[RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$", "Letters, digits and . _ : / @ + - only.")],
+        help_text="As the provider names it, e.g. gpt-5.1, gemini-3-flash-preview, Qwen/Qwen2.5-VL-7B-Instruct.",
+    )
+    strategy = forms.ChoiceField(choices=[("", "— (annotate runs)")] + [(s, s) for s in prompts.STRATEGIES], required=False)
+    counterfactual_faces = forms.BooleanField(required=False, help_text="Judge runs: assume every face is perfectly anonymized.")
+    prompt_version = forms.ChoiceField(
+        choices=[("", "latest")] + [(v, v) for v in prompts.JUDGE_VERSIONS + prompts.ANNOTATE_VERSIONS], required=False
+    )
+    split = forms.ChoiceField(choices=[("all", "all splits"), ("train", "train"), ("test", "test"), ("other", "other")], initial="all")
+    attribute = forms.ChoiceField(required=False, help_text="Only images whose consensus (active profile) has this attribute…")
+    attribute_value = forms.TypedChoiceField(choices=[("1", "= 1"), ("0", "= 0")], coerce=int, required=False, empty_value=None)
+    level = forms.TypedChoiceField(choices=[("", "any level")] + [(str(i), f"consensus level {i}") for i in (1, 2, 3, 4)],
+                                   coerce=int, required=False, empty_value=None)
+    from_run = forms.IntegerField(required=False, min_value=1, help_text="Only images this judge run scored…")
+    min_score = forms.FloatField(required=False, min_value=0, max_value=1, help_text="…at or above this score.")
+    sample_size = forms.IntegerField(required=False, min_value=1, max_value=1_000_000, help_text="Random sample of this many (blank: all).")
+    seed = forms.IntegerField(initial=0, min_value=0, max_value=2**31 - 1, required=False)
+    concurrency = forms.IntegerField(initial=8, min_value=1, max_value=MAX_CONCURRENCY, help_text="Requests in flight for the whole run (split into lanes of at most CPRT_RUN_LANE_CONCURRENCY, one per worker process).")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.availability = availability()
+        unavailable = {name: a.reason for name, a in self.availability.items() if not a.available}
+        self.fields["provider"].widget = ProviderSelect(choices=self.fields["provider"].choices, unavailable=unavailable)
+        self.fields["attribute"].choices = [("", "— no attribute filter")] + [(k, k) for k in taxonomy.active().keys]
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        provider = data["provider"]
+        if not self.availability[provider].available:
+            self.add_error("provider", f"{PROVIDERS[provider].label} is unavailable: {self.availability[provider].reason}")
+        task = data["task"]
+        if task == Run.TASK_JUDGE:
+            if not data.get("strategy"):
+                self.add_error("strategy", "Judge runs need a strategy.")
+            versions = prompts.JUDGE_VERSIONS
+        else:
+            if data.get("strategy"):
+                self.add_error("strategy", "Annotate runs take no strategy (leave it blank).")
+            if data.get("counterfactual_faces"):
+                self.add_error("counterfactual_faces", "The counterfactual-faces instruction applies to judge runs only.")
+            versions = prompts.ANNOTATE_VERSIONS
+        version = data.get("prompt_version") or prompts.DEFAULT_VERSION[task]
+        if version not in versions:
+            self.add_error("prompt_version", f"{version} is not a {task} prompt; choose one of {', '.join(versions)}.")
+        data["prompt_version"] = version
+        if data.get("attribute") and data.get("attribute_value") is None:
+            self.add_error("attribute_value", "Say which consensus value the attribute must have.")
+        if data.get("attribute_value") is not None and not data.get("attribute"):
+            self.add_error("attribute", "Choose the attribute the value refers to.")
+        if data.get("min_score") is not None and not data.get("from_run"):
+            self.add_error("from_run", "A minimum score needs the run whose scores it refers to.")
+        from_run = data.get("from_run")
+        if from_run:
+            source = Run.objects.filter(pk=from_run).first()
+            if source is None:
+                self.add_error("from_run", f"There is no run #{from_run}.")
+            elif source.task != Run.TASK_JUDGE:
+                self.add_error("from_run", f"Run #{from_run} is not a judge run; it has no scores.")
+            elif not RunResult.objects.filter(run=source, outcome=RunResult.OUTCOME_OK).exists():
+                self.add_error("from_run", f"Run #{from_run} has no parsed scores yet.")
+        return data
+
+    def spec(self) -> LaunchSpec:
+        d = self.cleaned_data
+        return LaunchSpec(
+            task=d["task"],
+            provider=d["provider"],
+            model_name=d["model_name"],
+            strategy=d.get("strategy") or "",
+            counterfactual_faces=bool(d.get("counterfactual_faces")),
+            prompt_version=d["prompt_version"],
+            selection=Selection(
+                split=d["split"],
+                attribute=d.get("attribute") or "",
+                attribute_value=d.get("attribute_value"),
+                level=d.get("level"),
+                from_run=d.get("from_run"),
+                min_score=d.get("min_score"),
+                sample_size=d.get("sample_size"),
+                seed=d.get("seed") or 0,
+            ),
+            concurrency=d["concurrency"],
+        )

@@ -1,0 +1,170 @@
+"""The interface every model provider implements, and the types it returns or raises.
+
+A provider turns one request (system text, user text, optional image, JSON schema) into a
+`ProviderReply`. It never decides what an answer means: the run service validates the parsed JSON
+with the pydantic models in `inference.schemas`. Transport problems are raised as typed errors so
+that the caller can retry the retryable ones (429, 5xx, timeouts) and give up on the rest.
+"""
+from __future__ import annotations
+
+import email.utils
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    system: str
+    user: str
+    schema_name: str  # "judge", "stage1", "stage2"
+    schema: dict
+    image: bytes | None = None
+    mime: str | None = None
+
+
+@dataclass
+class ProviderReply:
+    """What came back: the model's text, its JSON if it parses, the whole raw response, usage, refusal."""
+
+    text: str | None
+    raw: dict
+    tokens_in: int = 0
+    tokens_out: int = 0
+    refusal: str = ""  # non-empty when the provider refused or blocked (the reason, verbatim)
+    finish_reason: str = ""
+    latency_ms: int = 0
+    parsed: Any = None
+    parse_error: str = ""
+
+    def __post_init__(self):
+        if self.parsed is None and not self.parse_error and not self.refusal:
+            self.parsed, self.parse_error = parse_json_object(self.text)
+
+
+class ProviderError(Exception):
+    """A request failed; `raw` holds whatever the server sent back (JSON-able)."""
+
+    def __init__(self, message: str, raw: dict | None = None, status: int | None = None):
+        super().__init__(message)
+        self.raw = raw or {}
+        self.status = status
+
+
+class RetryableError(ProviderError):
+    """429, 5xx, timeouts, dropped connections: worth another attempt after `retry_after` seconds."""
+
+    def __init__(self, message: str, raw: dict | None = None, status: int | None = None, retry_after: float | None = None):
+        super().__init__(message, raw, status)
+        self.retry_after = retry_after
+
+
+class PermanentError(ProviderError):
+    """A request the server will never accept as sent (400, 413, 422...): this image fails."""
+
+
+class FatalProviderError(PermanentError):
+    """Nothing in this run can succeed (bad credentials, unknown model): the whole run fails."""
+
+
+class ProviderUnavailable(Exception):
+    """The provider is not configured in this process (missing key or URL); the message says what."""
+
+
+_FENCE = re.compile(r"^```(?:json)?\s*\n(.*)\n```$", re.DOTALL)
+
+
+def parse_json_object(text: str | None) -> tuple[Any, str]:
+    """Strict: the whole text must be one JSON object (a single ```json fence around it is tolerated)."""
+    if text is None or not text.strip():
+        return None, "empty response"
+    body = text.strip()
+    fenced = _FENCE.match(body)
+    if fenced:
+        body = fenced.group(1).strip()
+    try:
+        value = json.loads(body)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        return None, f"not valid JSON: {exc}"
+    if not isinstance(value, dict):
+        return None, f"expected a JSON object, got {type(value).__name__}"
+    return value, ""
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Retry-After as seconds (delta-seconds or an HTTP date); None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            parsed = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        seconds = parsed.timestamp() - time.time()
+    return max(0.0, min(seconds, 3600.0))
+
+
+def retryable_status(status: int) -> bool:
+    return status in (408, 409, 425, 429) or status >= 500
+
+
+def fatal_status(status: int) -> bool:
+    return status in (401, 403, 404)
+
+
+def error_body(response) -> dict:
+    """The body of an HTTP error response as JSON-able data, whatever it was."""
+    if response is None:
+        return {}
+    try:
+        body = response.json()
+    except Exception:  # noqa: BLE001 - any body at all is better than none
+        try:
+            return {"text": response.text[:4000], "status": response.status_code}
+        except Exception:  # noqa: BLE001
+            return {}
+    return body if isinstance(body, dict) else {"body": body}
+
+
+@dataclass
+class Availability:
+    available: bool
+    reason: str = ""
+    settings: dict = field(default_factory=dict)  # non-secret settings worth showing (base URL, limits)
+
+
+class Provider:
+    """Base class: subclasses implement `generate` and `availability`."""
+
+    name: str = ""
+    label: str = ""
+    queue: str = "api"
+
+    def __init__(self, model_name: str):
+        self.model_name = model_name
+
+    @classmethod
+    def availability(cls) -> Availability:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def request_params(self) -> dict:
+        """Sampling parameters sent with every request, recorded on the run for traceability."""
+        return {}
+
+    def generate(self, request: ModelRequest) -> ProviderReply:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # The three calls the run service makes; prompts and schemas come from inference.prompts.
+    def judge(self, image: bytes, mime: str, prompt: dict, schema: dict) -> ProviderReply:
+        return self.generate(ModelRequest(prompt["system"], prompt["user"], "judge", schema, image, mime))
+
+    def annotate_stage1(self, image: bytes, mime: str, prompt: dict, schema: dict) -> ProviderReply:
+        return self.generate(ModelRequest(prompt["system"], prompt["user"], "stage1", schema, image, mime))
+
+    def annotate_stage2(self, user_text: str, prompt: dict, schema: dict) -> ProviderReply:
+        return self.generate(ModelRequest(prompt["system"], user_text, "stage2", schema))

@@ -1,0 +1,56 @@
+"""vLLM: the OpenAI wire format, temperature 0 on every request, images downscaled client-side.
+
+Structured output uses `response_format={"type": "json_schema", ...}`, which vLLM enforces with
+guided decoding. Images larger than VLLM_MAX_PIXELS are resized (aspect ratio kept) before sending,
+so that a huge photo cannot blow the model's context or the GPU's memory.
+"""
+from __future__ import annotations
+
+import io
+import math
+
+from django.conf import settings
+from PIL import Image as PILImage
+
+from ... import conf
+from ..base import Availability, ProviderUnavailable
+from ..openai.provider import OpenAICompatibleProvider
+
+
+def downscale(image: bytes, mime: str, max_pixels: int) -> tuple[bytes, str]:
+    """Bytes and MIME type of the image, resized to at most `max_pixels` pixels when larger."""
+    with PILImage.open(io.BytesIO(image)) as img:
+        width, height = img.size
+        if width * height <= max_pixels:
+            return image, mime
+        scale = math.sqrt(max_pixels / (width * height))
+        size = (max(1, int(width * scale)), max(1, int(height * scale)))
+        resized = img.convert("RGB").resize(size, PILImage.Resampling.LANCZOS)
+    out = io.BytesIO()
+    resized.save(out, format="JPEG", quality=90)
+    return out.getvalue(), "image/jpeg"
+
+
+class VLLMProvider(OpenAICompatibleProvider):
+    name = "vllm"
+    label = "vLLM (open models)"
+    queue = "gpu"
+
+    @classmethod
+    def availability(cls) -> Availability:
+        shown = {"base_url": settings.VLLM_BASE_URL or "(not set)", "max_pixels": conf.vllm_max_pixels(), "max_rpm": conf.max_rpm("vllm")}
+        if not settings.VLLM_BASE_URL:
+            return Availability(False, "VLLM_BASE_URL is not set (start the compose `gpu` profile and point it at the vllm service).", shown)
+        return Availability(True, "", shown)
+
+    def credentials(self) -> tuple[str, str]:
+        if not settings.VLLM_BASE_URL:
+            raise ProviderUnavailable("VLLM_BASE_URL is not set in the worker's environment.")
+        # vLLM accepts any key unless started with --api-key; the SDK insists on a non-empty one.
+        return settings.VLLM_API_KEY or "EMPTY", settings.VLLM_BASE_URL
+
+    def request_params(self) -> dict:
+        return {"temperature": 0}
+
+    def prepare_image(self, image: bytes, mime: str) -> tuple[bytes, str]:
+        return downscale(image, mime, conf.vllm_max_pixels())

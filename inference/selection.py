@@ -1,0 +1,58 @@
+"""Which images a run covers: a split, optional filters, an optional seeded sample. Frozen at launch.
+
+Filters on consensus use the active scoring profile's ImageScore rows (e.g. "consensus biometrics =
+1", "consensus level 1"); "from run" keeps images a previous judge run scored at or above a
+threshold (the paper's counterfactual subset was images all models judged confidently severe).
+Images without stored bytes are never selected: there is nothing to send.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass
+
+from annotations.models import Image
+
+
+@dataclass(frozen=True)
+class Selection:
+    split: str = "all"  # all / train / test / other
+    attribute: str = ""  # taxonomy key, with attribute_value
+    attribute_value: int | None = None
+    level: int | None = None  # consensus level 1-4
+    from_run: int | None = None
+    min_score: float | None = None
+    sample_size: int | None = None
+    seed: int = 0
+
+    def describe(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v not in (None, "")}
+
+
+def select_image_ids(selection: Selection) -> tuple[list[int], dict]:
+    """(sorted image ids, a description to store on the run)."""
+    from inference.models import RunResult
+    from scoring.models import ImageScore, ScoringProfile
+
+    described = selection.describe()
+    images = Image.objects.exclude(file="")
+    if selection.split != "all":
+        images = images.filter(split=selection.split)
+    if selection.attribute or selection.level:
+        profile = ScoringProfile.active()
+        described["profile"] = profile.label
+        scores = ImageScore.objects.filter(profile=profile)
+        if selection.attribute:
+            scores = scores.filter(**{f"binary_labels__{selection.attribute}": int(selection.attribute_value or 0)})
+        if selection.level:
+            scores = scores.filter(level=selection.level)
+        images = images.filter(pk__in=scores.values("image_id"))
+    if selection.from_run:
+        results = RunResult.objects.filter(run_id=selection.from_run, outcome=RunResult.OUTCOME_OK)
+        if selection.min_score is not None:
+            results = results.filter(score__gte=selection.min_score)
+        images = images.filter(pk__in=results.values("image_id"))
+    ids = sorted(images.values_list("pk", flat=True))
+    described["matched"] = len(ids)
+    if selection.sample_size and selection.sample_size < len(ids):
+        ids = sorted(random.Random(selection.seed).sample(ids, selection.sample_size))
+    return ids, described

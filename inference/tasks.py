@@ -1,0 +1,43 @@
+"""Celery tasks: thin wrappers over `inference.services`. Ids in, JSON out.
+
+The reconciler runs on Celery beat (`celery -A cprt_site beat`), every CPRT_RECONCILE_EVERY_S seconds.
+"""
+from __future__ import annotations
+
+from celery import shared_task
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
+
+from cprt_site.celery import app
+
+from . import conf, services
+
+
+class ChunkArgs(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+    run_id: PositiveInt
+    image_ids: list[PositiveInt] = Field(min_length=1, max_length=10_000)
+    concurrency: PositiveInt | None = Field(default=None, le=1024)
+
+
+def parse_chunk_args(run_id, image_ids, concurrency=None) -> ChunkArgs:
+    try:
+        return ChunkArgs(run_id=run_id, image_ids=image_ids, concurrency=concurrency)
+    except ValidationError as exc:
+        raise ValueError(f"run_chunk refuses its input: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from None
+
+
+@shared_task(name="inference.run_chunk", acks_late=True)
+def run_chunk(run_id, image_ids, concurrency=None) -> dict:
+    args = parse_chunk_args(run_id, image_ids, concurrency)
+    return services.run_chunk(args.run_id, args.image_ids, args.concurrency)
+
+
+@shared_task(name="inference.reconcile_runs")
+def reconcile_runs() -> dict:
+    return services.reconcile()
+
+
+app.conf.beat_schedule = {
+    **(app.conf.beat_schedule or {}),
+    "inference.reconcile_runs": {"task": "inference.reconcile_runs", "schedule": conf.reconcile_every(), "options": {"queue": "default"}},
+}

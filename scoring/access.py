@@ -1,0 +1,31 @@
+"""One access helper per object type for the scoring pages: fetch what the user may see, or 404.
+
+Who sees what [decision, docs/permissions.md]: the scoring pages show model outputs and every
+annotator's labels side by side, which would break blind labeling, so only adjudicators and admins
+see them; reviewers get 403 from the role check, and anyone else asking for an object gets 404 here.
+"""
+from __future__ import annotations
+
+from django.http import Http404
+
+from annotations.models import Image
+from cprt_site.lib import STAFF_ROLES, role_of
+from inference.models import Run
+
+
+def get_run_for_user(user, run_id: int) -> Run:
+    if role_of(user) not in STAFF_ROLES:
+        raise Http404("No such run.")
+    try:
+        return Run.objects.select_related("annotator").get(pk=run_id)
+    except Run.DoesNotExist:
+        raise Http404("No such run.") from None
+
+
+def get_image_for_review(user, image_id: int) -> Image:
+    if role_of(user) not in STAFF_ROLES:
+        raise Http404("No such image.")
+    try:
+        return Image.objects.get(pk=image_id)
+    except Image.DoesNotExist:
+        raise Http404("No such image.") from None

@@ -1,0 +1,837 @@
+"""CPRT-Bench rows in and out: strict parsing, import with boundary fitting, Hugging Face export.
+
+The import_cprt, score_labels and export_hf commands are thin wrappers around this module; the
+browser export job calls `export_dataset` with a progress callback.
+
+Files are streamed: JSON Lines line by line, parquet in record batches. A `.json` file is one JSON
+document (a list), so it is parsed whole, as plain dicts, never as ORM objects. Importing reads the
+file twice: a validation pass that keeps only ids and per-level counts (for duplicate detection and
+the boundary fit), then a write pass in chunks, all inside one transaction.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_slug
+from django.db import connection, transaction
+from django.utils import timezone
+
+from annotations import taxonomy
+from annotations.models import Annotator, Image, Label, Labeling
+from cprt_site.lib import audit
+
+from . import engine
+from .models import ImageScore, ScoringProfile
+from .services import recompute_scores
+
+DEFAULT_PROFILE = "cprt-bench"
+LEVEL_KEYS = ("level1", "level2", "level3", "level4")
+FORMATS = {".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
+SPLITS = tuple(value for value, _ in Image.SPLITS)
+# VISPR ids are file stems such as 2017_10000580; the pattern also keeps ids safe in file names.
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+CHUNK = 500
+MAX_LISTED_PROBLEMS = 200
+REPRODUCES_BELOW = 1e-4
+EXPORT_MARKER = "<!-- cprt-workbench export -->"
+
+
+class BenchFileError(ValueError):
+    """A file of CPRT-Bench rows was refused as a whole; `problems` says where and why."""
+
+    def __init__(self, path: Path | str, problems: list[str]):
+        self.path = str(path)
+        self.problems = problems
+        listed = problems[:MAX_LISTED_PROBLEMS]
+        more = len(problems) - len(listed)
+        text = f"{self.path}: refused, nothing was written ({len(problems)} problem{'s' if len(problems) != 1 else ''}):\n"
+        text += "\n".join(f"  {p}" for p in listed)
+        if more:
+            text += f"\n  ... and {more} more"
+        super().__init__(text)
+
+
+class ExportError(ValueError):
+    """An export was refused before anything was written."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading and validating rows
+
+
+def file_format(path: Path) -> str:
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise BenchFileError(path, [f"unknown file type {path.suffix!r}: use .json (a list), .jsonl or .parquet"])
+    return fmt
+
+
+def read_rows(path: Path) -> Iterator[tuple[str, object, str | None]]:
+    """Yield (where, row, problem) for every row of a file; `problem` is set when a row could not be read.
+
+    Problems that make the whole file unreadable (a JSON list that does not parse, a broken
+    parquet file) raise BenchFileError at once.
+    """
+    path = Path(path)
+    fmt = file_format(path)
+    if not path.is_file():
+        raise BenchFileError(path, ["no such file"])
+    if fmt == "jsonl":
+        yield from _read_jsonl(path)
+    elif fmt == "json":
+        yield from _read_json_list(path)
+    else:
+        yield from _read_parquet(path)
+
+
+def _read_jsonl(path: Path):
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            where = f"line {number}"
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield where, None, f"not UTF-8 (byte {exc.start + 1} of the line)"
+                continue
+            if not text.strip():
+                continue  # blank lines, e.g. a trailing newline, carry no row
+            try:
+                yield where, json.loads(text), None
+            except json.JSONDecodeError as exc:
+                yield where, None, f"malformed JSON: {exc.msg} (column {exc.colno})"
+
+
+def _read_json_list(path: Path):
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise BenchFileError(path, [f"line {line}: not UTF-8 (byte offset {exc.start})"]) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BenchFileError(path, [f"line {exc.lineno}, column {exc.colno}: malformed JSON: {exc.msg}"]) from None
+    if not isinstance(data, list):
+        raise BenchFileError(path, ["a .json file must hold a JSON list of rows (use .jsonl for one row per line)"])
+    for number, row in enumerate(data, start=1):
+        yield f"row {number}", row, None
+
+
+def _read_parquet(path: Path):
+    wanted = ("id", "binary_labels", "level", "score")
+    try:
+        parquet = pq.ParquetFile(path)
+        columns = [c for c in wanted if c in parquet.schema_arrow.names]
+        number = 0
+        for batch in parquet.iter_batches(batch_size=CHUNK, columns=columns):
+            for row in batch.to_pylist():
+                number += 1
+                yield f"row {number}", row, None
+    except (pa.ArrowException, OSError) as exc:
+        raise BenchFileError(path, [f"not a readable parquet file: {exc}"]) from None
+
+
+def _is_int(value) -> bool:
+    # bool is a subclass of int in Python; true/false are not labels or levels.
+    return type(value) is int
+
+
+def parse_labels(value, tax: taxonomy.Taxonomy) -> tuple[tuple[int, ...] | None, list[str]]:
+    """Nested binary labels -> one 0/1 per attribute in taxonomy order, or the problems found."""
+    if not isinstance(value, dict):
+        return None, ["binary_labels must be an object with keys level1..level4"]
+    problems = [f"unknown level {key!r} in binary_labels" for key in value if key not in LEVEL_KEYS]
+    level_of = tax.level_of
+    found: dict[str, object] = {}
+    unusable_levels: set[int] = set()  # reported once, not once per attribute
+    for number, level_key in enumerate(LEVEL_KEYS, start=1):
+        group = value.get(level_key)
+        if group is None:
+            problems.append(f"binary_labels.{level_key} is missing")
+            unusable_levels.add(number)
+            continue
+        if not isinstance(group, dict):
+            problems.append(f"binary_labels.{level_key} must be an object of attribute -> 0/1")
+            unusable_levels.add(number)
+            continue
+        for key, label in group.items():
+            if key not in level_of:
+                problems.append(f"unknown attribute {key!r} in binary_labels.{level_key}")
+                continue
+            found[key] = label
+            if level_of[key] != number:
+                problems.append(f"attribute {key!r} is under {level_key} but belongs to level{level_of[key]}")
+            elif not (_is_int(label) and label in (0, 1)):
+                problems.append(f"binary_labels.{level_key}.{key} = {json.dumps(label)}: a binary label is the integer 0 or 1")
+    problems.extend(
+        f"missing attribute {key!r} (level{level_of[key]})" for key in tax.keys if key not in found and level_of[key] not in unusable_levels
+    )
+    if problems:
+        return None, problems
+    return tuple(int(found[key]) for key in tax.keys), []
+
+
+@dataclass(frozen=True)
+class BenchRow:
+    id: str
+    labels: tuple[int, ...]  # one 0/1 per attribute, in taxonomy order
+    level: int
+    score: float
+
+
+def parse_row(row, tax: taxonomy.Taxonomy) -> tuple[BenchRow | None, list[str]]:
+    if not isinstance(row, dict):
+        return None, ["a row must be a JSON object"]
+    problems: list[str] = []
+    row_id = row.get("id")
+    if row_id is None or row_id == "":
+        problems.append("missing id")
+    elif not isinstance(row_id, str) or not ID_PATTERN.match(row_id):
+        problems.append(f"id {json.dumps(row_id)} is not a VISPR id (letters, digits, '_', '.', '-'; at most 64)")
+    if "binary_labels" not in row:
+        problems.append("missing binary_labels")
+        labels = None
+    else:
+        labels, label_problems = parse_labels(row["binary_labels"], tax)
+        problems.extend(label_problems)
+    level = row.get("level")
+    if level is None:
+        problems.append("missing level")
+    elif not (_is_int(level) and 1 <= level <= 4):
+        problems.append(f"level {json.dumps(level)} is not an integer from 1 to 4")
+    score = row.get("score")
+    if score is None:
+        problems.append("missing score")
+    elif type(score) not in (int, float) or not math.isfinite(score):
+        problems.append(f"score {json.dumps(score)} is not a number")
+    elif not 0 <= score <= 1:
+        problems.append(f"score {score!r} is outside [0, 1]")
+    if problems:
+        return None, problems
+    return BenchRow(id=row_id, labels=labels, level=level, score=float(score)), []
+
+
+def level_counts(labels: Sequence[int], tax: taxonomy.Taxonomy) -> tuple[int, int, int, int]:
+    counts = [0, 0, 0, 0]
+    for attribute, label in zip(tax.attributes, labels):
+        counts[attribute.level - 1] += label
+    return tuple(counts)
+
+
+@dataclass
+class ScannedFile:
+    """What the validation pass keeps: enough for the fit and the report, nothing per attribute."""
+
+    ids: list[str]
+    counts: np.ndarray  # (rows, 4) per-level counts of 1-labels
+    scores: np.ndarray  # published scores
+    levels: np.ndarray  # published levels
+
+
+def scan_file(path: Path, tax: taxonomy.Taxonomy) -> ScannedFile:
+    """Validate every row; raise BenchFileError listing every problem, or return the fit inputs."""
+    problems: list[str] = []
+    first_seen: dict[str, str] = {}
+    counts: list[tuple[int, int, int, int]] = []
+    scores: list[float] = []
+    levels: list[int] = []
+    for where, raw, problem in read_rows(path):
+        if problem is not None:
+            problems.append(f"{where}: {problem}")
+            continue
+        row, row_problems = parse_row(raw, tax)
+        if row is None:
+            problems.extend(f"{where}: {p}" for p in row_problems)
+            # Still note the id, so that a later duplicate of a bad row is reported too.
+            if isinstance(raw, dict) and isinstance(raw.get("id"), str) and raw["id"] not in first_seen:
+                first_seen[raw["id"]] = where
+            continue
+        if row.id in first_seen:
+            problems.append(f"{where}: duplicate id {row.id!r} (first at {first_seen[row.id]})")
+            continue
+        first_seen[row.id] = where
+        counts.append(level_counts(row.labels, tax))
+        scores.append(row.score)
+        levels.append(row.level)
+    if not problems and not counts:
+        problems.append("no rows")
+    if problems:
+        raise BenchFileError(path, problems)
+    return ScannedFile(
+        ids=list(first_seen),
+        counts=np.array(counts, dtype=np.int64).reshape(-1, 4),
+        scores=np.array(scores, dtype=float),
+        levels=np.array(levels, dtype=np.int64),
+    )
+
+
+def iter_valid_rows(path: Path, tax: taxonomy.Taxonomy) -> Iterator[BenchRow]:
+    """Second pass over an already scanned file; refuses a file that changed in between."""
+    for where, raw, problem in read_rows(path):
+        row, problems = (None, [problem]) if problem else parse_row(raw, tax)
+        if row is None:
+            raise BenchFileError(path, [f"{where}: {p} (the file changed during the import)" for p in problems])
+        yield row
+
+
+# ---------------------------------------------------------------------------------------------
+# Import
+
+
+@dataclass
+class ImportResult:
+    rows: int
+    images_created: int
+    images_updated: int
+    split_differs: list[str]  # ids of existing images whose split is not the one given (kept as they were)
+    profile: ScoringProfile
+    fit: engine.BoundaryFit
+    mismatches: list[dict]  # {"id", "published", "computed"} for every row whose level is not l*
+    activated: bool
+    not_activated_reason: str
+    scored: dict = field(default_factory=dict)
+
+
+def check_profile_name(name: str) -> str:
+    try:
+        validate_slug(name)
+    except ValidationError:
+        raise ValueError(f"Profile name {name!r} must be a slug (letters, digits, '-', '_').") from None
+    if len(name) > 64:
+        raise ValueError("Profile name is longer than 64 characters.")
+    return name
+
+
+def check_split(split: str) -> str:
+    if split not in SPLITS:
+        raise ValueError(f"Unknown split {split!r}: use one of {', '.join(SPLITS)}.")
+    return split
+
+
+def import_bench_file(path: Path | str, split: str, profile_name: str = DEFAULT_PROFILE, actor=None) -> ImportResult:
+    """Validate a CPRT-Bench file, then store its rows, fit and store the profile, and rescore, atomically."""
+    path = Path(path)
+    check_split(split)
+    check_profile_name(profile_name)
+    tax = taxonomy.active()
+    if len(tax.keys) != sum(engine.LEVEL_MAXIMA) or tax.level_maxima != engine.LEVEL_MAXIMA:
+        raise ValueError(f"The active taxonomy has {tax.level_maxima} attributes per level; the score needs {engine.LEVEL_MAXIMA}.")
+    scanned = scan_file(path, tax)
+    fit = engine.fit_bounds(scanned.counts, scanned.scores, scanned.levels)
+    computed_levels = [engine.determined_level(c) or 4 for c in scanned.counts]
+    mismatches = [
+        {"id": scanned.ids[i], "published": int(scanned.levels[i]), "computed": int(computed_levels[i])}
+        for i in fit.level_mismatches
+    ]
+    with transaction.atomic():
+        annotator = Annotator.ground_truth(profile_name)
+        source = f"CPRT-Bench import of {path.name}"
+        image_ids, created, updated, split_differs = _store_rows(path, tax, split, annotator, source)
+        profile, activated, reason = _store_profile(profile_name, path, split, tax, scanned, fit, mismatches, annotator)
+        scored = recompute_scores(profile, image_ids)
+        audit(
+            actor,
+            "import_cprt",
+            profile,
+            file=path.name,
+            split=split,
+            rows=len(scanned.ids),
+            images_created=created,
+            profile_version=profile.version,
+            bounds=[profile.lo1, profile.lo2, profile.lo3],
+            max_residual=fit.max_residual,
+            level_mismatches=len(mismatches),
+            activated=activated,
+        )
+    return ImportResult(
+        rows=len(scanned.ids),
+        images_created=created,
+        images_updated=updated,
+        split_differs=split_differs,
+        profile=profile,
+        fit=fit,
+        mismatches=mismatches,
+        activated=activated,
+        not_activated_reason=reason,
+        scored=scored,
+    )
+
+
+def _chunked(items: Iterable, size: int = CHUNK) -> Iterator[list]:
+    chunk = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _store_rows(path, tax, split, annotator, source) -> tuple[list[int], int, int, list[str]]:
+    attr_ids = taxonomy.attribute_ids()
+    attribute_pks = [attr_ids[key] for key in tax.keys]
+    image_ids: list[int] = []
+    created = updated = 0
+    split_differs: list[str] = []
+    image_table = connection.ops.quote_name(Image._meta.db_table)
+    # Plain-value upserts: building ~150,000 Label instances through the ORM took minutes. The import is
+    # one audited action, so no per-label history rows are written. ON CONFLICT works on SQLite and PostgreSQL.
+    label_upsert = (
+        f"INSERT INTO {connection.ops.quote_name(Label._meta.db_table)} "
+        "(image_id, annotator_id, attribute_id, value, rationale, created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s) "
+        "ON CONFLICT (image_id, annotator_id, attribute_id) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"
+    )
+    for chunk in _chunked(iter_valid_rows(path, tax)):
+        vispr_ids = [row.id for row in chunk]
+        existing = {vid: (pk, s) for vid, pk, s in Image.objects.filter(vispr_id__in=vispr_ids).values_list("vispr_id", "id", "split")}
+        new = [
+            Image(vispr_id=row.id, split=split, source=source, published_level=row.level, published_score=row.score)
+            for row in chunk
+            if row.id not in existing
+        ]
+        Image.objects.bulk_create(new)
+        created += len(new)
+        updates = [(row.level, row.score, existing[row.id][0]) for row in chunk if row.id in existing]
+        if updates:
+            _execute_many(f"UPDATE {image_table} SET published_level = %s, published_score = %s WHERE id = %s", updates)
+            updated += len(updates)
+            split_differs.extend(vid for vid, (_, s) in existing.items() if s != split)
+        pk_of = dict(Image.objects.filter(vispr_id__in=vispr_ids).values_list("vispr_id", "id"))
+        now = connection.ops.adapt_datetimefield_value(timezone.now())
+        _execute_many(
+            label_upsert,
+            [
+                (pk_of[row.id], annotator.pk, attribute_pk, float(value), "", now, now)
+                for row in chunk
+                for attribute_pk, value in zip(attribute_pks, row.labels)
+            ],
+        )
+        image_ids.extend(pk_of[row.id] for row in chunk)
+    return image_ids, created, updated, split_differs
+
+
+def _execute_many(sql: str, rows: list[tuple]) -> None:
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, rows)
+
+
+def fit_report(path, split, tax, scanned: ScannedFile, fit: engine.BoundaryFit, mismatches: list[dict]) -> dict:
+    return {
+        "file": Path(path).name,
+        "split": split,
+        "rows": len(scanned.ids),
+        "taxonomy_version": tax.version,
+        "fitted_at": timezone.now().isoformat(timespec="seconds"),
+        "method": "least squares of published score on sqrt(t) per level; lo(l) from the fit, hi(l) = lo(l-1)",
+        "levels": [dataclasses.asdict(level_fit) for level_fit in fit.levels],
+        "bounds_lo": list(fit.bounds.lo) if fit.bounds else None,
+        "max_residual": fit.max_residual,
+        "partition_gaps": fit.partition_gaps,
+        "problems": fit.problems,
+        "reproduces": fit.reproduces,
+        "level_mismatches": mismatches,
+    }
+
+
+def _store_profile(name, path, split, tax, scanned, fit, mismatches, annotator) -> tuple[ScoringProfile, bool, str]:
+    profile = ScoringProfile.objects.select_for_update().filter(name=name).first()
+    if profile is None:
+        profile = ScoringProfile(name=name, version=1, weights=list(engine.WEIGHTS))
+    else:
+        profile.version += 1
+    if fit.bounds is not None:
+        profile.lo1, profile.lo2, profile.lo3 = fit.bounds.lo[:3]
+    elif profile.pk is None:
+        profile.lo1, profile.lo2, profile.lo3 = engine.PROVISIONAL_LO[:3]
+    reproduces = fit.reproduces
+    if reproduces:
+        reason = ""
+    elif fit.bounds is None:
+        reason = "the fit produced no valid boundaries: " + "; ".join(fit.problems)
+    else:
+        reason = f"the largest residual {fit.max_residual:.3g} is not below {REPRODUCES_BELOW:g}: the formula does not reproduce the published scores"
+    profile.provisional = not reproduces
+    when = timezone.now().strftime("%Y-%m-%d")
+    if reproduces:
+        profile.source = (
+            f"Fitted on {when} from CPRT-Bench file {Path(path).name} ({len(scanned.ids)} rows, split {split}); "
+            f"largest residual {fit.max_residual:.3g}."
+        )
+    else:
+        kept = "fitted but not trusted" if fit.bounds is not None else "kept from before (or the provisional default)"
+        profile.source = (
+            f"PROVISIONAL: imported on {when} from CPRT-Bench file {Path(path).name} ({len(scanned.ids)} rows, split {split}); "
+            f"boundaries {kept} because {reason}."
+        )
+    profile.fit_report = fit_report(path, split, tax, scanned, fit, mismatches) | {"activated": reproduces}
+    if not reproduces:
+        # A profile whose boundaries do not reproduce the published scores must not stay the active one.
+        profile.is_active = False
+    profile.save()
+    profile.consensus_annotators.set([annotator])
+    if reproduces:
+        profile.activate()
+    return profile, reproduces, reason
+
+
+# ---------------------------------------------------------------------------------------------
+# Scoring rows without storing them (score_labels)
+
+
+def score_row(row, tax: taxonomy.Taxonomy, bounds: engine.Bounds, weights: Sequence[int] = engine.WEIGHTS) -> tuple[dict | None, list[str]]:
+    """A row with nested binary_labels -> the same row with `level` and `score` from the engine."""
+    if not isinstance(row, dict):
+        return None, ["a row must be a JSON object"]
+    if "binary_labels" not in row:
+        return None, ["missing binary_labels"]
+    labels, problems = parse_labels(row["binary_labels"], tax)
+    if labels is None:
+        return None, problems
+    level, score = engine.severity(level_counts(labels, tax), bounds, weights)
+    row["level"] = level
+    row["score"] = score
+    return row, []
+
+
+# ---------------------------------------------------------------------------------------------
+# Export (Hugging Face datasets layout: parquet per split + a dataset card with `configs:`)
+
+
+def bench_schema(tax: taxonomy.Taxonomy) -> pa.Schema:
+    labels = pa.struct(
+        [(f"level{level}", pa.struct([(key, pa.int64()) for key in tax.keys_of_level(level)])) for level in engine.LEVELS]
+    )
+    return pa.schema([("id", pa.string()), ("binary_labels", labels), ("level", pa.int64()), ("score", pa.float64())])
+
+
+def annotations_schema(tax: taxonomy.Taxonomy) -> pa.Schema:
+    return pa.schema(
+        [
+            ("id", pa.string()),
+            ("annotator", pa.string()),
+            ("annotator_kind", pa.string()),
+            ("provider", pa.string()),
+            ("model_name", pa.string()),
+            ("prompt_version", pa.string()),
+            ("labels", pa.struct([(key, pa.float64()) for key in tax.keys])),
+            ("rationales", pa.struct([(key, pa.string()) for key in tax.keys])),
+        ]
+    )
+
+
+def nest(flat: dict[str, int], tax: taxonomy.Taxonomy) -> dict:
+    return {f"level{level}": {key: int(flat[key]) for key in tax.keys_of_level(level)} for level in engine.LEVELS}
+
+
+def _check_out_dir(out_dir: Path) -> None:
+    if out_dir.exists():
+        if not out_dir.is_dir():
+            raise ExportError(f"{out_dir} exists and is not a folder.")
+        readme = out_dir / "README.md"
+        previous_export = readme.is_file() and EXPORT_MARKER in readme.read_text(encoding="utf-8", errors="replace")
+        if any(out_dir.iterdir()) and not previous_export:
+            raise ExportError(f"{out_dir} is not empty and is not a previous export: choose a new or empty folder.")
+
+
+def _check_splits(splits: Sequence[str]) -> list[str]:
+    splits = list(dict.fromkeys(splits))
+    if not splits:
+        raise ExportError("Name at least one split.")
+    for split in splits:
+        if split not in SPLITS:
+            raise ExportError(f"Unknown split {split!r}: use {', '.join(SPLITS)}.")
+    return splits
+
+
+def _ground_truth_labels(image_ids: list[int], key_of: dict[int, str], preferred: set[int], n_keys: int) -> dict[int, dict[str, int]]:
+    """image id -> binary labels of the imported ground truth.
+
+    An image imported under several names has several ground-truth annotators; the profile's own
+    consensus annotator wins, otherwise the most recently written complete set.
+    """
+    per_pair: dict[tuple[int, int], dict[str, float]] = {}
+    latest: dict[tuple[int, int], datetime] = {}
+    for image_id, annotator_id, attribute_id, value, updated_at in Label.objects.filter(
+        image_id__in=image_ids, annotator__kind=Annotator.KIND_GROUND_TRUTH
+    ).values_list("image_id", "annotator_id", "attribute_id", "value", "updated_at"):
+        key = key_of.get(attribute_id)
+        if key is None:
+            continue
+        pair = (image_id, annotator_id)
+        per_pair.setdefault(pair, {})[key] = value
+        latest[pair] = max(latest.get(pair, updated_at), updated_at)
+    chosen: dict[int, tuple[tuple[bool, datetime], dict[str, float]]] = {}
+    for (image_id, annotator_id), values in per_pair.items():
+        if len(values) != n_keys:
+            continue
+        rank = (annotator_id in preferred, latest[(image_id, annotator_id)])
+        if image_id not in chosen or rank > chosen[image_id][0]:
+            chosen[image_id] = (rank, values)
+    return {image_id: {k: engine.binarise(v) for k, v in values.items()} for image_id, (_, values) in chosen.items()}
+
+
+def export_dataset(
+    out_dir: Path | str,
+    splits: Sequence[str] = ("train", "test"),
+    profile: ScoringProfile | None = None,
+    include_annotations: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+    actor=None,
+) -> dict:
+    """Write the CPRT-Bench layout (parquet per split + dataset card) into `out_dir`; return a summary.
+
+    Rows imported from CPRT-Bench keep their published level and score; other images take their
+    ImageScore under `profile` (default: the active one); images with neither are skipped and
+    counted. The export is built in a sibling folder and swapped in at the end, so a failure leaves
+    a previous export untouched. `progress(done, total)` is called after every chunk of images.
+    """
+    out_dir = Path(out_dir).resolve()
+    splits = _check_splits(splits)
+    profile = profile or ScoringProfile.active()
+    _check_out_dir(out_dir)
+    tax = taxonomy.active()
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-export-", dir=out_dir.parent))
+    try:
+        summary = _write_export(staging, splits, profile, tax, include_annotations, progress)
+        _swap_in(staging, out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    summary["out_dir"] = str(out_dir)
+    audit(
+        actor,
+        "export_hf",
+        profile,
+        out_dir=str(out_dir),
+        splits={s: summary["splits"][s]["rows"] for s in splits},
+        include_annotations=include_annotations,
+    )
+    return summary
+
+
+def _swap_in(staging: Path, out_dir: Path) -> None:
+    if out_dir.exists():
+        old = out_dir.with_name(f".{out_dir.name}-previous")
+        shutil.rmtree(old, ignore_errors=True)
+        out_dir.rename(old)
+        staging.rename(out_dir)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        staging.rename(out_dir)
+    out_dir.chmod(0o755)  # mkdtemp made it private to us; an export folder is meant to be read
+
+
+def _write_export(root: Path, splits, profile, tax, include_annotations, progress) -> dict:
+    attr_ids = taxonomy.attribute_ids()
+    key_of = {pk: key for key, pk in attr_ids.items()}
+    preferred = set(profile.consensus_annotators.filter(kind=Annotator.KIND_GROUND_TRUTH).values_list("id", flat=True))
+    schema = bench_schema(tax)
+    ids_by_split = {s: list(Image.objects.filter(split=s).order_by("vispr_id").values_list("id", flat=True)) for s in splits}
+    total = sum(len(ids) for ids in ids_by_split.values()) * (2 if include_annotations else 1)
+    done = 0
+    summary: dict = {"profile": profile.label, "splits": {}, "files": {}, "annotation_files": {}}
+    (root / "data").mkdir()
+    for split in splits:
+        stats = {"rows": 0, "published": 0, "computed": 0, "skipped_no_score": 0, "skipped_no_labels": 0, "levels": {lv: 0 for lv in engine.LEVELS}}
+        target = root / "data" / f"{split}.parquet"
+        writer = None
+        for chunk in _chunked(ids_by_split[split]):
+            rows = _export_rows(chunk, profile, tax, key_of, preferred, stats)
+            if rows:
+                if writer is None:
+                    writer = pq.ParquetWriter(target, schema)
+                writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+            done += len(chunk)
+            if progress:
+                progress(done, total)
+        if writer is not None:
+            writer.close()
+            summary["files"][split] = f"data/{split}.parquet"
+        summary["splits"][split] = stats
+    if include_annotations:
+        (root / "annotations").mkdir()
+        for split in splits:
+            target = root / "annotations" / f"{split}.parquet"
+            count = 0
+            writer = None
+            for chunk in _chunked(ids_by_split[split]):
+                rows = _annotation_rows(chunk, tax, key_of)
+                if rows:
+                    if writer is None:
+                        writer = pq.ParquetWriter(target, annotations_schema(tax))
+                    writer.write_table(pa.Table.from_pylist(rows, schema=annotations_schema(tax)))
+                    count += len(rows)
+                done += len(chunk)
+                if progress:
+                    progress(done, total)
+            if writer is not None:
+                writer.close()
+                summary["annotation_files"][split] = f"annotations/{split}.parquet"
+            summary["splits"][split]["annotation_rows"] = count
+    if not summary["files"]:
+        raise ExportError(f"Nothing to export: no image of {', '.join(splits)} has a published or computed score under {profile.label}.")
+    (root / "README.md").write_text(dataset_card(profile, tax, summary, include_annotations), encoding="utf-8")
+    return summary
+
+
+def _export_rows(chunk, profile, tax, key_of, preferred, stats) -> list[dict]:
+    images = Image.objects.filter(id__in=chunk).order_by("vispr_id").values_list("id", "vispr_id", "published_level", "published_score")
+    scores = {
+        image_id: (labels, level, score)
+        for image_id, labels, level, score in ImageScore.objects.filter(profile=profile, image_id__in=chunk).values_list(
+            "image_id", "binary_labels", "level", "score"
+        )
+    }
+    ground_truth = _ground_truth_labels(chunk, key_of, preferred, len(tax.keys))
+    rows = []
+    for image_id, vispr_id, published_level, published_score in images:
+        if published_level is not None and published_score is not None:
+            labels = ground_truth.get(image_id)
+            if labels is None:
+                stats["skipped_no_labels"] += 1
+                continue
+            level, score = published_level, published_score
+            stats["published"] += 1
+        elif image_id in scores:
+            labels, level, score = scores[image_id]
+            stats["computed"] += 1
+        else:
+            stats["skipped_no_score"] += 1
+            continue
+        rows.append({"id": vispr_id, "binary_labels": nest(labels, tax), "level": int(level), "score": float(score)})
+        stats["rows"] += 1
+        stats["levels"][int(level)] += 1
+    return rows
+
+
+def public_annotator_name(annotator: dict) -> str:
+    # People are exported under a stable pseudonym: account names can be personal (or e-mail addresses).
+    if annotator["kind"] == Annotator.KIND_HUMAN:
+        return f"human-{annotator['id']}"
+    return annotator["name"]
+
+
+def _annotation_rows(chunk, tax, key_of) -> list[dict]:
+    annotators = {a["id"]: a for a in Annotator.objects.values("id", "name", "kind", "provider", "model_name", "prompt_version")}
+    vispr_of = dict(Image.objects.filter(id__in=chunk).values_list("id", "vispr_id"))
+    # Unfinished work (a draft labeling) is not an annotation yet.
+    drafts = set(Labeling.objects.filter(image_id__in=chunk, status=Labeling.STATUS_DRAFT).values_list("image_id", "annotator_id"))
+    pairs: dict[tuple[int, int], tuple[dict, dict]] = {}
+    for image_id, annotator_id, attribute_id, value, rationale in Label.objects.filter(image_id__in=chunk).values_list(
+        "image_id", "annotator_id", "attribute_id", "value", "rationale"
+    ):
+        key = key_of.get(attribute_id)
+        if key is None or (image_id, annotator_id) in drafts:
+            continue
+        values, rationales = pairs.setdefault((image_id, annotator_id), ({}, {}))
+        values[key] = value
+        rationales[key] = rationale
+    rows = []
+    for (image_id, annotator_id), (values, rationales) in sorted(pairs.items(), key=lambda p: (vispr_of[p[0][0]], annotators[p[0][1]]["name"])):
+        a = annotators[annotator_id]
+        rows.append(
+            {
+                "id": vispr_of[image_id],
+                "annotator": public_annotator_name(a),
+                "annotator_kind": a["kind"],
+                "provider": a["provider"],
+                "model_name": a["model_name"],
+                "prompt_version": a["prompt_version"],
+                "labels": {k: values.get(k) for k in tax.keys},
+                "rationales": {k: rationales.get(k) for k in tax.keys},
+            }
+        )
+    return rows
+
+
+def dataset_card(profile: ScoringProfile, tax: taxonomy.Taxonomy, summary: dict, include_annotations: bool) -> str:
+    lines = ["---", "pretty_name: CPRT-Bench (CPRT Workbench export)", "configs:", "- config_name: default", "  data_files:"]
+    for split, path in summary["files"].items():
+        lines += [f"  - split: {split}", f"    path: {path}"]
+    if include_annotations and summary["annotation_files"]:
+        lines += ["- config_name: annotations", "  data_files:"]
+        for split, path in summary["annotation_files"].items():
+            lines += [f"  - split: {split}", f"    path: {path}"]
+    lines += ["---", EXPORT_MARKER, "", "# CPRT-Bench export", ""]
+    if profile.provisional:
+        lines += [
+            "> **Warning: provisional boundaries.** The scoring profile used for computed rows is provisional:",
+            "> its level boundaries were not fitted to published CPRT-Bench scores (or the fit did not reproduce them).",
+            "> Computed scores will change when the profile is fitted.",
+            "",
+        ]
+    lines += [
+        "One row per image: `id` (the VISPR file id), `binary_labels` (`level1`..`level4`, each a mapping of that",
+        "level's attribute keys to 0/1), `level` (1 = most severe) and `score` in [0, 1].",
+        "",
+        "**Images are not redistributed.** Ids resolve to VISPR files, e.g. `test2017/<id>.jpg`.",
+        "",
+        "## Scoring profile",
+        "",
+        f"- Profile: `{profile.name}` version {profile.version}{' (PROVISIONAL)' if profile.provisional else ''}",
+        f"- Source: {profile.source}",
+        f"- Weights: {list(profile.weights or engine.WEIGHTS)}",
+        f"- Taxonomy version: {tax.version}",
+    ]
+    annotators = [a.name for a in profile.consensus_annotators.all()]
+    lines.append(f"- Consensus annotators: {', '.join(annotators) if annotators else '(none)'}")
+    lines += ["", "| level | lo | hi |", "|---|---|---|"]
+    bounds = profile.bounds
+    for level in engine.LEVELS:
+        lines.append(f"| {level} | {bounds.lo[level - 1]:.6f} | {bounds.hi[level - 1]:.6f} |")
+    lines += [
+        "",
+        "Rows imported from CPRT-Bench keep their published `level` and `score` unchanged; other rows are computed",
+        "with the profile above from the consensus of its annotators.",
+        "",
+        "## Counts",
+        "",
+        "| split | rows | published | computed | level 1 | level 2 | level 3 | level 4 | skipped (no score) | skipped (no labels) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for split, s in summary["splits"].items():
+        lv = s["levels"]
+        lines.append(
+            f"| {split} | {s['rows']} | {s['published']} | {s['computed']} | {lv[1]} | {lv[2]} | {lv[3]} | {lv[4]} "
+            f"| {s['skipped_no_score']} | {s['skipped_no_labels']} |"
+        )
+    empty = [split for split, s in summary["splits"].items() if s["rows"] == 0]
+    if empty:
+        lines += ["", f"Splits without rows are not part of the dataset: {', '.join(empty)}."]
+    if include_annotations:
+        lines += [
+            "",
+            "## Configuration `annotations`",
+            "",
+            "One row per (image, annotator): the annotator (people under a pseudonym such as `human-7`), its kind,",
+            "provider/model/prompt version for models, the raw labels (0, 0.5, 1; null where missing) and rationales.",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def push_dataset(out_dir: Path | str, repo_id: str, token: str, public: bool = False) -> str:
+    """Upload an export folder to the Hugging Face Hub as a dataset repository; returns its URL."""
+    from huggingface_hub import HfApi
+
+    if not token:
+        raise ExportError("Set HF_TOKEN in the environment to push to the Hugging Face Hub.")
+    api = HfApi(token=token)
+    url = api.create_repo(repo_id=repo_id, repo_type="dataset", private=not public, exist_ok=True)
+    api.upload_folder(folder_path=str(out_dir), repo_id=repo_id, repo_type="dataset", commit_message="CPRT Workbench export")
+    return str(url)

@@ -1,0 +1,149 @@
+"""Validation of everything the scoring pages accept: filters, parameters, downloads, adjudications.
+
+Bad input never reaches a computation: the view answers 400 with these forms' messages.
+"""
+from __future__ import annotations
+
+from django import forms
+
+from annotations.models import Image
+from inference.models import Run
+
+from .metrics import THRESHOLDS
+
+FORMATS = [("", "page"), ("html", "page"), ("csv", "CSV"), ("json", "JSON")]
+SPLITS = [("", "all splits")] + Image.SPLITS
+LEVEL_CHOICES = [("", "any level")] + [(str(lv), f"level {lv}") for lv in (1, 2, 3, 4)]
+LABEL_CHOICES = [("0", "0 — absent"), ("0.5", "0.5 — ambiguous"), ("1", "1 — present")]
+SORT_METRICS = [
+    ("pearson", "Pearson r"), ("spearman", "Spearman ρ"), ("mae", "MAE"), ("bias", "|bias|"),
+    ("level_acc", "level accuracy"), ("pairwise_acc", "pairwise accuracy"), ("inter_acc", "inter-level accuracy"),
+    ("intra_acc", "intra-level accuracy"),
+]
+# Strategies of our runs plus the paper's fine-tuned rows ("sft"), which exist only as published values.
+STRATEGIES = [("", "all strategies")] + [s for s in Run.STRATEGIES if s[0]] + [("sft", "fine-tuned (published only)")]
+
+
+class ExportForm(forms.Form):
+    """`format` (page, csv or json) and, for CSV, which `table` of the page."""
+
+    format = forms.ChoiceField(choices=FORMATS, required=False, error_messages={
+        "invalid_choice": "format must be csv or json (or absent for the page); got %(value)s."})
+    table = forms.CharField(required=False, max_length=64)
+    table_names: tuple[str, ...] = ()
+
+    def __init__(self, data=None, *, table_names=None, **kwargs):
+        super().__init__(data, **kwargs)
+        if table_names is not None:
+            self.table_names = tuple(table_names)
+
+    def clean(self):
+        cleaned = super().clean()
+        fmt, table = cleaned.get("format") or "html", cleaned.get("table") or ""
+        cleaned["format"] = fmt
+        if table and table not in self.table_names:
+            self.add_error("table", f"Unknown table {table!r}; this page has: {', '.join(self.table_names)}.")
+        elif fmt == "csv" and not table and len(self.table_names) != 1:
+            self.add_error("table", f"CSV needs one table: add table= one of {', '.join(self.table_names)}.")
+        return cleaned
+
+
+class LeaderboardForm(ExportForm):
+    table_names = ("leaderboard",)
+    strategy = forms.ChoiceField(choices=STRATEGIES, required=False, error_messages={
+        "invalid_choice": "Unknown strategy %(value)s."})
+    sort = forms.ChoiceField(choices=SORT_METRICS, required=False, error_messages={
+        "invalid_choice": "Cannot sort by %(value)s."})
+
+
+class RunForm(ExportForm):
+    table_names = ("metrics", "excluded", "confusion", "per_level", "binary", "extremes", "predictions", "attributes")
+    threshold = forms.IntegerField(required=False, min_value=min(THRESHOLDS), max_value=max(THRESHOLDS), error_messages={
+        "invalid": "threshold must be a whole level number from 1 to 3 (levels up to it count as private).",
+        "min_value": "threshold must be a level from 1 to 3 (levels up to it count as private).",
+        "max_value": "threshold must be a level from 1 to 3 (levels up to it count as private).",
+    })
+
+    def clean_threshold(self):
+        return self.cleaned_data.get("threshold") or 2
+
+
+class AgreementForm(ExportForm):
+    table_names = ("summary", "pairs", "per_attribute", "per_level", "strict_consensus", "krippendorff")
+    split = forms.ChoiceField(choices=SPLITS, required=False, error_messages={"invalid_choice": "Unknown split %(value)s."})
+
+
+class DisagreementForm(ExportForm):
+    table_names = ("disagreements",)
+    SORTS = [("impact", "impact on the score"), ("level", "level change first"), ("disputed", "most disputed"), ("id", "image id")]
+    split = forms.ChoiceField(choices=SPLITS, required=False, error_messages={"invalid_choice": "Unknown split %(value)s."})
+    attribute = forms.ChoiceField(choices=(), required=False, error_messages={"invalid_choice": "Unknown attribute %(value)s."})
+    level = forms.ChoiceField(choices=LEVEL_CHOICES, required=False, error_messages={"invalid_choice": "level must be 1, 2, 3 or 4."})
+    pair = forms.CharField(required=False, max_length=64)
+    sort = forms.ChoiceField(choices=SORTS, required=False, error_messages={"invalid_choice": "Cannot sort by %(value)s."})
+    page = forms.IntegerField(required=False, min_value=1, error_messages={
+        "invalid": "page must be a positive whole number.", "min_value": "page must be a positive whole number."})
+
+    def __init__(self, data=None, *, attribute_keys=(), **kwargs):
+        super().__init__(data, **kwargs)
+        self.fields["attribute"].choices = [("", "any attribute")] + [(k, k) for k in attribute_keys]
+
+    def clean_pair(self):
+        """'<annotator id>-<annotator id>' (two different ids); whether they exist is checked against the data."""
+        raw = self.cleaned_data.get("pair") or ""
+        if not raw:
+            return None
+        parts = raw.split("-")
+        if len(parts) != 2 or not all(p.isdigit() for p in parts) or parts[0] == parts[1]:
+            raise forms.ValidationError("pair must be two different annotator ids joined by '-', e.g. 3-7.")
+        return tuple(sorted(int(p) for p in parts))
+
+
+class AdjudicationForm(forms.Form):
+    attribute = forms.ChoiceField(choices=(), error_messages={"invalid_choice": "Unknown attribute %(value)s.",
+                                                              "required": "Choose the attribute to adjudicate."})
+    value = forms.ChoiceField(choices=LABEL_CHOICES, error_messages={
+        "invalid_choice": "The final label must be 0, 0.5 or 1; got %(value)s.", "required": "Choose the final label."})
+    note = forms.CharField(required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
+
+    def __init__(self, data=None, *, attribute_keys=(), **kwargs):
+        super().__init__(data, **kwargs)
+        self.fields["attribute"].choices = [(k, k) for k in attribute_keys]
+
+    def clean_value(self):
+        return float(self.cleaned_data["value"])
+
+
+class CounterfactualForm(ExportForm):
+    table_names = ("changes", "groups")
+    base = forms.IntegerField(required=False, min_value=1, error_messages={"invalid": "base must be a run id.", "min_value": "base must be a run id."})
+    cf = forms.IntegerField(required=False, min_value=1, error_messages={"invalid": "cf must be a run id.", "min_value": "cf must be a run id."})
+    drop = forms.FloatField(required=False, min_value=0.01, max_value=1.0, error_messages={
+        "invalid": "drop must be a number between 0.01 and 1.",
+        "min_value": "drop must be between 0.01 and 1.", "max_value": "drop must be between 0.01 and 1."})
+
+    def clean_drop(self):
+        value = self.cleaned_data.get("drop")
+        return 0.3 if value is None else value
+
+    def clean(self):
+        cleaned = super().clean()
+        base, cf = cleaned.get("base"), cleaned.get("cf")
+        if self.errors:
+            return cleaned
+        if (base is None) != (cf is None):
+            raise forms.ValidationError("Give both base (the run without counterfactual faces) and cf (the run with it).")
+        if base is None:
+            if cleaned["format"] != "html":
+                raise forms.ValidationError("Choose a pair of runs (base and cf) to download.")
+            return cleaned
+        runs = {r.pk: r for r in Run.objects.filter(pk__in=[base, cf], task=Run.TASK_JUDGE, status=Run.STATUS_FINISHED)}
+        if base not in runs or cf not in runs:
+            raise forms.ValidationError("base and cf must both be finished judge runs.")
+        a, b = runs[base], runs[cf]
+        if a.counterfactual_faces or not b.counterfactual_faces:
+            raise forms.ValidationError("base must run without counterfactual faces and cf with them.")
+        if (a.provider, a.model_name, a.strategy) != (b.provider, b.model_name, b.strategy):
+            raise forms.ValidationError("base and cf must use the same provider, model and strategy.")
+        cleaned["base_run"], cleaned["cf_run"] = a, b
+        return cleaned

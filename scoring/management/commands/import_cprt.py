@@ -1,0 +1,59 @@
+"""Import CPRT-Bench rows (JSON list, JSON Lines or parquet), fit the profile's boundaries, rescore."""
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from scoring import cprt_bench
+
+
+class Command(BaseCommand):
+    help = (
+        "Import CPRT-Bench rows (id, binary_labels, level, score) from .json, .jsonl or .parquet. The whole file is "
+        "validated first and refused with every problem listed; nothing is written unless every row is valid."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("file")
+        parser.add_argument("--split", required=True, choices=cprt_bench.SPLITS, help="split of images created by this import")
+        parser.add_argument("--profile", default=cprt_bench.DEFAULT_PROFILE, help="scoring profile to fit (default: %(default)s)")
+
+    def handle(self, *args, file, split, profile, **options):
+        try:
+            result = cprt_bench.import_bench_file(file, split, profile)
+        except (cprt_bench.BenchFileError, ValueError) as exc:
+            raise CommandError(str(exc)) from None
+        out = self.stdout
+        fit = result.fit
+        out.write(f"Imported {result.rows} rows from {file}: {result.images_created} images created, {result.images_updated} updated.")
+        if result.split_differs:
+            out.write(f"{len(result.split_differs)} existing images keep their own split (not {split}): {', '.join(result.split_differs[:20])}"
+                      + (" ..." if len(result.split_differs) > 20 else ""))
+        for level_fit in fit.levels:
+            out.write(
+                f"  level {level_fit.level}: {level_fit.rows} rows, {level_fit.distinct_t} distinct t, "
+                f"lo={_num(level_fit.lo)} hi={_num(level_fit.hi)} residual={_num(level_fit.max_residual)}"
+            )
+        if fit.bounds is not None:
+            lo = fit.bounds.lo
+            out.write(f"Fitted boundaries: lo1={lo[0]:.6f} lo2={lo[1]:.6f} lo3={lo[2]:.6f} lo4=0")
+            out.write(f"Largest residual of the profile against the published scores: {fit.max_residual:.3g}")
+        for problem in fit.problems:
+            out.write(self.style.WARNING(f"Fit problem: {problem}"))
+        for name, gap in fit.partition_gaps.items():
+            out.write(f"  partition gap {name}: {gap:.3g}")
+        if result.mismatches:
+            out.write(self.style.WARNING(f"Rows whose published level differs from the computed l* ({len(result.mismatches)}):"))
+            for m in result.mismatches:
+                out.write(f"  {m['id']}: published {m['published']}, computed {m['computed']}")
+        else:
+            out.write("Every published level equals the computed l*.")
+        profile = result.profile
+        if result.activated:
+            out.write(self.style.SUCCESS(f"Profile {profile.label} is now the active profile."))
+        else:
+            out.write(self.style.WARNING(f"Profile {profile.label} is PROVISIONAL and was NOT activated: {result.not_activated_reason}."))
+        out.write(f"Scores recomputed: {result.scored.get('scored', 0)} scored, {result.scored.get('incomplete', 0)} without consensus.")
+
+
+def _num(value) -> str:
+    return "-" if value is None else f"{value:.6g}"

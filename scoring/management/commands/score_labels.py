@@ -1,0 +1,85 @@
+"""Score CPRT-Bench style rows read as JSON Lines on stdin; write them back with level and score."""
+from __future__ import annotations
+
+import json
+import math
+import sys
+import tempfile
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotations import taxonomy
+from scoring import engine
+from scoring.cprt_bench import MAX_LISTED_PROBLEMS, score_row
+from scoring.models import ScoringProfile
+
+
+class Command(BaseCommand):
+    help = (
+        "Read JSON Lines on stdin (each row with nested binary_labels level1..level4) and write each row back on "
+        "stdout with `level` and `score` computed by the engine. Nothing is written unless every row is valid."
+    )
+    stealth_options = ("stdin",)
+
+    def add_arguments(self, parser):
+        group = parser.add_mutually_exclusive_group()
+        group.add_argument("--profile", help="scoring profile name (default: the active profile)")
+        group.add_argument("--bounds", help="LO1,LO2,LO3: boundaries with 1 > LO1 > LO2 > LO3 > 0")
+
+    def handle(self, *args, profile=None, bounds=None, **options):
+        bounds_, weights = self._bounds(profile, bounds)
+        tax = taxonomy.active()
+        stream = options.get("stdin") or sys.stdin
+        stream = getattr(stream, "buffer", stream)
+        problems = []
+        # Rows go to a spooled file first, so a bad row late in the input leaves no partial output.
+        with tempfile.SpooledTemporaryFile(max_size=16 * 1024 * 1024, mode="w+", encoding="utf-8") as buffer:
+            for number, raw in enumerate(stream, start=1):
+                try:
+                    text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+                except UnicodeDecodeError:
+                    problems.append(f"line {number}: not UTF-8")
+                    continue
+                if not text.strip():
+                    continue
+                try:
+                    row = json.loads(text)
+                except json.JSONDecodeError as exc:
+                    problems.append(f"line {number}: malformed JSON: {exc.msg} (column {exc.colno})")
+                    continue
+                scored, row_problems = score_row(row, tax, bounds_, weights)
+                if scored is None:
+                    problems.extend(f"line {number}: {p}" for p in row_problems)
+                    continue
+                if not problems:
+                    buffer.write(json.dumps(scored, ensure_ascii=False) + "\n")
+            if problems:
+                listed = problems[:MAX_LISTED_PROBLEMS]
+                more = f"\n  ... and {len(problems) - len(listed)} more" if len(problems) > len(listed) else ""
+                raise CommandError(f"{len(problems)} bad row(s), nothing was written:\n  " + "\n  ".join(listed) + more)
+            buffer.seek(0)
+            for line in buffer:
+                self.stdout.write(line, ending="")
+
+    def _bounds(self, profile_name, bounds_text) -> tuple[engine.Bounds, list[int]]:
+        if bounds_text is not None:
+            parts = bounds_text.split(",")
+            try:
+                values = [float(p) for p in parts]
+            except ValueError:
+                raise CommandError(f"--bounds {bounds_text!r}: expected three numbers LO1,LO2,LO3.") from None
+            if len(values) != 3 or not all(math.isfinite(v) for v in values):
+                raise CommandError(f"--bounds {bounds_text!r}: expected three finite numbers LO1,LO2,LO3.")
+            try:
+                return engine.Bounds.from_inner(*values), list(engine.WEIGHTS)
+            except ValueError as exc:
+                raise CommandError(f"--bounds {bounds_text!r}: {exc}") from None
+        if profile_name is not None:
+            profile = ScoringProfile.objects.filter(name=profile_name).first()
+            if profile is None:
+                raise CommandError(f"No scoring profile named {profile_name!r}.")
+        else:
+            profile = ScoringProfile.active()
+        if profile.provisional:
+            self.stderr.write(f"Note: scoring with {profile.label}.")
+        return profile.bounds, list(profile.weights or engine.WEIGHTS)

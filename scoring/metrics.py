@@ -1,0 +1,376 @@
+"""Severity-prediction metrics of one judge run against ground truth (spec section 4): pure functions.
+
+Inputs are plain numpy arrays, one entry per image: the ground-truth score `gt` and level `gt_level`
+(taken from the data, not recomputed), the run's prediction `pred` (NaN where there is none) and the
+run's `outcome` per image ("ok", "unparseable", "refused", "error").
+
+Decisions (documented in docs/scoring.md):
+- Pairwise ranking accuracy is computed over *all* pairs with different ground-truth scores; a tie in
+  predictions counts 0.5. Intra-level pairs share a ground-truth level, inter-level pairs do not;
+  pairs across levels with equal ground-truth scores (the shared end point of two intervals) are in
+  neither. The counts come from Kendall's tau-b (scipy, O(n log n) merge-sort counting) and the
+  exact tie counts, so no O(n^2) loop runs: with n0 = n(n-1)/2 pairs, xt pairs tied in gt, yt tied
+  in pred and jt tied in both, tau_b * sqrt((n0-xt)(n0-yt)) = concordant - discordant.
+- Results that are not "ok" with a score are excluded and reported as count and rate.
+- Bootstrap CIs: percentile intervals over images resampled with replacement (seeded). The cheap
+  metrics use `n_boot` resamples (vectorised); the pairwise ones `n_boot_pairwise` (each resample
+  runs the O(n log n) count once over all images and once per level).
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy import stats
+from sklearn.metrics import accuracy_score, balanced_accuracy_score, confusion_matrix, precision_recall_fscore_support
+
+from .engine import LEVELS, Bounds
+
+N_BOOT = 500
+N_BOOT_PAIRWISE = 200
+SEED = 20260321
+OUTCOMES = ("ok", "unparseable", "refused", "error")
+BASIC_METRICS = ("pearson", "spearman", "mae", "bias", "level_acc")
+PAIRWISE_METRICS = ("pairwise_acc", "inter_acc", "intra_acc")
+METRICS = BASIC_METRICS + PAIRWISE_METRICS
+BINARY_METRICS = ("accuracy", "balanced_accuracy", "precision_private", "recall_private", "f1_private",
+                  "precision_public", "recall_public", "f1_public")
+THRESHOLDS = (1, 2, 3)
+
+
+# ---------------------------------------------------------------------------------------------
+# Levels of predicted scores
+
+
+def predicted_levels(pred: np.ndarray, bounds: Bounds) -> np.ndarray:
+    """engine.level_of_score for whole arrays: a value on a boundary belongs to the more severe level."""
+    pred = np.asarray(pred, dtype=float)
+    lo1, lo2, lo3 = bounds.lo[:3]
+    above = (pred >= lo1).astype(np.int8) + (pred >= lo2) + (pred >= lo3)
+    return (4 - above).astype(np.int8)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pairwise ranking accuracy
+
+
+@dataclass(frozen=True)
+class PairCounts:
+    """Pairs with different ground-truth scores, split by how the prediction orders them."""
+
+    pairs: int = 0
+    concordant: int = 0
+    discordant: int = 0
+    pred_ties: int = 0
+
+    @property
+    def accuracy(self) -> float | None:
+        if self.pairs == 0:
+            return None
+        return (self.concordant + 0.5 * self.pred_ties) / self.pairs
+
+    def __add__(self, other: "PairCounts") -> "PairCounts":
+        return PairCounts(*(a + b for a, b in zip(astuple(self), astuple(other))))
+
+    def __sub__(self, other: "PairCounts") -> "PairCounts":
+        return PairCounts(*(a - b for a, b in zip(astuple(self), astuple(other))))
+
+
+def astuple(c: PairCounts) -> tuple[int, int, int, int]:
+    return (c.pairs, c.concordant, c.discordant, c.pred_ties)
+
+
+def _tied_pairs(sorted_values: np.ndarray) -> int:
+    """Number of pairs with equal values, for an already sorted 1-D array."""
+    if sorted_values.size < 2:
+        return 0
+    starts = np.flatnonzero(np.concatenate(([True], sorted_values[1:] != sorted_values[:-1], [True])))
+    k = np.diff(starts).astype(np.int64)
+    return int((k * (k - 1) // 2).sum())
+
+
+def _joint_tied_pairs(x: np.ndarray, y: np.ndarray) -> int:
+    order = np.lexsort((y, x))
+    xs, ys = x[order], y[order]
+    if xs.size < 2:
+        return 0
+    boundary = (xs[1:] != xs[:-1]) | (ys[1:] != ys[:-1])
+    starts = np.flatnonzero(np.concatenate(([True], boundary, [True])))
+    k = np.diff(starts).astype(np.int64)
+    return int((k * (k - 1) // 2).sum())
+
+
+def pair_counts(gt: np.ndarray, pred: np.ndarray) -> PairCounts:
+    """Concordant / discordant / prediction-tied pairs among pairs with different gt, in O(n log n)."""
+    gt = np.asarray(gt, dtype=float)
+    pred = np.asarray(pred, dtype=float)
+    n = gt.size
+    if n < 2:
+        return PairCounts()
+    n0 = n * (n - 1) // 2
+    xt = _tied_pairs(np.sort(gt))
+    yt = _tied_pairs(np.sort(pred))
+    jt = _joint_tied_pairs(gt, pred)
+    pairs = n0 - xt
+    if pairs == 0:
+        return PairCounts()
+    pred_ties = yt - jt
+    untied = pairs - pred_ties  # concordant + discordant
+    if untied == 0:
+        return PairCounts(pairs, 0, 0, pred_ties)
+    if n == 2:  # scipy's p-value (computed alongside tau) divides by n - 2
+        concordant = int(np.sign(gt[1] - gt[0]) == np.sign(pred[1] - pred[0]))
+        return PairCounts(1, concordant, 1 - concordant, 0)
+    tau = stats.kendalltau(gt, pred, variant="b", method="asymptotic").statistic
+    c_minus_d = int(round(float(tau) * math.sqrt(n0 - xt) * math.sqrt(n0 - yt)))
+    concordant = (untied + c_minus_d) // 2
+    return PairCounts(pairs, concordant, untied - concordant, pred_ties)
+
+
+def pair_counts_by_level(gt: np.ndarray, pred: np.ndarray, gt_level: np.ndarray) -> dict[str, PairCounts]:
+    """{"all", "intra", "inter"} pair counts; intra sums the per-level counts, inter is the rest."""
+    gt_level = np.asarray(gt_level)
+    total = pair_counts(gt, pred)
+    intra = PairCounts()
+    for level in LEVELS:
+        mask = gt_level == level
+        if mask.sum() > 1:
+            intra = intra + pair_counts(np.asarray(gt)[mask], np.asarray(pred)[mask])
+    return {"all": total, "intra": intra, "inter": total - intra}
+
+
+# ---------------------------------------------------------------------------------------------
+# Point metrics, vectorised over a leading batch axis (bootstrap resamples)
+
+
+def rowwise_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Pearson r along the last axis: the textbook formula, vectorised over bootstrap resamples.
+
+    scipy.stats.pearsonr(axis=-1) gives the same numbers (tests check it) but is several times
+    slower on (resamples, n) arrays; point values still come from scipy in `evaluate`.
+    """
+    with np.errstate(all="ignore"):
+        xm = x - x.mean(axis=-1, keepdims=True)
+        ym = y - y.mean(axis=-1, keepdims=True)
+        r = (xm * ym).sum(axis=-1) / np.sqrt((xm * xm).sum(axis=-1) * (ym * ym).sum(axis=-1))
+    return np.clip(r, -1.0, 1.0)
+
+
+def basic_metrics(gt: np.ndarray, pred: np.ndarray, gt_level: np.ndarray, bounds: Bounds) -> dict[str, np.ndarray]:
+    """Pearson, Spearman, MAE, bias, level accuracy along the last axis (for (B, n) resample arrays)."""
+    gt = np.asarray(gt, dtype=float)
+    pred = np.asarray(pred, dtype=float)
+    err = pred - gt
+    return {
+        "pearson": rowwise_pearson(pred, gt),
+        "spearman": rowwise_pearson(stats.rankdata(pred, axis=-1), stats.rankdata(gt, axis=-1)),
+        "mae": np.abs(err).mean(axis=-1),
+        "bias": err.mean(axis=-1),
+        "level_acc": (predicted_levels(pred, bounds) == np.asarray(gt_level)).mean(axis=-1),
+    }
+
+
+def point_metrics(gt: np.ndarray, pred: np.ndarray, gt_level: np.ndarray, bounds: Bounds) -> dict[str, float]:
+    """The point estimates, with scipy's own correlation functions (NaN where undefined)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # constant input: scipy warns and returns NaN
+        pearson = stats.pearsonr(pred, gt).statistic if gt.size >= 2 else np.nan
+        spearman = stats.spearmanr(pred, gt).statistic if gt.size >= 2 else np.nan
+    err = np.asarray(pred, dtype=float) - np.asarray(gt, dtype=float)
+    return {
+        "pearson": float(pearson),
+        "spearman": float(spearman),
+        "mae": float(np.abs(err).mean()),
+        "bias": float(err.mean()),
+        "level_acc": float((predicted_levels(pred, bounds) == np.asarray(gt_level)).mean()),
+    }
+
+
+def binary_counts(gt_level: np.ndarray, pred_level: np.ndarray, threshold: int) -> dict[str, np.ndarray]:
+    """tp/fp/fn/tn with "private" (level <= threshold) as the positive class, along the last axis."""
+    truth = np.asarray(gt_level) <= threshold
+    guess = np.asarray(pred_level) <= threshold
+    return {
+        "tp": (truth & guess).sum(axis=-1),
+        "fp": (~truth & guess).sum(axis=-1),
+        "fn": (truth & ~guess).sum(axis=-1),
+        "tn": (~truth & ~guess).sum(axis=-1),
+    }
+
+
+def binary_from_counts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The binary metrics from confusion counts (vectorised; zero_division gives 0 like sklearn's)."""
+    tp, fp, fn, tn = (np.asarray(c[k], dtype=float) for k in ("tp", "fp", "fn", "tn"))
+
+    def ratio(a, b):
+        with np.errstate(all="ignore"):
+            return np.where(b > 0, a / np.where(b > 0, b, 1), 0.0)
+
+    out = {}
+    for name, pos, fpos, fneg in (("private", tp, fp, fn), ("public", tn, fn, fp)):
+        p, r = ratio(pos, pos + fpos), ratio(pos, pos + fneg)
+        out[f"precision_{name}"], out[f"recall_{name}"] = p, r
+        out[f"f1_{name}"] = ratio(2 * p * r, p + r)
+    out["accuracy"] = ratio(tp + tn, tp + tn + fp + fn)
+    has_pos, has_neg = (tp + fn) > 0, (tn + fp) > 0
+    recall_pos, recall_neg = out["recall_private"], out["recall_public"]
+    # sklearn averages the recall of the classes present in y_true.
+    out["balanced_accuracy"] = np.where(
+        has_pos & has_neg, (recall_pos + recall_neg) / 2, np.where(has_pos, recall_pos, recall_neg)
+    )
+    return out
+
+
+def binary_metrics_sklearn(gt_level: np.ndarray, pred_level: np.ndarray, threshold: int) -> dict[str, float]:
+    """The binary view computed with sklearn (the point estimates the page shows)."""
+    truth = (np.asarray(gt_level) <= threshold).astype(int)
+    guess = (np.asarray(pred_level) <= threshold).astype(int)
+    precision, recall, f1, support = precision_recall_fscore_support(truth, guess, labels=[1, 0], zero_division=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # one class only: sklearn warns, the value is still defined
+        balanced = balanced_accuracy_score(truth, guess) if truth.size else float("nan")
+    return {
+        "accuracy": float(accuracy_score(truth, guess)) if truth.size else float("nan"),
+        "balanced_accuracy": float(balanced),
+        "precision_private": float(precision[0]), "recall_private": float(recall[0]), "f1_private": float(f1[0]),
+        "precision_public": float(precision[1]), "recall_public": float(recall[1]), "f1_public": float(f1[1]),
+        "support_private": int(support[0]), "support_public": int(support[1]),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Bootstrap
+
+
+def _interval(samples: np.ndarray) -> tuple[float | None, float | None]:
+    samples = np.asarray(samples, dtype=float)
+    samples = samples[np.isfinite(samples)]
+    if samples.size == 0:
+        return None, None
+    lo, hi = np.percentile(samples, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def _num(x) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def bootstrap_indices(n: int, resamples: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+
+
+# ---------------------------------------------------------------------------------------------
+# Everything for one run
+
+
+def evaluate(
+    gt: np.ndarray,
+    gt_level: np.ndarray,
+    pred: np.ndarray,
+    outcome: np.ndarray,
+    bounds: Bounds,
+    *,
+    n_boot: int = N_BOOT,
+    n_boot_pairwise: int = N_BOOT_PAIRWISE,
+    seed: int = SEED,
+) -> dict:
+    """All metrics of one judge run as JSON-ready data (None where a value is undefined).
+
+    Entries are images that have ground truth and a result. A prediction counts when its outcome is
+    "ok" and it has a score; everything else is excluded and counted.
+    """
+    gt = np.asarray(gt, dtype=float)
+    gt_level = np.asarray(gt_level, dtype=np.int64)
+    pred = np.asarray(pred, dtype=float)
+    outcome = np.asarray(outcome, dtype=object)
+    if not (gt.shape == gt_level.shape == pred.shape == outcome.shape) or gt.ndim != 1:
+        raise ValueError("gt, gt_level, pred and outcome must be 1-D arrays of one length")
+    valid = (outcome == "ok") & np.isfinite(pred)
+    n_results = int(gt.size)
+    excluded = {o: int(((outcome == o) & ~valid).sum()) for o in OUTCOMES}
+    excluded["ok_without_score"] = excluded.pop("ok")
+    excluded_count = n_results - int(valid.sum())
+    rate = (lambda k: k / n_results if n_results else None)
+    g, p, lv = gt[valid], pred[valid], gt_level[valid]
+    n = int(g.size)
+    report: dict = {
+        "n_results": n_results,
+        "n_valid": n,
+        "excluded": excluded,
+        "excluded_count": excluded_count,
+        "excluded_rate": rate(excluded_count),
+        "refusal_rate": rate(excluded["refused"]),
+        "bootstrap": {"resamples": n_boot, "pairwise_resamples": n_boot_pairwise, "seed": seed,
+                      "method": "percentile, 95%"},
+    }
+    metrics: dict[str, dict] = {}
+    if n >= 2:
+        point = point_metrics(g, p, lv, bounds)
+        idx = bootstrap_indices(n, n_boot, seed) if n_boot else None
+        boot = basic_metrics(g[idx], p[idx], lv[idx], bounds) if idx is not None else {}
+        for name in BASIC_METRICS:
+            lo, hi = _interval(boot[name]) if boot else (None, None)
+            metrics[name] = {"value": _num(point[name]), "lo": lo, "hi": hi}
+        pairs = pair_counts_by_level(g, p, lv)
+        pidx = bootstrap_indices(n, n_boot_pairwise, seed + 1) if n_boot_pairwise else np.empty((0, n), int)
+        samples = {k: [] for k in ("all", "intra", "inter")}
+        for row in pidx:
+            counts = pair_counts_by_level(g[row], p[row], lv[row])
+            for k in samples:
+                samples[k].append(np.nan if counts[k].accuracy is None else counts[k].accuracy)
+        for name, k in zip(PAIRWISE_METRICS, ("all", "inter", "intra")):
+            lo, hi = _interval(samples[k]) if samples[k] else (None, None)
+            metrics[name] = {"value": pairs[k].accuracy, "lo": lo, "hi": hi}
+        report["pairs"] = {k: asdict(v) for k, v in pairs.items()}
+    else:
+        for name in METRICS:
+            metrics[name] = {"value": None, "lo": None, "hi": None}
+        report["pairs"] = {k: asdict(PairCounts()) for k in ("all", "intra", "inter")}
+    report["metrics"] = metrics
+
+    plv = predicted_levels(p, bounds)
+    report["confusion"] = {
+        "labels": list(LEVELS),
+        "matrix": confusion_matrix(lv, plv, labels=list(LEVELS)).tolist() if n else [[0] * 4 for _ in LEVELS],
+        "rows": "ground-truth level",
+        "columns": "predicted level",
+    }
+    per_level = []
+    for level in LEVELS:
+        m = lv == level
+        k = int(m.sum())
+        per_level.append({
+            "level": level,
+            "n": k,
+            "mae": _num(np.abs(p[m] - g[m]).mean()) if k else None,
+            "bias": _num((p[m] - g[m]).mean()) if k else None,
+            "level_acc": _num((plv[m] == level).mean()) if k else None,
+            "mean_gt": _num(g[m].mean()) if k else None,
+            "mean_pred": _num(p[m].mean()) if k else None,
+        })
+    report["per_level"] = per_level
+
+    binary = {}
+    bidx = bootstrap_indices(n, n_boot, seed + 2) if (n and n_boot) else None
+    boot_lv, boot_plv = (lv[bidx], plv[bidx]) if bidx is not None else (None, None)
+    for threshold in THRESHOLDS:
+        point = binary_metrics_sklearn(lv, plv, threshold) if n else {}
+        entry = {"threshold": threshold, "private_levels": list(range(1, threshold + 1))}
+        boot = binary_from_counts(binary_counts(boot_lv, boot_plv, threshold)) if bidx is not None else {}
+        for name in BINARY_METRICS:
+            lo, hi = _interval(boot[name]) if boot else (None, None)
+            entry[name] = {"value": _num(point[name]) if point else None, "lo": lo, "hi": hi}
+        entry["support_private"] = point.get("support_private", 0)
+        entry["support_public"] = point.get("support_public", 0)
+        binary[str(threshold)] = entry
+    report["binary"] = binary
+    return report
+
+
+def histogram(values: np.ndarray, bins: int = 20, lo: float = 0.0, hi: float = 1.0) -> tuple[list[int], list[float]]:
+    """Counts and edges over [lo, hi] (numpy's histogram), as plain lists."""
+    counts, edges = np.histogram(np.asarray(values, dtype=float), bins=bins, range=(lo, hi))
+    return counts.tolist(), edges.tolist()

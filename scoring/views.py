@@ -1,0 +1,289 @@
+"""Scoring pages: leaderboard, run metrics, agreement, disagreements, image review + adjudication,
+counterfactual faces. Adjudicators and admins only (see scoring/access.py for why).
+
+Each page validates its query parameters with a form (400 with the messages otherwise) and can be
+downloaded with ?format=csv&table=<name> or ?format=json; every download is audited.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_GET, require_POST
+
+from annotations import taxonomy
+from annotations.models import Adjudication, Image
+from cprt_site.lib import STAFF_ROLES, audit, require_role
+
+from . import services, svg
+from . import tables as T
+from .access import get_image_for_review, get_run_for_user
+from .forms import AdjudicationForm, AgreementForm, CounterfactualForm, DisagreementForm, LeaderboardForm, RunForm
+from .metrics import histogram, predicted_levels
+from .models import ImageScore, ScoringProfile
+
+SCATTER_POINTS = 2500
+QUEUE_PAGE = 50
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers: 400 answers, downloads
+
+
+def _bad_request(request, form, title="Bad request"):
+    errors = [f"{field}: {msg}" if field != "__all__" else msg for field, msgs in form.errors.items() for msg in msgs]
+    return render(request, "scoring/bad_request.html", {"title": title, "errors": errors}, status=400)
+
+
+def _download_links(request, tables: list[T.Table]) -> list[dict]:
+    links = []
+    for t in tables:
+        q = request.GET.copy()
+        q["format"], q["table"] = "csv", t.name
+        links.append({"title": t.title, "csv": "?" + q.urlencode(), "name": t.name})
+    q = request.GET.copy()
+    q.pop("table", None)
+    q["format"] = "json"
+    return links + [{"title": "every table", "json": "?" + q.urlencode(), "name": "all"}]
+
+
+def _respond(request, form, page: str, template: str, context: dict, tables: list[T.Table], meta: dict | None = None):
+    fmt, wanted = form.cleaned_data["format"], form.cleaned_data.get("table") or ""
+    if fmt == "html":
+        context.update({"tables": {t.name: t for t in tables}, "downloads": _download_links(request, tables)})
+        return render(request, template, context)
+    chosen = [t for t in tables if t.name == wanted] if wanted else tables
+    if not chosen:
+        form.add_error("table", f"This page has no table {wanted!r}; it has: {', '.join(t.name for t in tables)}.")
+        return _bad_request(request, form)
+    audit(request.user, "export", None, page=page, format=fmt, table=wanted or "all", query=request.GET.urlencode())
+    stem = f"cprt-{page}" + (f"-{wanted}" if wanted else "")
+    if fmt == "csv":
+        response = HttpResponse(T.to_csv(chosen[0]), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{stem}.csv"'
+    else:
+        body = json.dumps(T.to_json(chosen, meta), indent=1, allow_nan=False, default=str)
+        response = HttpResponse(body, content_type="application/json")
+        response["Content-Disposition"] = f'attachment; filename="{stem}.json"'
+    response["Cache-Control"] = "private, no-store"
+    return response
+
+
+def _blur(request) -> bool:
+    profile = getattr(request.user, "profile", None)
+    return True if profile is None else profile.blur_images_by_default
+
+
+# ---------------------------------------------------------------------------------------------
+# Leaderboard and run metrics
+
+
+@require_role(*STAFF_ROLES)
+@require_GET
+def leaderboard(request):
+    form = LeaderboardForm(request.GET)
+    if not form.is_valid():
+        return _bad_request(request, form)
+    strategy, sort = form.cleaned_data["strategy"], form.cleaned_data["sort"] or "pearson"
+    profile = ScoringProfile.active()
+    runs = [] if strategy == "sft" else services.queries.finished_judge_runs(strategy)
+    reports = services.run_metrics(runs, profile)
+    table = T.leaderboard(runs, reports, strategy, sort)
+    meta = {"profile": profile.label, "strategy": strategy or "all", "sort": sort}
+    return _respond(request, form, "leaderboard", "scoring/leaderboard.html", {"form": form, "profile": profile}, [table], meta)
+
+
+@require_role(*STAFF_ROLES)
+@require_GET
+def run_detail(request, run_id: int):
+    run = get_run_for_user(request.user, run_id)
+    form = RunForm(request.GET)
+    if not form.is_valid():
+        return _bad_request(request, form)
+    profile = ScoringProfile.active()
+    context = {"run": run, "profile": profile, "form": form, "prompt": json.dumps(run.prompt_text, indent=2, ensure_ascii=False)}
+    meta = {"run": run.pk, "task": run.task, "profile": profile.label}
+    if run.task != run.TASK_JUDGE:
+        data = services.annotate_run_agreement(run)
+        context["annotate"] = data
+        return _respond(request, form, f"run-{run.pk}", "scoring/run.html", context, [T.annotate_attributes_table(data)], meta)
+
+    threshold = form.cleaned_data["threshold"]
+    report = services.run_metrics([run], profile)[run.pk]
+    points = services.run_points(run, profile)
+    valid = (points["outcome"] == "ok") & np.isfinite(points["pred"])
+    plv = predicted_levels(np.nan_to_num(points["pred"]), profile.bounds)
+    want_predictions = form.cleaned_data["format"] != "html"
+    # Image names only for the rows shown (extremes) unless the full table is downloaded.
+    errors = np.where(valid, points["pred"] - points["gt"], np.nan)
+    order = np.argsort(np.nan_to_num(errors, nan=0.0))
+    valid_order = [i for i in order.tolist() if valid[i]]
+    extreme_ids = {int(points["image_id"][i]) for i in valid_order[:10] + valid_order[-10:]}
+    vispr_ids = None if want_predictions else extreme_ids
+    vispr = dict(Image.objects.filter(**({} if vispr_ids is None else {"id__in": vispr_ids})).values_list("id", "vispr_id"))
+    rows = T.prediction_rows(points, vispr, plv)
+    extremes = T.extremes_table(rows)
+    tables = [T.run_metrics_table(report), T.excluded_table(report), T.confusion_table(report), T.per_level_table(report),
+              T.binary_table(report, threshold), extremes, T.predictions_table(rows)]
+    thumbs = {i.pk: i for i in Image.objects.filter(id__in=extreme_ids)}
+    context.update({
+        "report": report, "threshold": threshold, "blur": _blur(request),
+        "extreme_rows": [(r, thumbs.get(r["image_id"])) for r in extremes.rows],
+        "charts": _run_charts(points, valid, profile),
+    })
+    return _respond(request, form, f"run-{run.pk}", "scoring/run.html", context, tables, meta)
+
+
+def _run_charts(points, valid, profile) -> dict:
+    gt, pred, lv = points["gt"][valid], points["pred"][valid], points["gt_level"][valid]
+    shown = np.arange(gt.size)
+    if gt.size > SCATTER_POINTS:  # a fixed, seeded sample keeps the page small
+        shown = np.sort(np.random.default_rng(0).choice(gt.size, SCATTER_POINTS, replace=False))
+    scatter = svg.scatter(
+        [(float(gt[i]), float(pred[i]), int(lv[i])) for i in shown],
+        title="Predicted vs ground-truth score", x_label="ground-truth score", y_label="predicted score",
+        bounds=profile.bounds.lo[:3],
+    )
+    per_level = []
+    for level in (1, 2, 3, 4):
+        counts, edges = histogram(pred[lv == level], bins=20)
+        per_level.append(mark_safe(svg.histogram(
+            counts, edges, title=f"Predicted scores, ground-truth level {level}", x_label=f"predicted score (GT level {level})",
+            colour=svg.LEVEL_COLOURS[level], width=300, height=180)))
+    return {"scatter": mark_safe(scatter), "shown": int(shown.size), "valid": int(gt.size), "per_level": per_level}
+
+
+# ---------------------------------------------------------------------------------------------
+# Agreement
+
+
+@require_role(*STAFF_ROLES)
+@require_GET
+def agreement(request):
+    form = AgreementForm(request.GET)
+    if not form.is_valid():
+        return _bad_request(request, form)
+    split = form.cleaned_data["split"]
+    report = services.agreement_study(split)
+    tables = T.agreement_tables(report, taxonomy.active().level_of)
+    km = report["kappa_matrix"]
+    heatmap = svg.heatmap(km["names"], km["names"], km["matrix"], title="Cohen's kappa per annotator pair") if report["annotators"] else ""
+    context = {"form": form, "report": report, "heatmap": mark_safe(heatmap)}
+    return _respond(request, form, "agreement", "scoring/agreement.html", context, tables, {"split": split or "all"})
+
+
+# ---------------------------------------------------------------------------------------------
+# Disagreements, review, adjudication
+
+
+@require_role(*STAFF_ROLES)
+@require_GET
+def disagreements(request):
+    form = DisagreementForm(request.GET, attribute_keys=taxonomy.active().keys)
+    if not form.is_valid():
+        return _bad_request(request, form)
+    c = form.cleaned_data
+    profile = ScoringProfile.active()
+    queue = services.disagreement_queue(profile, c["split"])
+    names = {a["id"]: a["name"] for a in queue["annotators"]}
+    if c["pair"] and not all(a in names for a in c["pair"]):
+        form.add_error("pair", "pair names an annotator without labels here.")
+        return _bad_request(request, form)
+    current = {i: (lv, s) for i, lv, s in ImageScore.objects.filter(profile=profile).values_list("image_id", "level", "score")}
+    rows = services.filter_disputes(queue["rows"], attribute=c["attribute"], level=int(c["level"]) if c["level"] else None,
+                                    pair=c["pair"], current=current, sort=c["sort"] or "impact")
+    if c["format"] == "html":
+        page = Paginator(rows, QUEUE_PAGE).get_page(c["page"] or 1)
+        shown = list(page.object_list)
+    else:
+        page, shown = None, rows
+    vispr = dict(Image.objects.filter(id__in=[r["image_id"] for r in shown]).values_list("id", "vispr_id"))
+    table = T.disagreement_table(shown, vispr, current, names)
+    pairs = [(f"{a['id']}-{b['id']}", f"{a['name']} / {b['name']}") for i, a in enumerate(queue["annotators"]) for b in queue["annotators"][i + 1:]]
+    q = request.GET.copy()
+    q.pop("page", None)
+    context = {"form": form, "page": page, "total": len(rows), "pairs": pairs, "querystring": q.urlencode(),
+               "selected_pair": "-".join(map(str, c["pair"])) if c["pair"] else ""}
+    return _respond(request, form, "disagreements", "scoring/disagreements.html", context, [table], {"profile": profile.label})
+
+
+def _review_context(request, image, form=None) -> dict:
+    profile = ScoringProfile.active()
+    attributes = services.active_attributes()
+    labels = services.queries.image_labels(image)
+    annotators = []
+    for row in labels:
+        if row["annotator"] not in annotators:
+            annotators.append(row["annotator"])
+    by = {(r["annotator"], r["key"]): r for r in labels}
+    kinds = {r["annotator"]: r["kind"] for r in labels}
+    adjudications = {a.attribute.key: a for a in Adjudication.objects.filter(image=image).select_related("attribute", "adjudicator")}
+    score = ImageScore.objects.filter(image=image, profile=profile).first()
+    rows = []
+    for key, attribute in sorted(attributes.items(), key=lambda kv: kv[1].order):
+        cells = [by.get((name, key)) for name in annotators]
+        binaries = {1 if c["value"] == 1 else 0 for c in cells if c}
+        rows.append({
+            "key": key, "level": attribute.level, "question": attribute.question, "cells": cells,
+            "disputed": len(binaries) > 1, "consensus": None if score is None else score.binary_labels.get(key),
+            "adjudication": adjudications.get(key),
+        })
+    return {
+        "image": image, "profile": profile, "score": score, "annotators": [(n, kinds[n]) for n in annotators], "rows": rows,
+        "blur": _blur(request), "form": form or AdjudicationForm(attribute_keys=attributes.keys()),
+        "label_choices": [("0", "0"), ("0.5", "0.5"), ("1", "1")],
+    }
+
+
+@require_role(*STAFF_ROLES)
+@require_GET
+def review(request, image_id: int):
+    image = get_image_for_review(request.user, image_id)
+    return render(request, "scoring/review.html", _review_context(request, image))
+
+
+@require_role(*STAFF_ROLES)
+@require_POST
+def adjudicate(request, image_id: int):
+    image = get_image_for_review(request.user, image_id)
+    attributes = services.active_attributes()
+    form = AdjudicationForm(request.POST, attribute_keys=attributes.keys())
+    if not form.is_valid():
+        return render(request, "scoring/review.html", _review_context(request, image, form), status=400)
+    c = form.cleaned_data
+    services.adjudicate(request.user, image, attributes[c["attribute"]], c["value"], c["note"])
+    messages.success(request, f"{c['attribute']} of {image.vispr_id} set to {c['value']:g}; score updated.")
+    return redirect("scoring:review", image_id=image.pk)
+
+
+# ---------------------------------------------------------------------------------------------
+# Counterfactual faces
+
+
+@require_role(*STAFF_ROLES)
+@require_GET
+def counterfactual(request):
+    form = CounterfactualForm(request.GET)
+    if not form.is_valid():
+        return _bad_request(request, form)
+    c = form.cleaned_data
+    context = {"form": form, "candidates": services.counterfactual_candidates()}
+    if c.get("base_run") is None:
+        return render(request, "scoring/counterfactual.html", {**context, "tables": {}, "downloads": []})
+    base, cf = c["base_run"], c["cf_run"]
+    data = services.counterfactual(base, cf, ScoringProfile.active(), c["drop"])
+    chart = svg.histogram(data["histogram"]["counts"], data["histogram"]["edges"], title="Score change per image",
+                          x_label="score with − without counterfactual faces", marker=0.0, width=560)
+    context.update({
+        "base": base, "cf": cf, "data": data, "drop": c["drop"], "chart": mark_safe(chart),
+        "prompts": [(base, json.dumps(base.prompt_text, indent=2, ensure_ascii=False)),
+                    (cf, json.dumps(cf.prompt_text, indent=2, ensure_ascii=False))],
+    })
+    meta = {"base": base.pk, "cf": cf.pk, "drop": c["drop"]}
+    return _respond(request, form, f"counterfactual-{base.pk}-{cf.pk}", "scoring/counterfactual.html", context,
+                    T.counterfactual_tables(data), meta)

@@ -1,0 +1,215 @@
+/* Keyboard-first labeling page: move between questions, answer with n/u/y (0/5/1), autosave drafts,
+   reveal/blur the image, submit with Enter or s, skip with k. Loaded by templates/annotations/labeling.html;
+   no inline script, all configuration comes from data- attributes so a strict CSP can forbid inline code. */
+(function () {
+  "use strict";
+
+  var KEY_VALUES = { n: "0", "0": "0", u: "0.5", "5": "0.5", y: "1", "1": "1" };
+
+  function init() {
+    var form = document.getElementById("labeling-form");
+    if (!form) return;
+    var editable = form.dataset.editable === "1";
+    var rows = Array.prototype.slice.call(form.querySelectorAll(".q-row"));
+    var versionInput = form.querySelector("[data-version]");
+    var statusEl = document.querySelector("[data-save-status]");
+    var errorsEl = document.querySelector("[data-errors]");
+    var conflictEl = document.querySelector("[data-conflict-banner]");
+    var image = document.getElementById("labeling-image");
+    var blurButton = document.querySelector("[data-blur-button]");
+    var current = 0;
+    var conflict = false;
+    var dirty = false;
+    var submitting = false;
+    var timer = null;
+    var chain = Promise.resolve();
+
+    function setStatus(text) { if (statusEl) statusEl.textContent = text; }
+
+    // data-save-state on the form: dirty -> saving -> saved (or conflict/error); tests and CSS read it.
+    function setState(state) { form.dataset.saveState = state; }
+
+    function showErrors(messages) {
+      if (!errorsEl) return;
+      var list = document.createElement("ul");
+      messages.forEach(function (m) { var li = document.createElement("li"); li.textContent = m; list.appendChild(li); });
+      errorsEl.replaceChildren(list);
+      errorsEl.hidden = messages.length === 0;
+    }
+
+    function showConflict(message) {
+      conflict = true;
+      dirty = false;
+      if (conflictEl) {
+        conflictEl.querySelector("[data-conflict-message]").textContent = message;
+        conflictEl.hidden = false;
+      }
+      setStatus("Not saved: the labeling changed elsewhere.");
+    }
+
+    function setCurrent(i) {
+      if (!rows.length) return;
+      current = Math.max(0, Math.min(rows.length - 1, i));
+      rows.forEach(function (r, j) { r.classList.toggle("current", j === current); });
+      rows[current].focus({ preventScroll: true });
+      rows[current].scrollIntoView({ block: "nearest" });
+    }
+
+    function isAnswered(row) { return !!row.querySelector("input[type=radio]:checked"); }
+
+    function missingRows() { return rows.filter(function (r) { return !isAnswered(r); }); }
+
+    // Saves run one at a time; each sends the version the previous one returned.
+    function scheduleSave(delay) {
+      if (!editable || conflict) return;
+      dirty = true;
+      setState("dirty");
+      clearTimeout(timer);
+      timer = setTimeout(flush, delay);
+    }
+
+    function flush() {
+      clearTimeout(timer);
+      chain = chain.then(saveIfDirty);
+      return chain;
+    }
+
+    function saveIfDirty() {
+      if (!dirty || conflict) return Promise.resolve();
+      dirty = false;
+      setStatus("Saving…");
+      setState("saving");
+      return fetch(form.dataset.draftUrl, {
+        method: "POST",
+        body: new FormData(form),
+        credentials: "same-origin",
+        keepalive: true,  // a reload or navigation right after an answer must not cancel its save
+        headers: { Accept: "application/json", "X-Requested-With": "fetch" },
+      }).then(function (response) {
+        return response.json().catch(function () { return {}; }).then(function (data) {
+          if (response.ok) {
+            versionInput.value = data.version;
+            setStatus("Draft saved (" + data.answered + " of " + rows.length + " answered, version " + data.version + ").");
+            if (!dirty) setState("saved");
+          } else if (response.status === 409) {
+            showConflict(data.error || "This labeling changed elsewhere; reload the page.");
+            setState("conflict");
+          } else {
+            showErrors([data.error || "Not saved (HTTP " + response.status + ")."]);
+            setStatus("Not saved.");
+            setState("error");
+          }
+        });
+      }).catch(function () {
+        dirty = true;
+        setState("error");
+        setStatus("Not saved: no connection. Retrying…");
+        timer = setTimeout(flush, 3000);
+      });
+    }
+
+    function answer(row, value) {
+      var input = row.querySelector('input[type=radio][value="' + value + '"]');
+      if (!input || input.disabled) return false;
+      input.checked = true;
+      row.classList.remove("missing");
+      if (!missingRows().length) showErrors([]);
+      scheduleSave(0);
+      return true;
+    }
+
+    function submit() {
+      if (!editable || conflict || submitting) return;
+      var missing = missingRows();
+      if (missing.length) {
+        rows.forEach(function (r) { r.classList.toggle("missing", !isAnswered(r)); });
+        showErrors(["Answer every question before submitting. Missing (" + missing.length + "): " +
+          missing.map(function (r) { return r.dataset.key; }).join(", ") + "."]);
+        setCurrent(rows.indexOf(missing[0]));
+        return;
+      }
+      // The pending draft save must land first, so the submit carries the newest version.
+      flush().then(function () {
+        if (conflict) return;
+        submitting = true;
+        setStatus("Submitting…");
+        form.submit();
+      });
+    }
+
+    function toggleBlur() {
+      if (!image) return;
+      var blurred = image.classList.toggle("blurred");
+      image.alt = image.alt.replace(/\((blurred|revealed)\)$/, blurred ? "(blurred)" : "(revealed)");
+      if (blurButton) {
+        blurButton.textContent = (blurred ? "Reveal" : "Blur") + " (b)";
+        blurButton.setAttribute("aria-pressed", blurred ? "false" : "true");
+      }
+    }
+
+    function skip() {
+      var button = document.querySelector('[data-action="skip"]');
+      if (button) button.click();
+    }
+
+    document.querySelectorAll('[data-action="toggle-blur"]').forEach(function (el) {
+      el.addEventListener("click", function (e) { e.preventDefault(); toggleBlur(); });
+    });
+
+    rows.forEach(function (row, i) {
+      row.addEventListener("click", function () { current = i; rows.forEach(function (r, j) { r.classList.toggle("current", j === i); }); });
+    });
+
+    form.addEventListener("change", function (e) {
+      if (e.target.matches("input[type=radio]")) e.target.closest(".q-row").classList.remove("missing");
+      scheduleSave(e.target.matches("input[type=radio], select") ? 0 : 600);
+    });
+    form.addEventListener("input", function (e) {
+      if (e.target.matches("input[type=text], textarea")) scheduleSave(800);
+    });
+    form.addEventListener("submit", function (e) {
+      if (!submitting) { e.preventDefault(); submit(); }
+    });
+    window.addEventListener("pagehide", function () {
+      // Last unsaved keystrokes: a fire-and-forget save; a stale version is refused by the server as usual.
+      if (dirty && !conflict && navigator.sendBeacon) navigator.sendBeacon(form.dataset.draftUrl, new FormData(form));
+    });
+
+    document.addEventListener("keydown", function (e) {
+      if (e.ctrlKey || e.metaKey || e.altKey) return;
+      var t = e.target;
+      if (t.matches && t.matches("textarea, input[type=text], select")) {
+        if (e.key === "Escape" || (e.key === "Enter" && t.matches("input[type=text]"))) {
+          e.preventDefault();
+          t.blur();
+          setCurrent(current);
+        }
+        return;
+      }
+      if (e.key === "Enter" && t.matches && t.matches("button, a")) return;  // let focused controls work
+      var row = rows[current];
+      switch (e.key) {
+        case "ArrowDown": e.preventDefault(); setCurrent(current + 1); return;
+        case "ArrowUp": e.preventDefault(); setCurrent(current - 1); return;
+        case "Enter": case "s": e.preventDefault(); submit(); return;
+        case "b": case " ": e.preventDefault(); toggleBlur(); return;
+        case "k": e.preventDefault(); skip(); return;
+        case "r": if (row && editable) { e.preventDefault(); row.querySelector("input[type=text]").focus(); } return;
+        case "t": if (editable) { e.preventDefault(); form.querySelector("textarea[name=note]").focus(); } return;
+        case "f": if (editable) { e.preventDefault(); form.querySelector("select[name=flag]").focus(); } return;
+      }
+      if (Object.prototype.hasOwnProperty.call(KEY_VALUES, e.key) && row) {
+        e.preventDefault();
+        if (answer(row, KEY_VALUES[e.key]) && current < rows.length - 1) setCurrent(current + 1);
+      }
+    });
+
+    var firstMissing = rows.findIndex(function (r) { return r.classList.contains("missing"); });
+    if (firstMissing < 0) firstMissing = rows.findIndex(function (r) { return !isAnswered(r); });
+    setCurrent(firstMissing < 0 ? 0 : firstMissing);
+    document.documentElement.dataset.labelingReady = "1";
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();

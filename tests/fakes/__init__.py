@@ -1,0 +1,1 @@
+"""Local fake model servers speaking the providers' wire formats, for tests and the benchmark."""

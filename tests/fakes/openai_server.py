@@ -1,0 +1,89 @@
+"""A fake OpenAI Chat Completions server (also what vLLM speaks): POST /v1/chat/completions.
+
+Run standalone for benchmarks: `python -m tests.fakes.openai_server --port 8911 --delay 0.2 --processes 4`.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import base64
+import json
+import time
+
+from .server import FakeServer, Reply, model_answer, schema_kind, serve_forever
+
+
+def completion(content: str | None, model: str = "fake-model", refusal: str | None = None, finish_reason: str = "stop",
+               prompt_tokens: int = 1200, completion_tokens: int = 80) -> dict:
+    return {
+        "id": f"chatcmpl-fake-{time.time_ns()}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content, "refusal": refusal},
+                "logprobs": None,
+                "finish_reason": finish_reason,
+            }
+        ],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens},
+    }
+
+
+def ok(content, **kw) -> Reply:
+    """A completion whose message content is `content` (a dict is sent as its JSON text)."""
+    return Reply(body=completion(json.dumps(content) if isinstance(content, dict) else content, **kw))
+
+
+def refusal(text: str = "I'm sorry, I can't help with that.") -> Reply:
+    return Reply(body=completion(None, refusal=text))
+
+
+def error(status: int, message: str = "fake error", headers: dict | None = None, delay: float = 0.0) -> Reply:
+    kind = {429: "rate_limit_exceeded", 401: "invalid_api_key"}.get(status, "server_error")
+    return Reply(status=status, body={"error": {"message": message, "type": kind, "code": kind}}, headers=headers or {}, delay=delay)
+
+
+def request_parts(payload: dict) -> tuple[str, bytes | None, dict, str]:
+    """(user text, image bytes, json schema, schema name) of a chat-completions request."""
+    text, image = "", None
+    for message in payload.get("messages", []):
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            text += content
+            continue
+        for part in content or []:
+            if part.get("type") == "text":
+                text += part.get("text", "")
+            elif part.get("type") == "image_url":
+                url = part["image_url"]["url"]
+                image = base64.b64decode(url.split(",", 1)[1])
+    fmt = (payload.get("response_format") or {}).get("json_schema") or {}
+    return text, image, fmt.get("schema") or {}, fmt.get("name", "")
+
+
+class FakeOpenAIServer(FakeServer):
+    def matches(self, path: str) -> bool:
+        return path.endswith("/chat/completions")
+
+    def default_reply(self, path: str, payload: dict) -> Reply:
+        text, image, schema, _name = request_parts(payload)
+        answer = model_answer(schema_kind(schema), schema, image, text)
+        return ok(answer, model=payload.get("model", "fake-model"))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--processes", type=int, default=1)
+    args = parser.parse_args()
+    serve_forever(functools.partial(FakeOpenAIServer, delay=args.delay, record=False), args.port, args.processes)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,277 @@
+"""A scriptable HTTP server on 127.0.0.1 in a background thread (or its own process for benchmarks).
+
+Each request is answered by the next scripted `Reply` when one is queued, else by the protocol's
+default responder (a plausible, deterministic model answer derived from the request). The server
+counts requests and the peak number in flight, so tests and the benchmark can check concurrency.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 1024  # a class attribute: listen() is called in the constructor
+    reuse_port = False
+
+    def server_bind(self):
+        if self.reuse_port:  # several processes share one port; the kernel spreads connections
+            import socket
+
+            self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        super().server_bind()
+
+
+class SharedCounters:
+    """Request counters shared by the processes of a multi-process fake server."""
+
+    def __init__(self):
+        import multiprocessing
+
+        self.lock = multiprocessing.Lock()
+        self.count = multiprocessing.Value("q", 0, lock=False)
+        self.in_flight = multiprocessing.Value("q", 0, lock=False)
+        self.peak = multiprocessing.Value("q", 0, lock=False)
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: object = None  # dict -> JSON; str/bytes -> sent as is
+    headers: dict = field(default_factory=dict)
+    delay: float = 0.0  # seconds to wait before answering (timeouts, latency)
+
+
+class FakeServer:
+    """Subclasses implement `default_reply(path, payload) -> Reply` and `matches(path)`."""
+
+    def __init__(self, delay: float = 0.0, record: bool = True, shared: SharedCounters | None = None, reuse_port: bool = False):
+        self.delay = delay
+        self.shared = shared
+        self.reuse_port = reuse_port
+        self.record = record
+        self.script: deque = deque()
+        self.requests: list[dict] = []
+        self.count = 0
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- scripting -------------------------------------------------------------------------
+    def queue(self, *replies: Reply | Callable) -> None:
+        """Answer the next requests with these replies (or callables(path, payload) -> Reply), in order."""
+        with self._lock:
+            self.script.extend(replies)
+
+    def default_reply(self, path: str, payload: dict) -> Reply:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def matches(self, path: str) -> bool:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # --- lifecycle -------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self, port: int = 0) -> "FakeServer":
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def do_GET(self):
+                if self.path.rstrip("/") == "/_stats":
+                    server._send(self, Reply(body=server.stats()))
+                else:
+                    server._send(self, Reply(status=404, body={"error": "not found"}))
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    payload = json.loads(raw or b"{}")
+                except json.JSONDecodeError:
+                    payload = {}
+                server._handle(self, payload)
+
+        server_class = type("FakeHTTPServer", (_Server,), {"reuse_port": self.reuse_port})
+        self._httpd = server_class(("127.0.0.1", port), Handler)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stats(self) -> dict:
+        if self.shared is not None:
+            return {"count": self.shared.count.value, "peak_in_flight": self.shared.peak.value}
+        return {"count": self.count, "peak_in_flight": self.peak_in_flight}
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    # --- request handling --------------------------------------------------------------------
+    def _handle(self, handler, payload: dict) -> None:
+        path = handler.path.split("?", 1)[0]
+        if self.shared is not None:
+            with self.shared.lock:
+                self.shared.count.value += 1
+                self.shared.in_flight.value += 1
+                self.shared.peak.value = max(self.shared.peak.value, self.shared.in_flight.value)
+        with self._lock:
+            self.count += 1
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            if self.record:
+                self.requests.append({"path": path, "json": payload, "headers": {k.lower(): v for k, v in handler.headers.items()}})
+            scripted = self.script.popleft() if self.script else None
+        try:
+            if not self.matches(path):
+                reply = Reply(status=404, body={"error": {"message": f"no route {path}"}})
+            elif scripted is None:
+                reply = self.default_reply(path, payload)
+            elif callable(scripted):
+                reply = scripted(path, payload)
+            else:
+                reply = scripted
+            wait = reply.delay or self.delay
+            if wait:
+                time.sleep(wait)
+            self._send(handler, reply)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (a timeout test)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+            if self.shared is not None:
+                with self.shared.lock:
+                    self.shared.in_flight.value -= 1
+
+    @staticmethod
+    def _send(handler, reply: Reply) -> None:
+        body = reply.body
+        if isinstance(body, (dict, list)):
+            data, ctype = json.dumps(body).encode(), "application/json"
+        elif isinstance(body, str):
+            data, ctype = body.encode(), "text/plain"
+        else:
+            data, ctype = body or b"", "application/octet-stream"
+        handler.send_response(reply.status)
+        handler.send_header("Content-Type", reply.headers.get("Content-Type", ctype))
+        handler.send_header("Content-Length", str(len(data)))
+        for name, value in reply.headers.items():
+            if name.lower() != "content-type":
+                handler.send_header(name, value)
+        handler.end_headers()
+        handler.wfile.write(data)
+
+
+# --- deterministic "model" behaviour shared by both protocols ----------------------------------
+
+def score_for_image(image_bytes: bytes) -> float:
+    """The fake model's severity score for an image: a stable function of its bytes."""
+    import hashlib
+
+    digest = hashlib.sha256(image_bytes).digest()
+    return round(int.from_bytes(digest[:2], "big") / 65535, 4)
+
+
+INFERABLE = ("yes", "uncertain", "no")
+TO_LABEL = {"yes": 1, "uncertain": 0.5, "no": 0}
+
+
+def stage1_answers(image_bytes: bytes, keys) -> dict:
+    import hashlib
+
+    answers = {}
+    for key in keys:
+        h = hashlib.sha256(image_bytes + key.encode()).digest()[0]
+        choice = INFERABLE[h % 3]
+        answers[key] = {"inferable": choice, "reasoning": f"fake reasoning for {key}: {choice}"}
+    return {"answers": answers}
+
+
+def stage2_labels_from_text(text: str, marker: str) -> dict | None:
+    """Map the stage-1 answers embedded after `marker` in the stage-2 prompt to labels."""
+    try:
+        answers = json.loads(text.split(marker, 1)[1])
+    except (IndexError, json.JSONDecodeError):
+        return None
+    return {"labels": {k: TO_LABEL.get(v.get("inferable"), 0) for k, v in answers.items()}}
+
+
+def schema_kind(schema: dict) -> str:
+    props = (schema or {}).get("properties", {})
+    if "score" in props:
+        return "judge"
+    if "answers" in props:
+        return "stage1"
+    if "labels" in props:
+        return "stage2"
+    return "unknown"
+
+
+def model_answer(kind: str, schema: dict, image: bytes | None, text: str) -> dict:
+    """The default, well-formed answer for a request of `kind`."""
+    from inference.prompts import STAGE2_ANSWERS_MARKER
+
+    if kind == "judge":
+        score = score_for_image(image or b"")
+        return {"reasoning": f"fake judgement {score}", "score": score}
+    keys = list(schema["properties"][{"stage1": "answers", "stage2": "labels"}[kind]]["properties"])
+    if kind == "stage1":
+        return stage1_answers(image or b"", keys)
+    return stage2_labels_from_text(text, STAGE2_ANSWERS_MARKER) or {"labels": {k: 0 for k in keys}}
+
+
+def serve_forever(make_server: Callable[..., FakeServer], port: int, processes: int = 1) -> None:
+    """Run a fake server in the foreground (benchmarks run it in its own processes, so that the
+    fake's CPU never competes with the client's). With processes > 1 they share the port
+    (SO_REUSEPORT) and their request counters."""
+    import multiprocessing
+    import os
+    import signal
+
+    if processes <= 1:
+        server = make_server().start(port)
+    else:
+        shared = SharedCounters()
+        children = []
+        for _ in range(processes - 1):
+            child = multiprocessing.get_context("fork").Process(target=_serve_child, args=(make_server, port, shared), daemon=True)
+            child.start()
+            children.append(child)
+        server = make_server(shared=shared, reuse_port=True).start(port)
+        signal.signal(signal.SIGTERM, lambda *a: [os.kill(c.pid, signal.SIGTERM) for c in children] and os._exit(0) or os._exit(0))
+    print(server.url, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()
+
+
+def _serve_child(make_server, port, shared):
+    make_server(shared=shared, reuse_port=True).start(port)
+    while True:
+        time.sleep(3600)

@@ -1,0 +1,131 @@
+"""Permission cases for the scoring pages, and the small data builders the scoring tests share.
+
+Every scoring page is for adjudicators and admins (scoring/access.py): reviewers get 403 because the
+pages show model outputs and other annotators' labels, outsiders 403, anonymous users the login page.
+"""
+from __future__ import annotations
+
+from . import STAFF_ONLY, Case, matrix
+
+NOT_FOUND = matrix(reviewer_a=403, reviewer_b=403, adjudicator=404, admin=404)
+BAD = matrix(reviewer_a=403, reviewer_b=403, adjudicator=400, admin=400)
+WRONG_METHOD = matrix(reviewer_a=403, reviewer_b=403, adjudicator=405, admin=405)
+
+
+# ---------------------------------------------------------------------------------------------
+# Builders (no provider code: rows are written directly)
+
+
+def make_run(*, task="judge", strategy="zero_shot", cf=False, status="finished", model="gpt-test", provider="openai", **extra):
+    from inference.models import Run
+
+    return Run.objects.create(
+        task=task, provider=provider, model_name=model, strategy=strategy if task == "judge" else "",
+        counterfactual_faces=cf, prompt_version="judge-v1", status=status,
+        prompt_text={"system": f"Rate privacy severity ({strategy}{', faces anonymised' if cf else ''})."}, **extra,
+    )
+
+
+def add_results(run, rows):
+    """rows: iterable of (image, outcome, score)."""
+    from inference.models import RunResult
+
+    RunResult.objects.bulk_create([RunResult(run=run, image=image, outcome=o, score=s) for image, o, s in rows])
+    run.image_ids = [image.pk for image, _, _ in rows]
+    run.total_images = len(run.image_ids)
+    run.save(update_fields=["image_ids", "total_images"])
+
+
+def make_images(n: int, prefix: str = "2017_9", with_published: bool = True, split: str = "test"):
+    """n images without files; published level/score spread over the four levels."""
+    from annotations.models import Image
+    from scoring import engine
+
+    images = []
+    for i in range(n):
+        level = 1 + i % 4
+        counts = [0, 0, 0, 0]
+        counts[level - 1] = 1 + (i // 4) % 2
+        lv, score = engine.severity(counts)
+        images.append(Image(vispr_id=f"{prefix}{i:05d}", split=split, source="scoring-test",
+                            published_level=lv if with_published else None, published_score=round(score, 6) if with_published else None))
+    Image.objects.bulk_create(images)
+    return list(Image.objects.filter(vispr_id__startswith=prefix).order_by("vispr_id"))
+
+
+def label_everything(images, annotator, values_of):
+    """values_of(index, key) -> label value for every image and attribute."""
+    from annotations import taxonomy
+    from annotations.models import Label
+
+    ids = taxonomy.attribute_ids()
+    Label.objects.bulk_create(
+        [Label(image=image, annotator=annotator, attribute_id=ids[k], value=values_of(i, k), rationale=f"{k} seen" if values_of(i, k) else "")
+         for i, image in enumerate(images) for k in ids]
+    )
+
+
+def submit(image, annotator):
+    from annotations.models import Labeling
+
+    Labeling.objects.update_or_create(image=image, annotator=annotator, defaults={"status": Labeling.STATUS_SUBMITTED})
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def setup(world):
+    from annotations.models import Annotator
+
+    images = make_images(3, prefix="2017_77")
+    world["scoring_images"] = images
+    base = make_run()
+    add_results(base, [(images[0], "ok", 0.9), (images[1], "ok", 0.4), (images[2], "refused", None)])
+    cf = make_run(cf=True)
+    add_results(cf, [(images[0], "ok", 0.3), (images[1], "ok", 0.35), (images[2], "ok", 0.1)])
+    world["judge_run"], world["cf_run"] = base, cf
+    gpt = Annotator.for_model("openai", "gpt-5.1", "annotate-v1")
+    human = Annotator.for_user(world["reviewer_a"])
+    label_everything(images, gpt, lambda i, k: 1.0 if k == "gov_ids" else 0.0)
+    label_everything(images, human, lambda i, k: 0.0)
+    for image in images:
+        submit(image, human)
+    world["annotate_run"] = make_run(task="annotate", annotator=gpt)
+
+
+def cases(world):
+    run, cf, image = world["judge_run"], world["cf_run"], world["scoring_images"][0]
+    annotate = world["annotate_run"]
+    review = {"image_id": image.pk}
+    post_ok = matrix(reviewer_a=403, reviewer_b=403, adjudicator=302, admin=302)
+    return [
+        Case("scoring:leaderboard", expect=STAFF_ONLY),
+        Case("scoring:leaderboard", query="format=json", expect=STAFF_ONLY),
+        Case("scoring:leaderboard", query="format=csv", expect=STAFF_ONLY),
+        Case("scoring:leaderboard", query="strategy=bogus", expect=BAD),
+        Case("scoring:leaderboard", method="post", expect=WRONG_METHOD),
+        Case("scoring:run", kwargs={"run_id": run.pk}, expect=STAFF_ONLY),
+        Case("scoring:run", kwargs={"run_id": run.pk}, query="threshold=3&format=csv&table=binary", expect=STAFF_ONLY),
+        Case("scoring:run", kwargs={"run_id": run.pk}, query="threshold=9", expect=BAD),
+        Case("scoring:run", kwargs={"run_id": annotate.pk}, expect=STAFF_ONLY),
+        Case("scoring:run", kwargs={"run_id": 999999}, expect=NOT_FOUND),
+        Case("scoring:run", kwargs={"run_id": run.pk}, method="post", expect=WRONG_METHOD),
+        Case("scoring:agreement", expect=STAFF_ONLY),
+        Case("scoring:agreement", query="format=json", expect=STAFF_ONLY),
+        Case("scoring:agreement", query="split=nowhere", expect=BAD),
+        Case("scoring:agreement", method="post", expect=WRONG_METHOD),
+        Case("scoring:disagreements", expect=STAFF_ONLY),
+        Case("scoring:disagreements", query="attribute=not_an_attribute", expect=BAD),
+        Case("scoring:disagreements", method="post", expect=WRONG_METHOD),
+        Case("scoring:review", kwargs=review, expect=STAFF_ONLY),
+        Case("scoring:review", kwargs={"image_id": 999999}, expect=NOT_FOUND),
+        Case("scoring:review", kwargs=review, method="post", expect=WRONG_METHOD),
+        Case("scoring:adjudicate", kwargs=review, method="post", data={"attribute": "gov_ids", "value": "1", "note": "seen"}, expect=post_ok),
+        Case("scoring:adjudicate", kwargs=review, method="post", data={"attribute": "gov_ids", "value": "2"}, expect=BAD),
+        Case("scoring:adjudicate", kwargs={"image_id": 999999}, method="post", data={"attribute": "gov_ids", "value": "1"}, expect=NOT_FOUND),
+        Case("scoring:adjudicate", kwargs=review, expect=WRONG_METHOD),
+        Case("scoring:counterfactual", expect=STAFF_ONLY),
+        Case("scoring:counterfactual", query=f"base={run.pk}&cf={cf.pk}", expect=STAFF_ONLY),
+        Case("scoring:counterfactual", query=f"base={cf.pk}&cf={run.pk}", expect=BAD),
+        Case("scoring:counterfactual", method="post", expect=WRONG_METHOD),
+    ]
