@@ -472,6 +472,17 @@ _LABELING_ERRORS = {
 }
 
 
+def write_labeling(view, request, labeling_id: int, action) -> Response:
+    """Save or submit through the labeling service: the same validation, version check and history as the form."""
+    labeling = get_labeling_for_user(request.user, labeling_id)
+    data = view.validated_body(LabelingWrite)
+    try:
+        labeling = action(labeling, request.user, **data)
+    except services.LabelingError as exc:
+        return labeling_error(exc)
+    return Response(labeling_detail(get_labeling_for_user(request.user, labeling.pk)))
+
+
 class LabelingDetail(ApiView):
     @extend_schema(responses={200: LabelingDetailSerializer, 404: _LABELING_ERRORS[404]}, summary="One of your labelings")
     def get(self, request, labeling_id: int):
@@ -481,26 +492,14 @@ class LabelingDetail(ApiView):
     @extend_schema(request=LabelingWrite, responses={200: LabelingDetailSerializer, **_LABELING_ERRORS},
                    summary="Save the draft (replaces the working copy)")
     def put(self, request, labeling_id: int):
-        labeling = get_labeling_for_user(request.user, labeling_id)
-        data = self.validated_body(LabelingWrite)
-        try:
-            labeling = services.save_draft(labeling, request.user, **data)
-        except services.LabelingError as exc:
-            return labeling_error(exc)
-        return Response(labeling_detail(get_labeling_for_user(request.user, labeling.pk)))
+        return write_labeling(self, request, labeling_id, services.save_draft)
 
 
 class LabelingSubmit(ApiView):
     @extend_schema(request=LabelingWrite, responses={200: LabelingDetailSerializer, **_LABELING_ERRORS},
                    summary="Submit every answer (again, to change a submitted labeling)")
     def post(self, request, labeling_id: int):
-        labeling = get_labeling_for_user(request.user, labeling_id)
-        data = self.validated_body(LabelingWrite)
-        try:
-            labeling = services.submit(labeling, request.user, **data)
-        except services.LabelingError as exc:
-            return labeling_error(exc)
-        return Response(labeling_detail(get_labeling_for_user(request.user, labeling.pk)))
+        return write_labeling(self, request, labeling_id, services.submit)
 
 
 class LabelingSkip(ApiView):

@@ -637,51 +637,55 @@ def _swap_in(staging: Path, out_dir: Path) -> None:
     out_dir.chmod(0o755)  # mkdtemp made it private to us; an export folder is meant to be read
 
 
+def _write_parquet(target: Path, schema, ids: list[int], make_rows, advance) -> int:
+    """Stream the rows made for `ids`, chunk by chunk, into one parquet file (none when no row); returns the row count."""
+    writer = None
+    written = 0
+    try:
+        for chunk in _chunked(ids):
+            rows = make_rows(chunk)
+            if rows:
+                if writer is None:
+                    writer = pq.ParquetWriter(target, schema)
+                writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+                written += len(rows)
+            advance(len(chunk))
+    finally:
+        if writer is not None:
+            writer.close()
+    return written
+
+
 def _write_export(root: Path, splits, profile, tax, include_annotations, progress) -> dict:
     attr_ids = taxonomy.attribute_ids()
     key_of = {pk: key for key, pk in attr_ids.items()}
     preferred = set(profile.consensus_annotators.filter(kind=Annotator.KIND_GROUND_TRUTH).values_list("id", flat=True))
-    schema = bench_schema(tax)
     ids_by_split = {s: list(Image.objects.filter(split=s).order_by("vispr_id").values_list("id", flat=True)) for s in splits}
     total = sum(len(ids) for ids in ids_by_split.values()) * (2 if include_annotations else 1)
     done = 0
+
+    def advance(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress:
+            progress(done, total)
+
     summary: dict = {"profile": profile.label, "splits": {}, "files": {}, "annotation_files": {}}
     (root / "data").mkdir()
     for split in splits:
         stats = {"rows": 0, "published": 0, "computed": 0, "skipped_no_score": 0, "skipped_no_labels": 0, "levels": {lv: 0 for lv in engine.LEVELS}}
         target = root / "data" / f"{split}.parquet"
-        writer = None
-        for chunk in _chunked(ids_by_split[split]):
-            rows = _export_rows(chunk, profile, tax, key_of, preferred, stats)
-            if rows:
-                if writer is None:
-                    writer = pq.ParquetWriter(target, schema)
-                writer.write_table(pa.Table.from_pylist(rows, schema=schema))
-            done += len(chunk)
-            if progress:
-                progress(done, total)
-        if writer is not None:
-            writer.close()
+        make_rows = lambda chunk, stats=stats: _export_rows(chunk, profile, tax, key_of, preferred, stats)  # noqa: E731
+        if _write_parquet(target, bench_schema(tax), ids_by_split[split], make_rows, advance):
             summary["files"][split] = f"data/{split}.parquet"
         summary["splits"][split] = stats
     if include_annotations:
         (root / "annotations").mkdir()
         for split in splits:
             target = root / "annotations" / f"{split}.parquet"
-            count = 0
-            writer = None
-            for chunk in _chunked(ids_by_split[split]):
-                rows = _annotation_rows(chunk, tax, key_of)
-                if rows:
-                    if writer is None:
-                        writer = pq.ParquetWriter(target, annotations_schema(tax))
-                    writer.write_table(pa.Table.from_pylist(rows, schema=annotations_schema(tax)))
-                    count += len(rows)
-                done += len(chunk)
-                if progress:
-                    progress(done, total)
-            if writer is not None:
-                writer.close()
+            make_rows = lambda chunk: _annotation_rows(chunk, tax, key_of)  # noqa: E731
+            count = _write_parquet(target, annotations_schema(tax), ids_by_split[split], make_rows, advance)
+            if count:
                 summary["annotation_files"][split] = f"annotations/{split}.parquet"
             summary["splits"][split]["annotation_rows"] = count
     if not summary["files"]:

@@ -10,8 +10,10 @@ from __future__ import annotations
 import email.utils
 import json
 import re
+import threading
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache, wraps
 from typing import Any
 
 
@@ -168,3 +170,20 @@ class Provider:
 
     def annotate_stage2(self, user_text: str, prompt: dict, schema: dict) -> ProviderReply:
         return self.generate(ModelRequest(prompt["system"], user_text, "stage2", schema))
+
+
+def shared_client(factory):
+    """One SDK client per process and configuration, created under a lock.
+
+    The chunk's threads share the client's connection pool; a duplicate built by a racing thread
+    would be garbage-collected and (for google-genai) close the pool under the other's feet.
+    """
+    cached = lru_cache(maxsize=16)(factory)
+    lock = threading.Lock()
+
+    @wraps(factory)
+    def get(*args):
+        with lock:
+            return cached(*args)
+
+    return get

@@ -7,9 +7,7 @@ The SDK's own retries are off (its default); the run service retries.
 from __future__ import annotations
 
 import re
-import threading
 import time
-from functools import lru_cache
 
 from django.conf import settings
 from google import genai
@@ -29,6 +27,7 @@ from ..base import (
     fatal_status,
     parse_retry_after,
     retryable_status,
+    shared_client,
 )
 
 try:  # The SDK talks httpx2; plain httpx may be present too. Either one's timeouts are retryable.
@@ -51,18 +50,8 @@ REFUSAL_FINISH_REASONS = {
 _DELAY = re.compile(r"^(\d+(?:\.\d+)?)s$")
 
 
-_client_lock = threading.Lock()
-
-
+@shared_client
 def _client(api_key: str, base_url: str, timeout: float) -> genai.Client:
-    # One client per process and configuration, created under a lock: a genai.Client closes its
-    # connection pool when garbage-collected, so a duplicate built by a racing thread must not exist.
-    with _client_lock:
-        return _cached_client(api_key, base_url, timeout)
-
-
-@lru_cache(maxsize=16)
-def _cached_client(api_key: str, base_url: str, timeout: float) -> genai.Client:
     options = types.HttpOptions(timeout=max(1, int(timeout * 1000)), base_url=base_url or None)
     return genai.Client(api_key=api_key, http_options=options)
 

@@ -13,9 +13,7 @@ answer inside it is validated by `inference.schemas` like every provider's.
 from __future__ import annotations
 
 import base64
-import threading
 import time
-from functools import lru_cache
 
 import openai
 import httpx2
@@ -35,20 +33,12 @@ from ..base import (
     fatal_status,
     parse_retry_after,
     retryable_status,
+    shared_client,
 )
 
 
-_client_lock = threading.Lock()
-
-
+@shared_client
 def _client(api_key: str, base_url: str, timeout: float) -> openai.OpenAI:
-    # One client per process and configuration: its connection pool is shared by the chunk's threads.
-    with _client_lock:
-        return _cached_client(api_key, base_url, timeout)
-
-
-@lru_cache(maxsize=16)
-def _cached_client(api_key: str, base_url: str, timeout: float) -> openai.OpenAI:
     return openai.OpenAI(api_key=api_key, base_url=base_url or None, timeout=timeout, max_retries=0)
 
 
