@@ -1,9 +1,16 @@
+from django import forms
 from django.contrib import admin
+from django.contrib.admin import helpers
+from django.shortcuts import render
 from simple_history.admin import SimpleHistoryAdmin
 
 from cprt_site.lib import audit
 
 from .models import Adjudication, Annotator, AuditEvent, Attribute, Batch, Image, Label, Labeling, Profile, TaxonomyVersion
+
+
+class AssignBatchForm(forms.Form):
+    batch = forms.ModelChoiceField(Batch.objects.all(), required=False, empty_label="(no batch)")
 
 
 @admin.register(Batch)
@@ -20,7 +27,30 @@ class ImageAdmin(admin.ModelAdmin):
     list_editable = ("batch", "unsuitable")
     search_fields = ("vispr_id", "sha256")
     readonly_fields = ("sha256", "width", "height", "file")
-    actions = ["mark_unsuitable", "mark_suitable"]
+    actions = ["mark_unsuitable", "mark_suitable", "assign_batch"]
+
+    @admin.action(description="Assign to a batch…")
+    def assign_batch(self, request, queryset):
+        """Put the selected images into one batch (or none): a confirmation page first."""
+        form = AssignBatchForm(request.POST if "apply" in request.POST else None)
+        if form.is_bound and form.is_valid():
+            batch = form.cleaned_data["batch"]
+            ids = list(queryset.values_list("pk", flat=True))
+            Image.objects.filter(pk__in=ids).update(batch=batch)
+            audit(request.user, "image.batch", batch, image_ids=ids, batch=batch.name if batch else None)
+            self.message_user(request, f"{len(ids)} image(s) now in {f'batch {batch.name}' if batch else 'no batch'}.")
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Assign images to a batch",
+            "opts": self.model._meta,
+            "form": form,
+            "images": queryset[:50],
+            "count": queryset.count(),
+            "selected": queryset.values_list("pk", flat=True),
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+        }
+        return render(request, "admin/annotations/image/assign_batch.html", context, status=400 if form.is_bound else 200)
 
     @admin.action(description="Mark unsuitable (leave the labeling queue)")
     def mark_unsuitable(self, request, queryset):

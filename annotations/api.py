@@ -9,18 +9,23 @@ The shared plumbing (also used by inference/api.py and scoring/api.py):
   another content type) with a sentence saying why;
 - serializers refuse unknown keys and wrong JSON types instead of coercing them;
 - query strings are validated the same way: an unknown parameter is a 400, not silently ignored;
-- roles as on the pages: anonymous 401, no role 403, then per object type.
+- roles as on the pages: anonymous 401, no role 403, then per object type;
+- the OpenAPI schema (`ApiSchema`) documents those refusals on every operation, and list
+  endpoints document their pagination envelope.
 """
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Mapping
 
 from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field, inline_serializer
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.exceptions import ParseError, PermissionDenied
 from rest_framework.pagination import PageNumberPagination
@@ -50,8 +55,36 @@ def _refuse_constant(name: str):
     raise ValueError(f"{name} is not a number JSON allows")
 
 
+def _finite_float(text: str) -> float:
+    # 1e400 is valid JSON syntax, but Python reads it as Infinity: refused like the literal.
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _has_lone_surrogate(data) -> bool:
+    """True when a string or key holds a lone surrogate (JSON can escape one, UTF-8 cannot encode it)."""
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
 class StrictJSONParser(JSONParser):
-    """JSON bodies only: at most MAX_BODY_BYTES, UTF-8, no NaN/Infinity, no absurd nesting."""
+    """JSON bodies only: at most MAX_BODY_BYTES, UTF-8 text (no escaped lone surrogates), no NaN/Infinity
+    (nor numbers too large to be finite), no absurd nesting."""
 
     def parse(self, stream, media_type=None, parser_context=None):
         raw = stream.read(MAX_BODY_BYTES + 1)
@@ -62,9 +95,13 @@ class StrictJSONParser(JSONParser):
         except UnicodeDecodeError:
             raise ParseError("The request body is not valid UTF-8; nothing was changed.") from None
         try:
-            return json.loads(text, parse_constant=_refuse_constant)
+            data = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
         except (ValueError, RecursionError) as exc:
             raise ParseError(f"The request body is not valid JSON ({exc}); nothing was changed.") from None
+        if _has_lone_surrogate(data):
+            raise ParseError("The request body is not valid JSON text (an escaped lone surrogate, \\ud800-\\udfff, "
+                             "is not a character); nothing was changed.")
+        return data
 
 
 class HasRole(BasePermission):
@@ -82,9 +119,43 @@ class IsStaff(HasRole):
     message = "Only adjudicators and admins may use this endpoint."
 
 
+class ErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField(help_text="Why the request was refused.")
+
+
+_INVALID_INPUT = OpenApiResponse(
+    OpenApiTypes.OBJECT,
+    description="Invalid input, nothing changed: `detail`, or a list of messages per field (`non_field_errors` for the body "
+                "as a whole), naming the problem.",
+)
+
+
+class ApiSchema(AutoSchema):
+    """Every operation also documents the refusals the shared plumbing gives (400 invalid query or body,
+    401 no or unknown token, 403 role, 404 no such object or page, 415 a body that is not JSON), unless
+    the view documents them itself."""
+
+    def _get_response_bodies(self, direction="response"):
+        responses = super()._get_response_bodies(direction)
+        refusals = {
+            "400": _INVALID_INPUT,
+            "401": OpenApiResponse(ErrorSerializer, description="No token or session, or an unknown token."),
+            "403": OpenApiResponse(ErrorSerializer, description="Your role does not allow this."),
+            # No body documented: a path whose id is not a number does not reach the API (Django's own 404 page).
+            "404": OpenApiResponse(description="No such object, or no such page of results."),
+        }
+        if self.method in ("POST", "PUT", "PATCH"):
+            refusals["415"] = OpenApiResponse(ErrorSerializer, description="The body is not application/json.")
+        for code, response in refusals.items():
+            if code not in responses:
+                responses[code] = self._get_response_for_code(response, code, direction=direction)
+        return dict(sorted(responses.items()))
+
+
 class ApiView(APIView):
     """Base of every API view: JSON in and out, authenticated, a role required (subclasses narrow it)."""
 
+    schema = ApiSchema()
     parser_classes = [StrictJSONParser]
     renderer_classes = [JSONRenderer]  # the browsable API needs inline scripts our CSP forbids
     permission_classes = [IsAuthenticated, HasRole]
@@ -280,6 +351,8 @@ def _own_labeling(user, image: Image) -> Labeling | None:
 
 
 class ImageList(ApiView):
+    pagination_class = Pagination  # also tells the schema that the list is paginated
+
     @extend_schema(parameters=[ImageQuery], responses=ImageSerializer(many=True), summary="Images, with consensus level and score")
     def get(self, request):
         q = self.validated_query(ImageQuery)
@@ -304,7 +377,7 @@ class ImageList(ApiView):
             if not staff and not Annotator.objects.filter(pk=q["annotator"], user=request.user).exists():
                 raise PermissionDenied("Reviewers may filter by their own annotator id only.")
             images = images.filter(pk__in=Label.objects.filter(annotator_id=q["annotator"]).values("image"))
-        paginator = Pagination()
+        paginator = self.pagination_class()
         page = paginator.paginate_queryset(images, request, view=self)
         scores = {}
         if profile is not None:
@@ -438,13 +511,15 @@ class LabelingQuery(StrictSerializer):
 
 
 class LabelingList(ApiView):
+    pagination_class = Pagination
+
     @extend_schema(parameters=[LabelingQuery], responses=LabelingSerializer(many=True), summary="Your labelings")
     def get(self, request):
         q = self.validated_query(LabelingQuery)
         mine = Labeling.objects.filter(annotator__user=request.user).select_related("image").order_by("-created_at", "-pk")
         if "status" in q:
             mine = mine.filter(status=q["status"])
-        paginator = Pagination()
+        paginator = self.pagination_class()
         page = paginator.paginate_queryset(mine, request, view=self)
         return paginator.get_paginated_response(LabelingSerializer(page, many=True).data)
 
@@ -483,6 +558,13 @@ def write_labeling(view, request, labeling_id: int, action) -> Response:
     return Response(labeling_detail(get_labeling_for_user(request.user, labeling.pk)))
 
 
+_WRITE_EXAMPLE = OpenApiExample(
+    "A draft",
+    value={"version": 1, "values": {"gov_ids": 1, "age": 0.5}, "rationales": {"gov_ids": "passport on the table"}, "note": "", "flag": ""},
+    request_only=True,
+)
+
+
 class LabelingDetail(ApiView):
     @extend_schema(responses={200: LabelingDetailSerializer, 404: _LABELING_ERRORS[404]}, summary="One of your labelings")
     def get(self, request, labeling_id: int):
@@ -490,14 +572,14 @@ class LabelingDetail(ApiView):
         return Response(labeling_detail(get_labeling_for_user(request.user, labeling_id)))
 
     @extend_schema(request=LabelingWrite, responses={200: LabelingDetailSerializer, **_LABELING_ERRORS},
-                   summary="Save the draft (replaces the working copy)")
+                   examples=[_WRITE_EXAMPLE], summary="Save the draft (replaces the working copy)")
     def put(self, request, labeling_id: int):
         return write_labeling(self, request, labeling_id, services.save_draft)
 
 
 class LabelingSubmit(ApiView):
     @extend_schema(request=LabelingWrite, responses={200: LabelingDetailSerializer, **_LABELING_ERRORS},
-                   summary="Submit every answer (again, to change a submitted labeling)")
+                   examples=[_WRITE_EXAMPLE], summary="Submit every answer (again, to change a submitted labeling)")
     def post(self, request, labeling_id: int):
         return write_labeling(self, request, labeling_id, services.submit)
 

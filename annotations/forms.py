@@ -90,8 +90,27 @@ class LabelingForm(forms.Form):
         return out
 
 
+class _RawCheckboxInput(forms.CheckboxInput):
+    def value_from_datadict(self, data, files, name):
+        return data.get(name)  # Django's CheckboxInput turns any value into True; let the field judge it
+
+
+class StrictCheckbox(forms.BooleanField):
+    """A checkbox that accepts what a browser sends (absent, or "on") and refuses anything else."""
+
+    widget = _RawCheckboxInput
+
+    def to_python(self, value):
+        if value in (None, "", False):
+            return False
+        if value in ("on", True):
+            return True
+        raise forms.ValidationError("A checkbox is either ticked or not; this value is neither.", code="invalid")
+
+
 class PreferencesForm(forms.ModelForm):
+    blur_images_by_default = StrictCheckbox(required=False, label="Blur images by default (reveal each with a click or the b key)")
+
     class Meta:
         model = Profile
         fields = ["blur_images_by_default"]
-        labels = {"blur_images_by_default": "Blur images by default (reveal each with a click or the b key)"}

@@ -1,8 +1,9 @@
 """Safe image ingestion: size and pixel limits, full decode, re-encode without metadata, store by hash.
 
-Every way an image enters the system (import_vispr, the demo, uploads) goes through `ingest_bytes`.
-Re-encoding drops EXIF/XMP/ICC text chunks, so GPS and camera data never reach storage. JPEGs stay
-JPEG (quality 95, orientation applied first), everything else becomes PNG.
+Every way an image enters the system (import_vispr, the demo, uploads) goes through `clean_image`.
+Only JPEG and PNG bytes are accepted, whatever the file name says. Re-encoding drops EXIF/XMP/ICC
+text chunks, so GPS and camera data never reach storage. JPEGs stay JPEG (quality 95, orientation
+applied first), everything else becomes PNG.
 """
 from __future__ import annotations
 
@@ -30,6 +31,12 @@ class CleanImage:
     sha256: str  # of the cleaned bytes
 
 
+# Only the formats images arrive in. Pillow can parse many more (TIFF, PSD, EPS through Ghostscript, ...):
+# each is more parser exposed to untrusted bytes, and a GIF named .png is not what the name says.
+# (A JPEG with several pictures, as some cameras write, still opens: Pillow's JPEG opener returns it as MPO.)
+FORMATS = ("JPEG", "PNG")
+
+
 def clean_image(raw: bytes) -> CleanImage:
     if len(raw) == 0:
         raise ImageRejected("empty file")
@@ -39,30 +46,30 @@ def clean_image(raw: bytes) -> CleanImage:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", PILImage.DecompressionBombWarning)
-            with PILImage.open(io.BytesIO(raw)) as probe:
+            with PILImage.open(io.BytesIO(raw), formats=FORMATS) as probe:
                 width, height = probe.size
                 if width * height > limit:
                     raise ImageRejected(f"{width}x{height} pixels is over the {limit:,}-pixel limit (decompression bomb?)")
                 fmt = probe.format
                 probe.load()
                 img = ImageOps.exif_transpose(probe)
+                out = io.BytesIO()
+                if fmt == "JPEG":
+                    img.convert("RGB").save(out, format="JPEG", quality=95, exif=b"")
+                    ext = "jpg"
+                else:
+                    if img.mode not in ("RGB", "RGBA", "L", "LA"):
+                        img = img.convert("RGBA" if "A" in img.getbands() else "RGB")
+                    img.save(out, format="PNG")
+                    ext = "png"
     except ImageRejected:
         raise
     except (PILImage.DecompressionBombError, PILImage.DecompressionBombWarning) as exc:
         raise ImageRejected(f"refused as a decompression bomb: {exc}") from None
     except UnidentifiedImageError:
-        raise ImageRejected("not an image Pillow can read") from None
-    except (OSError, SyntaxError, ValueError) as exc:
-        raise ImageRejected(f"unreadable or truncated image: {exc}") from None
-    out = io.BytesIO()
-    if fmt == "JPEG":
-        img.convert("RGB").save(out, format="JPEG", quality=95, exif=b"")
-        ext = "jpg"
-    else:
-        if img.mode not in ("RGB", "RGBA", "L", "LA"):
-            img = img.convert("RGBA" if "A" in img.getbands() else "RGB")
-        img.save(out, format="PNG")
-        ext = "png"
+        raise ImageRejected("not an image Pillow can read (JPEG or PNG expected)") from None
+    except Exception as exc:  # noqa: BLE001 - whatever a decoder raises on hostile bytes, the file is refused, never a crash
+        raise ImageRejected(f"unreadable or truncated image: {exc.__class__.__name__}: {exc}") from None
     data = out.getvalue()
     return CleanImage(data=data, extension=ext, width=img.width, height=img.height, sha256=hashlib.sha256(data).hexdigest())
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
@@ -147,9 +148,13 @@ class Progress:
     done_total: int
     left_in_queue: int
     open_drafts: int
+    left_max_age_s: int = 0  # how old the "left in the queue" count may be (0: counted now)
 
 
-def progress(user) -> Progress:
+def progress(user, fresh: bool = True) -> Progress:
+    """The reviewer's counters. `fresh=False` (the labeling page) takes "left in the queue" from a
+    count at most CPRT_QUEUE_COUNT_TTL_S old: counting the queue reads every image, and this page is
+    loaded once per labeled image."""
     annotator = Annotator.for_user(user)
     start_of_today = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
     counts = Labeling.objects.filter(annotator=annotator).aggregate(
@@ -160,9 +165,39 @@ def progress(user) -> Progress:
     return Progress(
         done_today=counts["today"],
         done_total=counts["total"],
-        left_in_queue=queue_for(annotator).count(),
+        left_in_queue=_queue_count(annotator, fresh),
         open_drafts=counts["drafts"],
+        left_max_age_s=0 if fresh else settings.CPRT_QUEUE_COUNT_TTL_S,
     )
+
+
+def _queue_count(annotator: Annotator, fresh: bool) -> int:
+    key = f"cprt:queue-left:{annotator.pk}"
+    count = None if fresh else cache.get(key)
+    if count is None:
+        count = queue_for(annotator).count()
+        cache.set(key, count, settings.CPRT_QUEUE_COUNT_TTL_S)
+    return count
+
+
+def release_idle_drafts(idle_hours: float | None = None, actor=None) -> list[int]:
+    """Give back the slots of drafts that hold no answer and were not touched for `idle_hours`
+    (default CPRT_DRAFT_IDLE_HOURS): a reviewer who opened an image and left must not block it for
+    the others. Drafts with answers are never touched: that is work in progress. Returns the image ids."""
+    hours = settings.CPRT_DRAFT_IDLE_HOURS if idle_hours is None else idle_hours
+    cutoff = timezone.now() - dt.timedelta(hours=hours)
+    idle = Labeling.objects.filter(
+        status=Labeling.STATUS_DRAFT, draft_values={}, updated_at__lt=cutoff, annotator__kind=Annotator.KIND_HUMAN
+    ).filter(~Exists(Label.objects.filter(annotator=OuterRef("annotator"), image=OuterRef("image"))))
+    with transaction.atomic():
+        rows = list(idle.select_for_update().values_list("pk", "image_id"))
+        if not rows:
+            return []
+        for labeling in Labeling.objects.filter(pk__in=[pk for pk, _ in rows]):
+            labeling._history_user = actor
+            labeling.delete()  # the history table keeps the record
+        audit(actor, "labeling.release_idle", None, labeling_ids=[pk for pk, _ in rows], idle_hours=hours)
+    return [image_id for _, image_id in rows]
 
 
 # --- editing -------------------------------------------------------------------------------------

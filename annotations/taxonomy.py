@@ -62,24 +62,39 @@ def from_file() -> Taxonomy:
     return from_data(read_file())
 
 
-def active() -> Taxonomy:
-    """The newest taxonomy version stored in the database."""
+def _active_version() -> tuple:
+    """(pk, version, created_at) of the newest stored version: one small query; versions are never edited."""
     from annotations.models import TaxonomyVersion
 
-    tv = TaxonomyVersion.objects.order_by("-created_at", "-id").first()
-    if tv is None:
+    row = TaxonomyVersion.objects.order_by("-created_at", "-id").values_list("pk", "version", "created_at").first()
+    if row is None:
         raise RuntimeError("No taxonomy loaded: run `python manage.py migrate`.")
-    return _cached(tv.pk, tv.version, json.dumps(tv.source, sort_keys=True))
+    return row
+
+
+def active() -> Taxonomy:
+    """The newest taxonomy version stored in the database (parsed once per process and version)."""
+    return _cached(*_active_version())
 
 
 @lru_cache(maxsize=4)
-def _cached(pk, version, source_json) -> Taxonomy:
-    return from_data(json.loads(source_json))
+def _cached(pk, version, created_at) -> Taxonomy:
+    from annotations.models import TaxonomyVersion
+
+    return from_data(TaxonomyVersion.objects.values_list("source", flat=True).get(pk=pk))
+
+
+_ATTRIBUTE_IDS: dict[tuple, dict[str, int]] = {}
 
 
 def attribute_ids() -> dict[str, int]:
-    """key -> Attribute primary key for the active taxonomy version."""
-    from annotations.models import Attribute, TaxonomyVersion
+    """key -> Attribute primary key for the active taxonomy version (looked up once per process and version)."""
+    from annotations.models import Attribute
 
-    tv = TaxonomyVersion.objects.order_by("-created_at", "-id").first()
-    return dict(Attribute.objects.filter(taxonomy=tv).values_list("key", "id"))
+    version = _active_version()
+    ids = _ATTRIBUTE_IDS.get(version)
+    if ids is None:
+        ids = dict(Attribute.objects.filter(taxonomy_id=version[0]).values_list("key", "id"))
+        if ids:  # never remember a version whose attributes are not stored yet
+            _ATTRIBUTE_IDS[version] = ids
+    return dict(ids)

@@ -4,11 +4,12 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.core.paginator import Paginator
-from django.http import FileResponse, Http404, JsonResponse
+from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from cprt_site.files import protected_file_response
 from cprt_site.lib import ROLES, STAFF_ROLES, require_role
 from scoring.models import ImageScore, ScoringProfile
 
@@ -39,10 +40,12 @@ def image_bytes(request, image_id: int):
     image = get_image_for_user(request.user, image_id)
     if not image.file:
         raise Http404("This image has no stored file.")
-    response = FileResponse(image.file.open("rb"), content_type=_content_type(image.file.name))
-    response["Cache-Control"] = "private, no-store"
-    response["Content-Disposition"] = f'inline; filename="image-{image.pk}{_suffix(image.file.name)}"'
-    return response
+    return protected_file_response(
+        "images",
+        image.file.name,
+        content_type=_content_type(image.file.name),
+        download_name=f"image-{image.pk}{_suffix(image.file.name)}",
+    )
 
 
 def _suffix(name: str) -> str:
@@ -171,7 +174,7 @@ def _render_labeling(request, labeling, form=None, errors=None, status=200):
         "errors": errors or [],
         "missing": form.missing if form is not None else [],
         "blur": services.blur_default(request.user),
-        "progress": services.progress(request.user),
+        "progress": services.progress(request.user, fresh=False),
     }
     return render(request, "annotations/labeling.html", context, status=status)
 
@@ -208,6 +211,9 @@ class _PasswordChange(auth_views.PasswordChangeView):
     def form_valid(self, form):
         messages.success(self.request, "Password changed.")
         return super().form_valid(form)
+
+    def form_invalid(self, form):
+        return self.render_to_response(self.get_context_data(form=form), status=400)
 
 
 password_change = require_role(*ROLES)(require_http_methods(["GET", "POST"])(_PasswordChange.as_view()))

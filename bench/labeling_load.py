@@ -1,6 +1,7 @@
 """Load test of reviewer labeling: N concurrent reviewers against gunicorn on PostgreSQL.
 
 Run with `.venv/bin/python bench/labeling_load.py [--duration 60] [--clients 20] [--workers W]`.
+Production-like: PostgreSQL, and Redis as the cache that sessions are read through (--cache-url).
 The script creates a fresh database (dropping one of the same name), migrates it, creates images
 (with real stored PNG files) and reviewer accounts, starts gunicorn on a free 127.0.0.1 port and
 logs in one HTTP client per reviewer. Each client loops: POST "next image", GET the labeling page,
@@ -46,6 +47,8 @@ def parse_args():
     p.add_argument("--images", type=int, default=20000, help="images to create (default 20000)")
     p.add_argument("--baseline-saves", type=int, default=30, help="unloaded saves for the median (default 30)")
     p.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/bench_labeling")
+    p.add_argument("--cache-url", default="redis://127.0.0.1:6379/3",
+                   help="CACHE_URL of the server, as in docker-compose.yml (sessions read through it); 'locmemcache://' for none")
     p.add_argument("--keep-db", action="store_true", help="leave the database in place afterwards")
     p.add_argument("--json-out", type=Path, help="also write the summary as JSON here")
     return p.parse_args()
@@ -104,6 +107,7 @@ def server_env(args, data_dir: str) -> dict:
             "LOG_LEVEL": "WARNING",
             "CELERY_BROKER_URL": "filesystem://",
             "CPRT_LABELINGS_PER_IMAGE": "2",
+            "CACHE_URL": args.cache_url,
         }
     )
     return env
@@ -216,6 +220,10 @@ def main():
     os.environ["DJANGO_SETTINGS_MODULE"] = "cprt_site.settings"
     print(f"database {args.database_url} (fresh), data dir {data_dir}", flush=True)
     recreate_database(args.database_url)
+    if args.cache_url.startswith("redis"):
+        import redis
+
+        redis.Redis.from_url(args.cache_url).flushdb()  # sessions and counts of an earlier run
     manage = [sys.executable, str(ROOT / "manage.py")]
     subprocess.run(manage + ["migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
     subprocess.run(manage + ["collectstatic", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
@@ -319,6 +327,7 @@ def run_load(args, base: str, keys: list[str]) -> dict:
         | {"all": {"n": len(all_latencies), "p50": round(pct(all_latencies, 50) * 1000, 1), "p95": round(pct(all_latencies, 95) * 1000, 1), "p99": round(pct(all_latencies, 99) * 1000, 1)}},
         "errors": {kind: {"count": len(v), "examples": sorted(set(v))[:5]} for kind, v in stats["errors"].items() if v},
         "unloaded_save_median_ms": round(statistics.median(baseline_stats["latency"]["save"]) * 1000, 1),
+        "unloaded_median_ms": {kind: round(statistics.median(v) * 1000, 1) for kind, v in sorted(baseline_stats["latency"].items())},
     }
 
 
@@ -352,6 +361,7 @@ def report(s: dict, args) -> None:
     print(f"requests: {s['requests']} ({s['requests_per_s']}/s); saves: {s['saves_ok']} ({s['saves_per_s']}/s)")
     for kind, v in s["latency_ms"].items():
         print(f"  {kind:6s} n={v['n']:6d}  p50={v['p50']:7.1f} ms  p95={v['p95']:7.1f} ms  p99={v['p99']:7.1f} ms")
+    print("unloaded medians (one reviewer alone): " + ", ".join(f"{k} {v} ms" for k, v in s["unloaded_median_ms"].items()))
     print(f"errors: {s['errors'] or 'none'}")
     print(f"labels in DB: {s['db_human_labels']} = (saves {s['saves_ok']} + baseline {s['baseline_saves_ok']}) x 22 = {s['expected_labels']}: {s['labels_match_saves_x22']}")
     print(f"images with more than k=2 human labelings: {s['images_over_k']}")

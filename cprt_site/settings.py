@@ -99,7 +99,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    "cprt_site.auth.ProfileModelBackend",
 ]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 10}},
@@ -109,6 +109,14 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 SESSION_COOKIE_AGE = env.int("SESSION_COOKIE_AGE", default=8 * 3600)
+# Cache: per-process memory by default; CACHE_URL=redis://... in production, shared by every process.
+CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://")}
+CPRT_SHARED_CACHE = not CACHES["default"]["BACKEND"].endswith("LocMemCache")
+# Sessions live in the database; with a shared cache they are read through it (one query less per
+# request). Never through a per-process cache: a logout would not reach the other processes.
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db" if CPRT_SHARED_CACHE else "django.contrib.sessions.backends.db"
+# The labeling page shows "left in the queue" from a count at most this old (the queue page counts afresh).
+CPRT_QUEUE_COUNT_TTL_S = env.int("CPRT_QUEUE_COUNT_TTL_S", default=30)
 SESSION_EXPIRE_AT_BROWSER_CLOSE = True
 
 # django-axes: lock an account+IP after repeated failed logins.
@@ -116,6 +124,10 @@ AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = env.float("AXES_COOLOFF_HOURS", default=0.25)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+# How many proxies in front of Django append to X-Forwarded-For (docker-compose.yml: nginx, and the
+# TLS proxy before it = 2). 0: no proxy, the socket address is the client (cprt_site.auth.client_ip).
+CPRT_TRUSTED_PROXIES = env.int("CPRT_TRUSTED_PROXIES", default=0)
+AXES_CLIENT_IP_CALLABLE = "cprt_site.auth.client_ip"
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env.str("TIME_ZONE", default="UTC")
@@ -136,6 +148,13 @@ STORAGES = {
 }
 # Image bytes live here, outside STATIC_ROOT and with no MEDIA_URL: only a permission-checked view serves them.
 PRIVATE_IMAGE_ROOT = Path(env.str("PRIVATE_IMAGE_ROOT", default=str(DATA_DIR / "private-images"))).resolve()
+# Finished dataset exports (zip files), also private: only admins download them, through a view.
+CPRT_EXPORT_ROOT = Path(env.str("CPRT_EXPORT_ROOT", default=str(DATA_DIR / "exports"))).resolve()
+# Behind nginx (docker-compose.yml), Django checks permissions and answers with X-Accel-Redirect;
+# nginx then sends the bytes from an `internal` location (deploy/nginx.conf). Off: Django streams them.
+CPRT_X_ACCEL_REDIRECT = env.bool("CPRT_X_ACCEL_REDIRECT", default=False)
+# name -> folder; nginx maps /_protected/<name>/ to the same folder.
+CPRT_PROTECTED_ROOTS = {"images": PRIVATE_IMAGE_ROOT, "exports": CPRT_EXPORT_ROOT}
 CPRT_MAX_IMAGE_PIXELS = env.int("CPRT_MAX_IMAGE_PIXELS", default=40_000_000)
 CPRT_MAX_IMAGE_BYTES = env.int("CPRT_MAX_IMAGE_BYTES", default=25 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=5 * 1024 * 1024)
@@ -143,6 +162,8 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
 
 # How many independent human labelings each image needs.
 CPRT_LABELINGS_PER_IMAGE = env.int("CPRT_LABELINGS_PER_IMAGE", default=2)
+# A draft with no answer, untouched this long, gives its slot back (beat task annotations.release_idle_drafts).
+CPRT_DRAFT_IDLE_HOURS = env.float("CPRT_DRAFT_IDLE_HOURS", default=24.0)
 
 # Celery: filesystem broker under the data folder by default, redis:// in production.
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
@@ -196,6 +217,7 @@ GEMINI_BASE_URL = env.str("GEMINI_BASE_URL", default="")
 VLLM_BASE_URL = env.str("VLLM_BASE_URL", default="")
 VLLM_API_KEY = env.str("VLLM_API_KEY", default="")
 HF_TOKEN = env.str("HF_TOKEN", default="")
+HF_ENDPOINT = env.str("HF_ENDPOINT", default="")  # another Hub (a mirror, the tests' fake); empty: huggingface.co
 
 if not DEBUG:
     SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=True)

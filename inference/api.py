@@ -7,7 +7,7 @@ would refuse.
 """
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
@@ -76,16 +76,24 @@ def _form_errors(form) -> dict:
 
 class RunList(ApiView):
     permission_classes = [IsAuthenticated, IsAdmin]
+    pagination_class = Pagination  # also tells the schema that the list is paginated
 
     @extend_schema(responses=RunSerializer(many=True), summary="Model runs, newest first")
     def get(self, request):
         self.validated_query(_PageQuery)
-        paginator = Pagination()
+        paginator = self.pagination_class()
         page = paginator.paginate_queryset(Run.objects.select_related("created_by").defer("image_ids", "prompt_text"), request, view=self)
         return paginator.get_paginated_response(RunSerializer(page, many=True).data)
 
-    @extend_schema(request=RunLaunch, responses={201: RunSerializer, 400: OpenApiResponse(description="Refused, with a message per field.")},
-                   summary="Launch a run (same rules as the launch page)")
+    @extend_schema(
+        request=RunLaunch,
+        responses={201: RunSerializer, 400: OpenApiResponse(description="Refused, with a message per field.")},
+        examples=[OpenApiExample("A judge run on a sample of the test split", request_only=True, value={
+            "task": "judge", "provider": "openai", "model_name": "gpt-5.1", "strategy": "taxonomy", "split": "test",
+            "sample_size": 200, "seed": 1, "concurrency": 8,
+        })],
+        summary="Launch a run (same rules as the launch page)",
+    )
     def post(self, request):
         data = self.validated_body(RunLaunch)
         form = LaunchForm({"split": "all", **{k: v for k, v in data.items() if v is not None}})

@@ -50,7 +50,8 @@ def run_new(request):
             else:
                 messages.success(request, f"Run #{run.pk} launched over {run.total_images} images.")
                 return redirect("inference:run_detail", run_id=run.pk)
-    return render(request, "inference/run_new.html", {"form": form, "plan": estimate, "limiter": ratelimit.backend_name()})
+    status = 400 if form.errors else 200
+    return render(request, "inference/run_new.html", {"form": form, "plan": estimate, "limiter": ratelimit.backend_name()}, status=status)
 
 
 @require_role(ROLE_ADMIN)

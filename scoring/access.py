@@ -3,14 +3,17 @@
 Who sees what [decision, docs/permissions.md]: the scoring pages show model outputs and every
 annotator's labels side by side, which would break blind labeling, so only adjudicators and admins
 see them; reviewers get 403 from the role check, and anyone else asking for an object gets 404 here.
+Export jobs are for admins only: an export can carry every annotator's labels and the images.
 """
 from __future__ import annotations
 
 from django.http import Http404
 
 from annotations.models import Image
-from cprt_site.lib import STAFF_ROLES, role_of
+from cprt_site.lib import ROLE_ADMIN, STAFF_ROLES, role_of
 from inference.models import Run
+
+from .models import ExportJob
 
 
 def get_run_for_user(user, run_id: int) -> Run:
@@ -29,3 +32,12 @@ def get_image_for_review(user, image_id: int) -> Image:
         return Image.objects.get(pk=image_id)
     except Image.DoesNotExist:
         raise Http404("No such image.") from None
+
+
+def get_export_for_user(user, job_id: int) -> ExportJob:
+    if role_of(user) != ROLE_ADMIN:
+        raise Http404("No such export.")
+    try:
+        return ExportJob.objects.select_related("profile", "created_by").get(pk=job_id)
+    except ExportJob.DoesNotExist:
+        raise Http404("No such export.") from None

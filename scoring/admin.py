@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import ImageScore, ScoringProfile
+from .models import ExportJob, ImageScore, ScoringProfile
 
 
 @admin.register(ScoringProfile)
@@ -14,3 +14,17 @@ class ImageScoreAdmin(admin.ModelAdmin):
     list_display = ("image", "profile", "level", "score", "n1", "n2", "n3", "n4")
     list_filter = ("profile", "level")
     raw_id_fields = ("image",)
+
+
+@admin.register(ExportJob)
+class ExportJobAdmin(admin.ModelAdmin):
+    """Read-only: jobs are launched from /scoring/exports/ and written by the worker."""
+
+    list_display = ("id", "status", "destination", "repo_id", "private", "include_annotations", "include_images", "created_by", "created_at")
+    list_filter = ("status", "destination")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

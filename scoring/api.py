@@ -44,12 +44,13 @@ class AgreementQuery(StrictSerializer):
 
 class MetricsList(ApiView):
     permission_classes = [IsAuthenticated, IsStaff]
+    pagination_class = Pagination  # also tells the schema that the list is paginated
 
     @extend_schema(parameters=[MetricsQuery], responses=RunMetricsSerializer(many=True), summary="Metrics of every finished judge run")
     def get(self, request):
         q = self.validated_query(MetricsQuery)
         profile = ScoringProfile.active()
-        paginator = Pagination()
+        paginator = self.pagination_class()
         runs = paginator.paginate_queryset(queries.finished_judge_runs(q.get("strategy", "")), request, view=self)
         reports = services.run_metrics(runs, profile)
         rows = [{"run": run, "profile": profile.label, "metrics": reports[run.pk]} for run in runs]

@@ -32,6 +32,7 @@ from django.utils import timezone
 from annotations import taxonomy
 from annotations.models import Annotator, Image, Label, Labeling
 from cprt_site.lib import audit
+from inference.models import Run, RunResult
 
 from . import engine
 from .models import ImageScore, ScoringProfile
@@ -97,8 +98,22 @@ def read_rows(path: Path) -> Iterator[tuple[str, object, str | None]]:
         yield from _read_parquet(path)
 
 
+def json_problem(exc: Exception) -> str:
+    """Why json.loads refused a text: a syntax error with its column, or what Python itself refuses in valid
+    syntax (nesting too deep for the parser, an integer of more than 4300 digits)."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"malformed JSON: {exc.msg} (column {exc.colno})"
+    if isinstance(exc, RecursionError):
+        return "malformed JSON: nested too deeply"
+    return f"malformed JSON: {str(exc)[:200]}"
+
+
 def _read_jsonl(path: Path):
-    with path.open("rb") as fh:
+    try:
+        fh = path.open("rb")
+    except OSError as exc:
+        raise BenchFileError(path, [f"unreadable: {exc.strerror or exc}"]) from None
+    with fh:
         for number, raw in enumerate(fh, start=1):
             where = f"line {number}"
             try:
@@ -109,13 +124,18 @@ def _read_jsonl(path: Path):
             if not text.strip():
                 continue  # blank lines, e.g. a trailing newline, carry no row
             try:
-                yield where, json.loads(text), None
-            except json.JSONDecodeError as exc:
-                yield where, None, f"malformed JSON: {exc.msg} (column {exc.colno})"
+                row = json.loads(text)
+            except (ValueError, RecursionError) as exc:
+                yield where, None, json_problem(exc)
+                continue
+            yield where, row, None
 
 
 def _read_json_list(path: Path):
-    raw = path.read_bytes()
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise BenchFileError(path, [f"unreadable: {exc.strerror or exc}"]) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -125,6 +145,8 @@ def _read_json_list(path: Path):
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BenchFileError(path, [f"line {exc.lineno}, column {exc.colno}: malformed JSON: {exc.msg}"]) from None
+    except (ValueError, RecursionError) as exc:
+        raise BenchFileError(path, [json_problem(exc)]) from None
     if not isinstance(data, list):
         raise BenchFileError(path, ["a .json file must hold a JSON list of rows (use .jsonl for one row per line)"])
     for number, row in enumerate(data, start=1):
@@ -145,6 +167,21 @@ def _read_parquet(path: Path):
         raise BenchFileError(path, [f"not a readable parquet file: {exc}"]) from None
 
 
+def _show(value, limit: int = 80) -> str:
+    """A value as a problem message quotes it: as JSON where it can be (parquet also gives bytes, dates,
+    decimals), cut to `limit` characters so that a 2 MB value does not make a 2 MB message."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _key(key) -> str:
+    text = repr(key)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _is_int(value) -> bool:
     # bool is a subclass of int in Python; true/false are not labels or levels.
     return type(value) is int
@@ -154,7 +191,7 @@ def parse_labels(value, tax: taxonomy.Taxonomy) -> tuple[tuple[int, ...] | None,
     """Nested binary labels -> one 0/1 per attribute in taxonomy order, or the problems found."""
     if not isinstance(value, dict):
         return None, ["binary_labels must be an object with keys level1..level4"]
-    problems = [f"unknown level {key!r} in binary_labels" for key in value if key not in LEVEL_KEYS]
+    problems = [f"unknown level {_key(key)} in binary_labels" for key in value if key not in LEVEL_KEYS]
     level_of = tax.level_of
     found: dict[str, object] = {}
     unusable_levels: set[int] = set()  # reported once, not once per attribute
@@ -170,13 +207,13 @@ def parse_labels(value, tax: taxonomy.Taxonomy) -> tuple[tuple[int, ...] | None,
             continue
         for key, label in group.items():
             if key not in level_of:
-                problems.append(f"unknown attribute {key!r} in binary_labels.{level_key}")
+                problems.append(f"unknown attribute {_key(key)} in binary_labels.{level_key}")
                 continue
             found[key] = label
             if level_of[key] != number:
                 problems.append(f"attribute {key!r} is under {level_key} but belongs to level{level_of[key]}")
             elif not (_is_int(label) and label in (0, 1)):
-                problems.append(f"binary_labels.{level_key}.{key} = {json.dumps(label)}: a binary label is the integer 0 or 1")
+                problems.append(f"binary_labels.{level_key}.{key} = {_show(label)}: a binary label is the integer 0 or 1")
     problems.extend(
         f"missing attribute {key!r} (level{level_of[key]})" for key in tax.keys if key not in found and level_of[key] not in unusable_levels
     )
@@ -201,7 +238,7 @@ def parse_row(row, tax: taxonomy.Taxonomy) -> tuple[BenchRow | None, list[str]]:
     if row_id is None or row_id == "":
         problems.append("missing id")
     elif not isinstance(row_id, str) or not ID_PATTERN.match(row_id):
-        problems.append(f"id {json.dumps(row_id)} is not a VISPR id (letters, digits, '_', '.', '-'; at most 64)")
+        problems.append(f"id {_show(row_id)} is not a VISPR id (letters, digits, '_', '.', '-'; at most 64)")
     if "binary_labels" not in row:
         problems.append("missing binary_labels")
         labels = None
@@ -212,12 +249,12 @@ def parse_row(row, tax: taxonomy.Taxonomy) -> tuple[BenchRow | None, list[str]]:
     if level is None:
         problems.append("missing level")
     elif not (_is_int(level) and 1 <= level <= 4):
-        problems.append(f"level {json.dumps(level)} is not an integer from 1 to 4")
+        problems.append(f"level {_show(level)} is not an integer from 1 to 4")
     score = row.get("score")
     if score is None:
         problems.append("missing score")
     elif type(score) not in (int, float) or not math.isfinite(score):
-        problems.append(f"score {json.dumps(score)} is not a number")
+        problems.append(f"score {_show(score)} is not a number")
     elif not 0 <= score <= 1:
         problems.append(f"score {score!r} is outside [0, 1]")
     if problems:
@@ -310,7 +347,7 @@ def check_profile_name(name: str) -> str:
     try:
         validate_slug(name)
     except ValidationError:
-        raise ValueError(f"Profile name {name!r} must be a slug (letters, digits, '-', '_').") from None
+        raise ValueError(f"Profile name {_key(name)} must be a slug (letters, digits, '-', '_').") from None
     if len(name) > 64:
         raise ValueError("Profile name is longer than 64 characters.")
     return name
@@ -509,7 +546,25 @@ def score_row(row, tax: taxonomy.Taxonomy, bounds: engine.Bounds, weights: Seque
 
 
 # ---------------------------------------------------------------------------------------------
-# Export (Hugging Face datasets layout: parquet per split + a dataset card with `configs:`)
+# Export (Hugging Face datasets layout: a folder of parquet files per configuration + a dataset card)
+#
+# Configurations: `default` (the CPRT-Bench rows, always, in data/), `annotations` (every annotator's
+# raw labels and rationales) and `predictions` (every judge run's results), both only with
+# include_annotations, and `images` (the stored, metadata-free bytes of the exported rows' images)
+# only with include_images. People never appear by account name (see public_annotator_name), and
+# nothing read from settings is written: an export holds rows, the card and image bytes only.
+
+IMAGE_CHUNK = 50  # images per parquet write: bounds the memory held by image bytes
+# `datasets` reads a parquet file's features from this schema metadata key; it is how the `image`
+# column loads as an Image feature (decoded to PIL) instead of a plain struct of bytes and path.
+HF_FEATURES_KEY = b"huggingface"
+# config name -> (folder, summary key listing its files per split)
+CONFIGS = {
+    "default": ("data", "files"),
+    "annotations": ("annotations", "annotation_files"),
+    "predictions": ("predictions", "prediction_files"),
+    "images": ("images", "image_files"),
+}
 
 
 def bench_schema(tax: taxonomy.Taxonomy) -> pa.Schema:
@@ -532,6 +587,29 @@ def annotations_schema(tax: taxonomy.Taxonomy) -> pa.Schema:
             ("rationales", pa.struct([(key, pa.string()) for key in tax.keys])),
         ]
     )
+
+
+def predictions_schema() -> pa.Schema:
+    return pa.schema(
+        [
+            ("id", pa.string()),
+            ("run_id", pa.int64()),
+            ("provider", pa.string()),
+            ("model_name", pa.string()),
+            ("prompt_version", pa.string()),
+            ("strategy", pa.string()),
+            ("counterfactual_faces", pa.bool_()),
+            ("outcome", pa.string()),
+            ("predicted_score", pa.float64()),
+            ("predicted_level", pa.int64()),
+        ]
+    )
+
+
+def images_schema() -> pa.Schema:
+    features = {"id": {"dtype": "string", "_type": "Value"}, "image": {"_type": "Image"}}
+    schema = pa.schema([("id", pa.string()), ("image", pa.struct([("bytes", pa.binary()), ("path", pa.string())]))])
+    return schema.with_metadata({HF_FEATURES_KEY: json.dumps({"info": {"features": features}}).encode()})
 
 
 def nest(flat: dict[str, int], tax: taxonomy.Taxonomy) -> dict:
@@ -592,13 +670,17 @@ def export_dataset(
     include_annotations: bool = False,
     progress: Callable[[int, int], None] | None = None,
     actor=None,
+    *,
+    include_images: bool = False,
 ) -> dict:
-    """Write the CPRT-Bench layout (parquet per split + dataset card) into `out_dir`; return a summary.
+    """Write the CPRT-Bench layout (parquet per configuration and split + dataset card) into `out_dir`; return a summary.
 
     Rows imported from CPRT-Bench keep their published level and score; other images take their
     ImageScore under `profile` (default: the active one); images with neither are skipped and
-    counted. The export is built in a sibling folder and swapped in at the end, so a failure leaves
-    a previous export untouched. `progress(done, total)` is called after every chunk of images.
+    counted. `include_annotations` adds the `annotations` and `predictions` configurations,
+    `include_images` the `images` configuration. The export is built in a sibling folder and swapped
+    in at the end, so a failure leaves a previous export untouched. `progress(done, total)` is called
+    after every chunk of images of every pass.
     """
     out_dir = Path(out_dir).resolve()
     splits = _check_splits(splits)
@@ -608,7 +690,7 @@ def export_dataset(
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-export-", dir=out_dir.parent))
     try:
-        summary = _write_export(staging, splits, profile, tax, include_annotations, progress)
+        summary = _write_export(staging, splits, profile, tax, include_annotations, include_images, progress)
         _swap_in(staging, out_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -621,6 +703,7 @@ def export_dataset(
         out_dir=str(out_dir),
         splits={s: summary["splits"][s]["rows"] for s in splits},
         include_annotations=include_annotations,
+        include_images=include_images,
     )
     return summary
 
@@ -637,15 +720,16 @@ def _swap_in(staging: Path, out_dir: Path) -> None:
     out_dir.chmod(0o755)  # mkdtemp made it private to us; an export folder is meant to be read
 
 
-def _write_parquet(target: Path, schema, ids: list[int], make_rows, advance) -> int:
+def _write_parquet(target: Path, schema, ids: list[int], make_rows, advance, size: int = CHUNK) -> int:
     """Stream the rows made for `ids`, chunk by chunk, into one parquet file (none when no row); returns the row count."""
     writer = None
     written = 0
     try:
-        for chunk in _chunked(ids):
+        for chunk in _chunked(ids, size):
             rows = make_rows(chunk)
             if rows:
                 if writer is None:
+                    target.parent.mkdir(exist_ok=True)
                     writer = pq.ParquetWriter(target, schema)
                 writer.write_table(pa.Table.from_pylist(rows, schema=schema))
                 written += len(rows)
@@ -656,12 +740,23 @@ def _write_parquet(target: Path, schema, ids: list[int], make_rows, advance) -> 
     return written
 
 
-def _write_export(root: Path, splits, profile, tax, include_annotations, progress) -> dict:
+def _write_config(root: Path, summary: dict, config: str, split: str, schema, ids, make_rows, advance, size: int = CHUNK) -> int:
+    """One configuration's parquet file of one split; listed in the summary when it has rows."""
+    folder, files_key = CONFIGS[config]
+    path = f"{folder}/{split}.parquet"
+    count = _write_parquet(root / path, schema, ids, make_rows, advance, size)
+    if count:
+        summary[files_key][split] = path
+    return count
+
+
+def _write_export(root: Path, splits, profile, tax, include_annotations, include_images, progress) -> dict:
     attr_ids = taxonomy.attribute_ids()
     key_of = {pk: key for key, pk in attr_ids.items()}
     preferred = set(profile.consensus_annotators.filter(kind=Annotator.KIND_GROUND_TRUTH).values_list("id", flat=True))
     ids_by_split = {s: list(Image.objects.filter(split=s).order_by("vispr_id").values_list("id", flat=True)) for s in splits}
-    total = sum(len(ids) for ids in ids_by_split.values()) * (2 if include_annotations else 1)
+    passes = 1 + (2 if include_annotations else 0) + (1 if include_images else 0)
+    total = sum(len(ids) for ids in ids_by_split.values()) * passes
     done = 0
 
     def advance(n: int) -> None:
@@ -670,31 +765,44 @@ def _write_export(root: Path, splits, profile, tax, include_annotations, progres
         if progress:
             progress(done, total)
 
-    summary: dict = {"profile": profile.label, "splits": {}, "files": {}, "annotation_files": {}}
-    (root / "data").mkdir()
+    summary: dict = {
+        "profile": profile.label,
+        "include_annotations": include_annotations,
+        "include_images": include_images,
+        "splits": {},
+        "annotators": {},  # public name -> kind, provider, model, prompt version, rows (annotations config)
+        "prediction_runs": {},  # run id -> provider, model, prompt version, strategy, rows (predictions config)
+        **{files_key: {} for _, files_key in CONFIGS.values()},
+    }
+    exported: dict[str, set[int]] = {}  # split -> ids of the images that have a row in `default`
     for split in splits:
         stats = {"rows": 0, "published": 0, "computed": 0, "skipped_no_score": 0, "skipped_no_labels": 0, "levels": {lv: 0 for lv in engine.LEVELS}}
-        target = root / "data" / f"{split}.parquet"
-        make_rows = lambda chunk, stats=stats: _export_rows(chunk, profile, tax, key_of, preferred, stats)  # noqa: E731
-        if _write_parquet(target, bench_schema(tax), ids_by_split[split], make_rows, advance):
-            summary["files"][split] = f"data/{split}.parquet"
+        exported[split] = set()
+        make_rows = lambda chunk, stats=stats, seen=exported[split]: _export_rows(chunk, profile, tax, key_of, preferred, stats, seen)  # noqa: E731
+        _write_config(root, summary, "default", split, bench_schema(tax), ids_by_split[split], make_rows, advance)
         summary["splits"][split] = stats
-    if include_annotations:
-        (root / "annotations").mkdir()
-        for split in splits:
-            target = root / "annotations" / f"{split}.parquet"
-            make_rows = lambda chunk: _annotation_rows(chunk, tax, key_of)  # noqa: E731
-            count = _write_parquet(target, annotations_schema(tax), ids_by_split[split], make_rows, advance)
-            if count:
-                summary["annotation_files"][split] = f"annotations/{split}.parquet"
-            summary["splits"][split]["annotation_rows"] = count
     if not summary["files"]:
         raise ExportError(f"Nothing to export: no image of {', '.join(splits)} has a published or computed score under {profile.label}.")
-    (root / "README.md").write_text(dataset_card(profile, tax, summary, include_annotations), encoding="utf-8")
+    if include_annotations:
+        for split in splits:
+            make_rows = lambda chunk: _annotation_rows(chunk, tax, key_of, summary["annotators"])  # noqa: E731
+            count = _write_config(root, summary, "annotations", split, annotations_schema(tax), ids_by_split[split], make_rows, advance)
+            summary["splits"][split]["annotation_rows"] = count
+        for split in splits:
+            make_rows = lambda chunk: _prediction_rows(chunk, profile.bounds, summary["prediction_runs"])  # noqa: E731
+            count = _write_config(root, summary, "predictions", split, predictions_schema(), ids_by_split[split], make_rows, advance)
+            summary["splits"][split]["prediction_rows"] = count
+    if include_images:
+        for split in splits:
+            make_rows = lambda chunk, seen=exported[split]: _image_rows(chunk, seen)  # noqa: E731
+            count = _write_config(root, summary, "images", split, images_schema(), ids_by_split[split], make_rows, advance, IMAGE_CHUNK)
+            summary["splits"][split]["image_rows"] = count
+            summary["splits"][split]["rows_without_image"] = summary["splits"][split]["rows"] - count
+    (root / "README.md").write_text(dataset_card(profile, tax, summary, include_annotations, include_images), encoding="utf-8")
     return summary
 
 
-def _export_rows(chunk, profile, tax, key_of, preferred, stats) -> list[dict]:
+def _export_rows(chunk, profile, tax, key_of, preferred, stats, exported: set[int]) -> list[dict]:
     images = Image.objects.filter(id__in=chunk).order_by("vispr_id").values_list("id", "vispr_id", "published_level", "published_score")
     scores = {
         image_id: (labels, level, score)
@@ -719,6 +827,7 @@ def _export_rows(chunk, profile, tax, key_of, preferred, stats) -> list[dict]:
             stats["skipped_no_score"] += 1
             continue
         rows.append({"id": vispr_id, "binary_labels": nest(labels, tax), "level": int(level), "score": float(score)})
+        exported.add(image_id)
         stats["rows"] += 1
         stats["levels"][int(level)] += 1
     return rows
@@ -731,7 +840,19 @@ def public_annotator_name(annotator: dict) -> str:
     return annotator["name"]
 
 
-def _annotation_rows(chunk, tax, key_of) -> list[dict]:
+def public_annotator(annotator: dict) -> dict:
+    """What an export may say about an annotator: a model's provider, model and prompt version; of a person, nothing."""
+    human = annotator["kind"] == Annotator.KIND_HUMAN
+    return {
+        "name": public_annotator_name(annotator),
+        "kind": annotator["kind"],
+        "provider": "" if human else annotator["provider"],
+        "model_name": "" if human else annotator["model_name"],
+        "prompt_version": "" if human else annotator["prompt_version"],
+    }
+
+
+def _annotation_rows(chunk, tax, key_of, seen: dict) -> list[dict]:
     annotators = {a["id"]: a for a in Annotator.objects.values("id", "name", "kind", "provider", "model_name", "prompt_version")}
     vispr_of = dict(Image.objects.filter(id__in=chunk).values_list("id", "vispr_id"))
     # Unfinished work (a draft labeling) is not an annotation yet.
@@ -748,30 +869,80 @@ def _annotation_rows(chunk, tax, key_of) -> list[dict]:
         rationales[key] = rationale
     rows = []
     for (image_id, annotator_id), (values, rationales) in sorted(pairs.items(), key=lambda p: (vispr_of[p[0][0]], annotators[p[0][1]]["name"])):
-        a = annotators[annotator_id]
+        public = public_annotator(annotators[annotator_id])
         rows.append(
             {
                 "id": vispr_of[image_id],
-                "annotator": public_annotator_name(a),
-                "annotator_kind": a["kind"],
-                "provider": a["provider"],
-                "model_name": a["model_name"],
-                "prompt_version": a["prompt_version"],
+                "annotator": public["name"],
+                "annotator_kind": public["kind"],
+                "provider": public["provider"],
+                "model_name": public["model_name"],
+                "prompt_version": public["prompt_version"],
                 "labels": {k: values.get(k) for k in tax.keys},
                 "rationales": {k: rationales.get(k) for k in tax.keys},
             }
         )
+        entry = seen.setdefault(public["name"], {**public, "rows": 0})
+        entry["rows"] += 1
     return rows
 
 
-def dataset_card(profile: ScoringProfile, tax: taxonomy.Taxonomy, summary: dict, include_annotations: bool) -> str:
-    lines = ["---", "pretty_name: CPRT-Bench (CPRT Workbench export)", "configs:", "- config_name: default", "  data_files:"]
-    for split, path in summary["files"].items():
-        lines += [f"  - split: {split}", f"    path: {path}"]
-    if include_annotations and summary["annotation_files"]:
-        lines += ["- config_name: annotations", "  data_files:"]
-        for split, path in summary["annotation_files"].items():
-            lines += [f"  - split: {split}", f"    path: {path}"]
+def _prediction_rows(chunk, bounds: engine.Bounds, seen: dict) -> list[dict]:
+    """One row per result of a judge run (annotate runs' labels are in the `annotations` configuration)."""
+    results = (
+        RunResult.objects.filter(image_id__in=chunk, run__task=Run.TASK_JUDGE)
+        .order_by("image__vispr_id", "run_id")
+        .values_list(
+            "image__vispr_id", "run_id", "run__provider", "run__model_name", "run__prompt_version", "run__strategy",
+            "run__counterfactual_faces", "outcome", "score",
+        )
+    )
+    rows = []
+    for vispr_id, run_id, provider, model_name, prompt_version, strategy, counterfactual_faces, outcome, score in results:
+        rows.append(
+            {
+                "id": vispr_id,
+                "run_id": run_id,
+                "provider": provider,
+                "model_name": model_name,
+                "prompt_version": prompt_version,
+                "strategy": strategy,
+                "counterfactual_faces": counterfactual_faces,
+                "outcome": outcome,
+                "predicted_score": score,
+                "predicted_level": None if score is None else engine.level_of_score(score, bounds),
+            }
+        )
+        entry = seen.setdefault(str(run_id), {
+            "provider": provider, "model_name": model_name, "prompt_version": prompt_version, "strategy": strategy,
+            "counterfactual_faces": counterfactual_faces, "rows": 0,
+        })
+        entry["rows"] += 1
+    return rows
+
+
+def _image_rows(chunk, exported: set[int]) -> list[dict]:
+    """The stored bytes (cleaned and stripped of metadata when they entered) of the exported rows' images."""
+    storage = Image._meta.get_field("file").storage
+    rows = []
+    for image_id, vispr_id, name in Image.objects.filter(id__in=chunk).exclude(file="").order_by("vispr_id").values_list("id", "vispr_id", "file"):
+        if image_id not in exported:
+            continue
+        with storage.open(name, "rb") as fh:
+            data = fh.read()
+        # The stored name is a content hash; the exported one is the VISPR id.
+        rows.append({"id": vispr_id, "image": {"bytes": data, "path": f"{vispr_id}{Path(name).suffix.lower()}"}})
+    return rows
+
+
+def dataset_card(profile: ScoringProfile, tax: taxonomy.Taxonomy, summary: dict, include_annotations: bool, include_images: bool = False) -> str:
+    lines = ["---", "pretty_name: CPRT-Bench (CPRT Workbench export)", "configs:"]
+    for config, (_, files_key) in CONFIGS.items():
+        files = summary.get(files_key) or {}
+        if files:
+            lines += [f"- config_name: {config}", "  data_files:"]
+            for split, path in files.items():
+                lines += [f"  - split: {split}", f"    path: {path}"]
     lines += ["---", EXPORT_MARKER, "", "# CPRT-Bench export", ""]
     if profile.provisional:
         lines += [
@@ -784,7 +955,16 @@ def dataset_card(profile: ScoringProfile, tax: taxonomy.Taxonomy, summary: dict,
         "One row per image: `id` (the VISPR file id), `binary_labels` (`level1`..`level4`, each a mapping of that",
         "level's attribute keys to 0/1), `level` (1 = most severe) and `score` in [0, 1].",
         "",
-        "**Images are not redistributed.** Ids resolve to VISPR files, e.g. `test2017/<id>.jpg`.",
+    ]
+    if include_images:
+        lines += [
+            "> **This export contains images.** The configuration `images` holds the image bytes of the exported rows",
+            "> (re-encoded, metadata removed). They may show people, documents and other personal data: keep the",
+            "> dataset private and share it only under the terms of the original image collection (VISPR).",
+        ]
+    else:
+        lines.append("**Images are not redistributed.** Ids resolve to VISPR files, e.g. `test2017/<id>.jpg`.")
+    lines += [
         "",
         "## Scoring profile",
         "",
@@ -793,8 +973,11 @@ def dataset_card(profile: ScoringProfile, tax: taxonomy.Taxonomy, summary: dict,
         f"- Weights: {list(profile.weights or engine.WEIGHTS)}",
         f"- Taxonomy version: {tax.version}",
     ]
-    annotators = [a.name for a in profile.consensus_annotators.all()]
-    lines.append(f"- Consensus annotators: {', '.join(annotators) if annotators else '(none)'}")
+    consensus = [
+        public_annotator({"id": a.pk, "name": a.name, "kind": a.kind, "provider": a.provider, "model_name": a.model_name, "prompt_version": a.prompt_version})
+        for a in profile.consensus_annotators.all()
+    ]
+    lines.append(f"- Consensus annotators: {', '.join(a['name'] for a in consensus) if consensus else '(none)'}")
     lines += ["", "| level | lo | hi |", "|---|---|---|"]
     bounds = profile.bounds
     for level in engine.LEVELS:
@@ -818,6 +1001,13 @@ def dataset_card(profile: ScoringProfile, tax: taxonomy.Taxonomy, summary: dict,
     empty = [split for split, s in summary["splits"].items() if s["rows"] == 0]
     if empty:
         lines += ["", f"Splits without rows are not part of the dataset: {', '.join(empty)}."]
+    if include_annotations or include_images:
+        columns = [("annotation_rows", "annotations"), ("prediction_rows", "predictions")] if include_annotations else []
+        columns += [("image_rows", "images")] if include_images else []
+        lines += ["", "| split | " + " | ".join(f"`{name}` rows" for _, name in columns) + " |", "|---|" + "---|" * len(columns)]
+        for split, s in summary["splits"].items():
+            lines.append(f"| {split} | " + " | ".join(str(s.get(key, 0)) for key, _ in columns) + " |")
+    lines += _annotator_section(consensus, summary, include_annotations)
     if include_annotations:
         lines += [
             "",
@@ -825,17 +1015,68 @@ def dataset_card(profile: ScoringProfile, tax: taxonomy.Taxonomy, summary: dict,
             "",
             "One row per (image, annotator): the annotator (people under a pseudonym such as `human-7`), its kind,",
             "provider/model/prompt version for models, the raw labels (0, 0.5, 1; null where missing) and rationales.",
+            "",
+            "## Configuration `predictions`",
+            "",
+            "One row per (image, judge run): the run id, provider, model, prompt version, strategy, whether faces were",
+            "assumed anonymised (`counterfactual_faces`), the outcome (`ok`, `unparseable`, `refused`, `error`) and the",
+            "predicted score with its level under the profile above (null without a valid score).",
+        ]
+    if include_images:
+        lines += [
+            "",
+            "## Configuration `images`",
+            "",
+            "One row per exported image that has stored bytes: `id` and `image` (an Image feature).",
         ]
     return "\n".join(lines) + "\n"
 
 
-def push_dataset(out_dir: Path | str, repo_id: str, token: str, public: bool = False) -> str:
-    """Upload an export folder to the Hugging Face Hub as a dataset repository; returns its URL."""
+def _annotator_section(consensus: list[dict], summary: dict, include_annotations: bool) -> list[str]:
+    """Who labelled: people only as pseudonyms (`human-<n>`), models by provider, model and prompt version."""
+
+    def describe(a: dict) -> str:
+        if a["kind"] == Annotator.KIND_MODEL:
+            return f"model {a['provider']} / {a['model_name']}, prompt {a['prompt_version']}"
+        return {Annotator.KIND_HUMAN: "person (pseudonym)", Annotator.KIND_GROUND_TRUTH: "imported CPRT-Bench ground truth"}.get(a["kind"], a["kind"])
+
+    lines = ["", "## Annotators", "", "Consensus set of the profile (its annotators' labels make the computed rows):", ""]
+    lines += [f"- `{a['name']}`: {describe(a)}" for a in consensus] or ["- (none)"]
+    if include_annotations:
+        lines += ["", "Annotators in the configuration `annotations`:", "", "| annotator | kind | images |", "|---|---|---|"]
+        for name, a in sorted(summary["annotators"].items()):
+            lines.append(f"| `{name}` | {describe(a)} | {a['rows']} |")
+        if not summary["annotators"]:
+            lines.append("| (none) | | |")
+        lines += [
+            "",
+            "Judge runs in the configuration `predictions`:",
+            "",
+            "| run | provider | model | prompt version | strategy | counterfactual faces | predictions |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for run_id, r in sorted(summary["prediction_runs"].items(), key=lambda item: int(item[0])):
+            lines.append(
+                f"| {run_id} | {r['provider']} | {r['model_name']} | {r['prompt_version']} | {r['strategy']} "
+                f"| {'yes' if r['counterfactual_faces'] else 'no'} | {r['rows']} |"
+            )
+        if not summary["prediction_runs"]:
+            lines.append("| (none) | | | | | | |")
+    return lines
+
+
+def push_dataset(out_dir: Path | str, repo_id: str, token: str, public: bool = False, endpoint: str | None = None) -> str:
+    """Upload an export folder to the Hugging Face Hub as a dataset repository; returns its URL.
+
+    `endpoint` (default: settings.HF_ENDPOINT, empty for huggingface.co) points at another Hub.
+    """
+    from django.conf import settings
     from huggingface_hub import HfApi
 
     if not token:
         raise ExportError("Set HF_TOKEN in the environment to push to the Hugging Face Hub.")
-    api = HfApi(token=token)
+    endpoint = endpoint or settings.HF_ENDPOINT
+    api = HfApi(token=token, endpoint=endpoint) if endpoint else HfApi(token=token)
     url = api.create_repo(repo_id=repo_id, repo_type="dataset", private=not public, exist_ok=True)
     api.upload_folder(folder_path=str(out_dir), repo_id=repo_id, repo_type="dataset", commit_message="CPRT Workbench export")
     return str(url)

@@ -5,11 +5,14 @@ Bad input never reaches a computation: the view answers 400 with these forms' me
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
+from django.core.validators import RegexValidator
 
 from annotations.models import Image
 from inference.models import Run
 
 from .metrics import THRESHOLDS
+from .models import REPO_ID_PATTERN, ExportJob, ScoringProfile
 
 FORMATS = [("", "page"), ("html", "page"), ("csv", "CSV"), ("json", "JSON")]
 SPLITS = [("", "all splits")] + Image.SPLITS
@@ -146,4 +149,64 @@ class CounterfactualForm(ExportForm):
         if (a.provider, a.model_name, a.strategy) != (b.provider, b.model_name, b.strategy):
             raise forms.ValidationError("base and cf must use the same provider, model and strategy.")
         cleaned["base_run"], cleaned["cf_run"] = a, b
+        return cleaned
+
+
+class ExportJobForm(forms.Form):
+    """The export launch form (admins). Only splits that have images can be chosen; a Hub destination
+    needs a valid `owner/name` and HF_TOKEN in the server's environment. The repository is private
+    unless `public` is ticked."""
+
+    splits = forms.MultipleChoiceField(choices=(), widget=forms.CheckboxSelectMultiple, error_messages={
+        "required": "Choose at least one split.",
+        "invalid_choice": "Unknown split %(value)s: choose among the splits that have images.",
+    })
+    profile = forms.ModelChoiceField(queryset=ScoringProfile.objects.all(), empty_label=None, error_messages={
+        "required": "Choose a scoring profile.",
+        "invalid_choice": "Unknown scoring profile: choose one of the list.",
+    })
+    include_annotations = forms.BooleanField(
+        required=False, label="Include annotations and model predictions",
+        help_text="Adds the configurations `annotations` (every annotator's raw labels and rationales; people as pseudonyms) "
+                  "and `predictions` (every judge run's results).",
+    )
+    include_images = forms.BooleanField(
+        required=False, label="Include the images",
+        help_text="Adds the configuration `images` with the image bytes of the exported rows.",
+    )
+    destination = forms.ChoiceField(choices=ExportJob.DESTINATIONS, initial=ExportJob.DESTINATION_ZIP, widget=forms.RadioSelect,
+                                    error_messages={"required": "Choose a destination.",
+                                                    "invalid_choice": "Unknown destination %(value)s: use zip or hub."})
+    repo_id = forms.CharField(
+        required=False, max_length=193, label="Hub repository",
+        validators=[RegexValidator(REPO_ID_PATTERN, "A Hub repository id is owner/name: letters, digits, '.', '_', '-', "
+                                                    "starting and ending with a letter or digit, e.g. my-lab/cprt-bench.")],
+        help_text="owner/name, e.g. my-lab/cprt-bench (Hub destination only).",
+    )
+    public = forms.BooleanField(required=False, label="Public repository",
+                                help_text="Unticked (the default): the repository is created private.")
+
+    def __init__(self, data=None, **kwargs):
+        super().__init__(data, **kwargs)
+        present = set(Image.objects.values_list("split", flat=True).distinct())
+        self.fields["splits"].choices = [(value, label) for value, label in Image.SPLITS if value in present]
+        self.fields["splits"].initial = [value for value, _ in self.fields["splits"].choices if value != Image.SPLIT_OTHER]
+        active = ScoringProfile.objects.filter(is_active=True).first()
+        if active is not None:
+            self.fields["profile"].initial = active.pk
+
+    @property
+    def hub_available(self) -> bool:
+        return bool(settings.HF_TOKEN)
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("destination") == ExportJob.DESTINATION_HUB:
+            if not settings.HF_TOKEN:
+                self.add_error("destination", "Pushing to the Hugging Face Hub needs HF_TOKEN in the server's environment, "
+                                              "and it is not set: choose the zip file, or ask the operator to set HF_TOKEN.")
+            if not cleaned.get("repo_id") and "repo_id" not in self.errors:
+                self.add_error("repo_id", "Name the Hub repository (owner/name) to push to.")
+        else:
+            cleaned["repo_id"], cleaned["public"] = "", False
         return cleaned

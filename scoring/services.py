@@ -97,9 +97,8 @@ def recompute_scores(profile: ScoringProfile, image_ids: Iterable[int] | None = 
 
 def rescore_image(image_id: int) -> None:
     """Recompute one image under every profile (after a label change or an adjudication)."""
-    for profile in ScoringProfile.objects.all():
-        if profile.consensus_annotators.exists():
-            recompute_scores(profile, [image_id])
+    for profile in ScoringProfile.objects.filter(consensus_annotators__isnull=False).distinct():
+        recompute_scores(profile, [image_id])
 
 
 # =============================================================================================

@@ -11,4 +11,8 @@ urlpatterns = [
     path("images/<int:image_id>/review/", views.review, name="review"),
     path("images/<int:image_id>/adjudicate/", views.adjudicate, name="adjudicate"),
     path("counterfactual/", views.counterfactual, name="counterfactual"),
+    path("exports/", views.export_list, name="exports"),
+    path("exports/<int:job_id>/", views.export_detail, name="export"),
+    path("exports/<int:job_id>/progress/", views.export_progress, name="export_progress"),
+    path("exports/<int:job_id>/download/", views.export_download, name="export_download"),
 ]

@@ -1,5 +1,6 @@
 """Scoring pages: leaderboard, run metrics, agreement, disagreements, image review + adjudication,
-counterfactual faces. Adjudicators and admins only (see scoring/access.py for why).
+counterfactual faces (adjudicators and admins, see scoring/access.py for why), and dataset exports
+(admins only).
 
 Each page validates its query parameters with a form (400 with the messages otherwise) and can be
 downloaded with ?format=csv&table=<name> or ?format=json; every download is audited.
@@ -11,21 +12,22 @@ import json
 import numpy as np
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.safestring import mark_safe
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotations import taxonomy
 from annotations.models import Adjudication, Image
-from cprt_site.lib import STAFF_ROLES, audit, require_role
+from cprt_site.files import protected_file_response
+from cprt_site.lib import ROLE_ADMIN, STAFF_ROLES, audit, require_role
 
-from . import services, svg
+from . import exports, services, svg
 from . import tables as T
-from .access import get_image_for_review, get_run_for_user
-from .forms import AdjudicationForm, AgreementForm, CounterfactualForm, DisagreementForm, LeaderboardForm, RunForm
+from .access import get_export_for_user, get_image_for_review, get_run_for_user
+from .forms import AdjudicationForm, AgreementForm, CounterfactualForm, DisagreementForm, ExportJobForm, LeaderboardForm, RunForm
 from .metrics import histogram, predicted_levels
-from .models import ImageScore, ScoringProfile
+from .models import ExportJob, ImageScore, ScoringProfile
 
 SCATTER_POINTS = 2500
 QUEUE_PAGE = 50
@@ -287,3 +289,47 @@ def counterfactual(request):
     meta = {"base": base.pk, "cf": cf.pk, "drop": c["drop"]}
     return _respond(request, form, f"counterfactual-{base.pk}-{cf.pk}", "scoring/counterfactual.html", context,
                     T.counterfactual_tables(data), meta)
+
+
+# ---------------------------------------------------------------------------------------------
+# Dataset exports (admins): launch, follow, download. The work runs on a worker (scoring/exports.py).
+
+EXPORTS_PAGE = 25
+
+
+@require_role(ROLE_ADMIN)
+@require_http_methods(["GET", "POST"])
+def export_list(request):
+    form = ExportJobForm(request.POST if request.method == "POST" else None)
+    if request.method == "POST" and form.is_valid():
+        job = exports.start_export(request.user, form.cleaned_data)
+        messages.success(request, f"Export #{job.pk} queued; a worker builds it.")
+        return redirect("scoring:export", job_id=job.pk)
+    page = Paginator(ExportJob.objects.select_related("profile", "created_by"), EXPORTS_PAGE).get_page(request.GET.get("page"))
+    status = 400 if form.is_bound else 200
+    return render(request, "scoring/exports.html", {"form": form, "page": page}, status=status)
+
+
+@require_role(ROLE_ADMIN)
+@require_GET
+def export_detail(request, job_id: int):
+    job = get_export_for_user(request.user, job_id)
+    return render(request, "scoring/export_detail.html", {"job": job})
+
+
+@require_role(ROLE_ADMIN)
+@require_GET
+def export_progress(request, job_id: int):
+    """The progress card of one export (htmx polls it while the job is queued or running)."""
+    job = get_export_for_user(request.user, job_id)
+    return render(request, "scoring/_export_progress.html", {"job": job})
+
+
+@require_role(ROLE_ADMIN)
+@require_GET
+def export_download(request, job_id: int):
+    job = get_export_for_user(request.user, job_id)
+    if not job.downloadable:
+        raise Http404("This export has no file to download (not finished, failed, or pushed to the Hub).")
+    audit(request.user, "export.download", job, file=job.zip_path)
+    return protected_file_response("exports", job.zip_path, content_type="application/zip", download_name=job.download_name, attachment=True)

@@ -19,6 +19,16 @@ def fast_password_hasher(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def clear_cache():
+    # The default cache is per-process memory (CACHE_URL unset): one test's cached counts must not leak into the next.
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
 def make_user(username: str, role: str | None, superuser: bool = False):
     User = get_user_model()
     user = User.objects.create_user(username=username, password=PASSWORD, is_superuser=superuser, is_staff=superuser)

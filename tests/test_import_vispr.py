@@ -1,4 +1,9 @@
-"""import_vispr: safe registration of a VISPR-style image folder; bad files are listed and skipped."""
+"""import_vispr: safe registration of a VISPR-style image folder.
+
+One file that is not an acceptable image refuses the whole folder (every such file listed, nothing
+written); files that are not candidates, duplicates and ids already imported are listed and skipped.
+More malformed images (hand-made bombs, other formats, garbage EXIF) in tests/test_malformed_input.py.
+"""
 from __future__ import annotations
 
 import io
@@ -48,16 +53,21 @@ def folder(tmp_path, settings):
     (d / "2017_10000580.jpg").write_bytes(jpeg_with_gps())
     (d / "2017_10000581.png").write_bytes(png_bytes(color=(9, 9, 9)))
     (d / "2017_10000582.jpg").write_bytes(png_bytes(color=(8, 8, 8)))  # a PNG named .jpg is still an image
-    (d / "2017_20000001.png").write_bytes(bomb_png())
-    (d / "2017_20000002.jpg").write_text("this is not a picture")
-    (d / "2017_20000003.jpg").write_bytes(b"")
-    (d / "2017_20000004.png").write_bytes(noisy_png())  # over the byte limit
-    (d / "2017_20000005.jpg").write_bytes(jpeg_with_gps()[:300])  # truncated
     (d / "2017_20000006.jpg").write_bytes((d / "2017_10000580.jpg").read_bytes())  # same content, other id
     (d / "2017_10000581.jpeg").write_bytes(png_bytes(color=(7, 7, 7)))  # same id, other extension
     (d / "notes.txt").write_text("hello")
     (d / "sub").mkdir()
     return d
+
+
+# File name -> (bytes, why it is refused)
+BAD_FILES = {
+    "2017_20000001.png": (bomb_png, "decompression bomb"),
+    "2017_20000002.jpg": (lambda: b"this is not a picture", "not an image Pillow can read"),
+    "2017_20000003.jpg": (lambda: b"", "empty file"),
+    "2017_20000004.png": (noisy_png, "over the 200,000-byte limit"),
+    "2017_20000005.jpg": (lambda: jpeg_with_gps()[:300], "unreadable or truncated image"),
+}
 
 
 def run(*args) -> str:
@@ -67,16 +77,11 @@ def run(*args) -> str:
 
 
 @pytest.mark.django_db
-def test_good_images_are_added_bad_ones_listed_with_reasons(folder):
+def test_good_images_are_added_others_listed_with_reasons(folder):
     out = run(str(folder), "--split", "test")
     assert sorted(Image.objects.values_list("vispr_id", flat=True)) == ["2017_10000580", "2017_10000581", "2017_10000582"]
-    assert "Images added: 3; attached to existing records: 0; files skipped: 9." in out
+    assert "Images added: 3; attached to existing records: 0; files skipped: 4." in out
     expected = {
-        "2017_20000001.png": "decompression bomb",
-        "2017_20000002.jpg": "not an image Pillow can read",
-        "2017_20000003.jpg": "empty file",
-        "2017_20000004.png": "over the 200,000-byte limit",
-        "2017_20000005.jpg": "unreadable or truncated image",
         "2017_20000006.jpg": "same content as 2017_10000580.jpg",
         "2017_10000581.png": "duplicate id 2017_10000581 (also 2017_10000581.jpeg)",
         "notes.txt": "not an image file name",
@@ -89,7 +94,22 @@ def test_good_images_are_added_bad_ones_listed_with_reasons(folder):
     image = Image.objects.get(vispr_id="2017_10000581")  # the .jpeg came first in name order
     assert image.split == "test" and image.width == 32 and image.height == 24 and image.source == "import_vispr test2017"
     event = AuditEvent.objects.get(action="import_vispr")
-    assert event.data["added"] == 3 and event.data["skipped"] == 9
+    assert event.data["added"] == 3 and event.data["skipped"] == 4
+
+
+@pytest.mark.django_db
+def test_one_bad_image_refuses_the_whole_folder_and_every_bad_one_is_listed(folder):
+    for name, (content, _) in BAD_FILES.items():
+        (folder / name).write_bytes(content())
+    with pytest.raises(CommandError) as exc:
+        run(str(folder), "--split", "test")
+    message = str(exc.value)
+    assert "nothing was written" in message and "5 file(s) cannot be imported" in message
+    for name, (_, reason) in BAD_FILES.items():
+        line = next(line for line in message.splitlines() if line.startswith(f"  {name}:"))
+        assert reason in line, line
+    assert "2017_10000580" not in message  # the good files are not the problem
+    assert not Image.objects.exists() and not AuditEvent.objects.filter(action="import_vispr").exists()
 
 
 @pytest.mark.django_db
@@ -112,7 +132,7 @@ def test_second_run_adds_nothing_and_reports_existing_ids(folder):
     before = list(Image.objects.order_by("id").values_list("id", "vispr_id", "sha256", "file"))
     out = run(str(folder), "--split", "test")
     assert list(Image.objects.order_by("id").values_list("id", "vispr_id", "sha256", "file")) == before
-    assert out.startswith("Images added: 0; attached to existing records: 0; files skipped: 12.")
+    assert out.startswith("Images added: 0; attached to existing records: 0; files skipped: 7.")
     assert "skipped 2017_10000580.jpg: already imported as 2017_10000580" in out
 
 

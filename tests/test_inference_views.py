@@ -66,7 +66,7 @@ INVALID = [
 def test_launch_form_refuses_bad_input_and_stores_nothing(admin_client, openai_server, images, change, message):
     before = AuditEvent.objects.count()
     response = admin_client.post(reverse("inference:run_new"), {**VALID, **change})
-    assert response.status_code == 200
+    assert response.status_code == 400
     assert message in response.content.decode()
     assert Run.objects.count() == 0 and AuditEvent.objects.count() == before
 

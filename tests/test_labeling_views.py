@@ -368,7 +368,7 @@ def test_password_change(client_as, reviewer_a):
     target = reverse("annotations:password_change")
     assert client.get(target).status_code == 200
     bad = client.post(target, {"old_password": "wrong", "new_password1": "x", "new_password2": "x"})
-    assert bad.status_code == 200 and bad.context["form"].errors
+    assert bad.status_code == 400 and bad.context["form"].errors
     reviewer_a.refresh_from_db()
     assert reviewer_a.check_password("correct-horse-battery-staple")
     good = client.post(target, {"old_password": "correct-horse-battery-staple", "new_password1": "a-much-newer-secret-42", "new_password2": "a-much-newer-secret-42"})

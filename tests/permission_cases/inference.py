@@ -26,7 +26,7 @@ def cases(world):
         Case("inference:run_list_rows", expect=ADMIN_ONLY),
         Case("inference:run_new", expect=ADMIN_ONLY),
         # Invalid (no strategy, no provider key): re-rendered with errors, nothing launched.
-        Case("inference:run_new", method="post", data=bad_launch, expect=ADMIN_ONLY),
+        Case("inference:run_new", method="post", data=bad_launch, expect=matrix(reviewer_a=403, reviewer_b=403, adjudicator=403, admin=400)),
         Case("inference:run_estimate", method="post", data=bad_launch, expect=ADMIN_ONLY),
         Case("inference:run_estimate", expect=ADMIN_405),
         Case("inference:prompts", expect=ADMIN_ONLY),

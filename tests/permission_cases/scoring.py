@@ -2,14 +2,19 @@
 
 Every scoring page is for adjudicators and admins (scoring/access.py): reviewers get 403 because the
 pages show model outputs and other annotators' labels, outsiders 403, anonymous users the login page.
+The export pages are for admins only: adjudicators get 403 there too.
 """
 from __future__ import annotations
 
-from . import STAFF_ONLY, Case, matrix
+from . import ADMIN_ONLY, STAFF_ONLY, Case, matrix
 
 NOT_FOUND = matrix(reviewer_a=403, reviewer_b=403, adjudicator=404, admin=404)
 BAD = matrix(reviewer_a=403, reviewer_b=403, adjudicator=400, admin=400)
 WRONG_METHOD = matrix(reviewer_a=403, reviewer_b=403, adjudicator=405, admin=405)
+ADMIN_NOT_FOUND = matrix(reviewer_a=403, reviewer_b=403, adjudicator=403, admin=404)
+ADMIN_BAD = matrix(reviewer_a=403, reviewer_b=403, adjudicator=403, admin=400)
+ADMIN_WRONG_METHOD = matrix(reviewer_a=403, reviewer_b=403, adjudicator=403, admin=405)
+ADMIN_REDIRECT = matrix(reviewer_a=403, reviewer_b=403, adjudicator=403, admin=302)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -91,6 +96,27 @@ def setup(world):
     for image in images:
         submit(image, human)
     world["annotate_run"] = make_run(task="annotate", annotator=gpt)
+    world["finished_export"], world["queued_export"] = make_export_jobs(world["admin"])
+
+
+def make_export_jobs(admin):
+    """A finished zip export with its (tiny) file under CPRT_EXPORT_ROOT, and a queued one."""
+    import zipfile
+
+    from django.conf import settings
+
+    from scoring.models import ExportJob, ScoringProfile
+
+    profile = ScoringProfile.active()
+    finished = ExportJob.objects.create(created_by=admin, splits=["test"], profile=profile, status=ExportJob.STATUS_FINISHED, done=3, total=3)
+    folder = settings.CPRT_EXPORT_ROOT / str(finished.pk)
+    folder.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(folder / finished.download_name, "w") as archive:
+        archive.writestr("README.md", "permission matrix export\n")
+    finished.zip_path = f"{finished.pk}/{finished.download_name}"
+    finished.save(update_fields=["zip_path"])
+    queued = ExportJob.objects.create(created_by=admin, splits=["test"], profile=profile)
+    return finished, queued
 
 
 def cases(world):
@@ -98,6 +124,8 @@ def cases(world):
     annotate = world["annotate_run"]
     review = {"image_id": image.pk}
     post_ok = matrix(reviewer_a=403, reviewer_b=403, adjudicator=302, admin=302)
+    finished, queued = {"job_id": world["finished_export"].pk}, {"job_id": world["queued_export"].pk}
+    profile_pk = world["finished_export"].profile_id
     return [
         Case("scoring:leaderboard", expect=STAFF_ONLY),
         Case("scoring:leaderboard", query="format=json", expect=STAFF_ONLY),
@@ -128,4 +156,18 @@ def cases(world):
         Case("scoring:counterfactual", query=f"base={run.pk}&cf={cf.pk}", expect=STAFF_ONLY),
         Case("scoring:counterfactual", query=f"base={cf.pk}&cf={run.pk}", expect=BAD),
         Case("scoring:counterfactual", method="post", expect=WRONG_METHOD),
+        Case("scoring:exports", expect=ADMIN_ONLY),
+        Case("scoring:exports", method="post", data={"splits": ["test"], "profile": profile_pk, "destination": "zip"}, expect=ADMIN_REDIRECT),
+        Case("scoring:exports", method="post", data={"splits": ["validation"], "profile": profile_pk, "destination": "zip"}, expect=ADMIN_BAD),
+        Case("scoring:exports", method="put", expect=ADMIN_WRONG_METHOD),
+        Case("scoring:export", kwargs=finished, expect=ADMIN_ONLY),
+        Case("scoring:export", kwargs=queued, expect=ADMIN_ONLY),
+        Case("scoring:export", kwargs={"job_id": 999999}, expect=ADMIN_NOT_FOUND),
+        Case("scoring:export", kwargs=finished, method="post", expect=ADMIN_WRONG_METHOD),
+        Case("scoring:export_progress", kwargs=queued, expect=ADMIN_ONLY),
+        Case("scoring:export_progress", kwargs={"job_id": 999999}, expect=ADMIN_NOT_FOUND),
+        Case("scoring:export_download", kwargs=finished, expect=ADMIN_ONLY),
+        Case("scoring:export_download", kwargs=queued, expect=ADMIN_NOT_FOUND),
+        Case("scoring:export_download", kwargs={"job_id": 999999}, expect=ADMIN_NOT_FOUND),
+        Case("scoring:export_download", kwargs=finished, method="post", expect=ADMIN_WRONG_METHOD),
     ]

@@ -18,6 +18,12 @@ from annotations.models import Annotator, Profile
 from cprt_site.lib import ROLE_ADMIN, ROLES, audit
 
 
+def _shown(value: str) -> str:
+    # Echo what was typed, but not all of a 10,000-character argument.
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 class Command(BaseCommand):
     help = "Create a user with a role (reviewer, adjudicator, admin) and print a one-time generated password."
 
@@ -32,14 +38,16 @@ class Command(BaseCommand):
         try:
             User._meta.get_field("username").run_validators(username)
         except ValidationError as exc:
-            raise CommandError(f"Invalid user name {username!r}: {' '.join(exc.messages)}") from None
+            raise CommandError(f"Invalid user name {_shown(username)}: {' '.join(exc.messages)}") from None
         if not username:
             raise CommandError("The user name must not be empty.")
         if email:
             try:
                 validate_email(email)
-            except ValidationError:
-                raise CommandError(f"Invalid e-mail address {email!r}.") from None
+                # The field's own limits too (254 characters): validate_email alone lets up to 320 through.
+                User._meta.get_field("email").run_validators(email)
+            except ValidationError as exc:
+                raise CommandError(f"Invalid e-mail address {_shown(email)}: {' '.join(exc.messages)}") from None
         if User.objects.filter(username__iexact=username).exists():
             raise CommandError(f"A user named {username!r} already exists; nothing was changed.")
         password = secrets.token_urlsafe(15)

@@ -2,10 +2,19 @@
 
 Every file goes through annotations.images.clean_image (byte and pixel limits, full decode,
 metadata stripped). All files are checked first; then the accepted ones are stored in one
-transaction. Files that cannot be accepted are listed with the reason and skipped.
+transaction.
+
+Two kinds of files are not imported:
+- refused: a file named like an image whose bytes are not an acceptable one (empty, truncated, not
+  a JPEG or PNG, over the byte or pixel limit, unreadable). One such file refuses the whole folder:
+  nothing is written, and every refused file is listed with the reason (fix or remove them, run again);
+- skipped: files that are not candidates (other names, folders, links), ids already imported or
+  registered in another split, a second file for the same id or with the same content. They are
+  listed with the reason; the rest is imported, so running the command again is harmless.
 """
 from __future__ import annotations
 
+import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,15 +43,21 @@ class Accepted:
     existing_pk: int | None  # an Image record without a file (e.g. created by import_cprt)
 
 
-def check_folder(folder: Path, split: str, parking: Path) -> tuple[list[Accepted], list[tuple[str, str]]]:
-    """Validate every file of `folder`; returns (accepted, [(file name, reason skipped)])."""
+def as_text(name: str) -> str:
+    """A file name or path as text: bytes that are not UTF-8 (possible on Linux) shown as \\xNN escapes."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
+def check_folder(folder: Path, split: str, parking: Path) -> tuple[list[Accepted], list[tuple[str, str]], list[tuple[str, str]]]:
+    """Validate every file of `folder`; returns (accepted, [(file name, reason skipped)], [(file name, reason refused)])."""
     accepted: list[Accepted] = []
     skipped: list[tuple[str, str]] = []
+    refused: list[tuple[str, str]] = []
     known = {vid: (pk, s, bool(f)) for vid, pk, s, f in Image.objects.values_list("vispr_id", "id", "split", "file")}
     seen_ids: dict[str, str] = {}
     seen_hashes: dict[str, str] = {}
     for path in sorted(folder.iterdir()):
-        name = path.name
+        name = as_text(path.name)
         if path.is_symlink():
             skipped.append((name, "a symbolic link (not followed)"))
             continue
@@ -69,18 +84,18 @@ def check_folder(folder: Path, split: str, parking: Path) -> tuple[list[Accepted
             if existing_split != split:
                 skipped.append((name, f"{vispr_id} is registered in split {existing_split}, not {split}"))
                 continue
-        size = path.stat().st_size
-        if size > settings.CPRT_MAX_IMAGE_BYTES:
-            # Refused before reading: an oversized file never reaches memory.
-            skipped.append((name, f"file is {size:,} bytes, over the {settings.CPRT_MAX_IMAGE_BYTES:,}-byte limit"))
-            continue
         try:
+            size = path.stat().st_size
+            if size > settings.CPRT_MAX_IMAGE_BYTES:
+                # Refused before reading: an oversized file never reaches memory.
+                refused.append((name, f"file is {size:,} bytes, over the {settings.CPRT_MAX_IMAGE_BYTES:,}-byte limit"))
+                continue
             clean = clean_image(path.read_bytes())
         except ImageRejected as exc:
-            skipped.append((name, str(exc)))
+            refused.append((name, str(exc)))
             continue
         except OSError as exc:
-            skipped.append((name, f"unreadable: {exc.strerror or exc}"))
+            refused.append((name, f"unreadable: {exc.strerror or exc}"))
             continue
         same = seen_hashes.get(clean.sha256) or _stored_with_hash(clean.sha256)
         if same:
@@ -92,7 +107,7 @@ def check_folder(folder: Path, split: str, parking: Path) -> tuple[list[Accepted
         accepted.append(
             Accepted(vispr_id, name, parked, clean.extension, clean.width, clean.height, clean.sha256, existing[0] if existing else None)
         )
-    return accepted, skipped
+    return accepted, skipped, refused
 
 
 def _stored_with_hash(sha256: str) -> str | None:
@@ -129,7 +144,11 @@ def store(accepted: list[Accepted], split: str, source: str, audit_data: dict) -
 
 
 class Command(BaseCommand):
-    help = "Register the images of a VISPR-style folder; bad files are listed with the reason and skipped."
+    help = (
+        "Register the images of a VISPR-style folder. A file named like an image that is not an acceptable one "
+        "refuses the whole folder (nothing is written; every such file is listed); other files and ids already "
+        "imported are listed and skipped."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("folder")
@@ -138,15 +157,21 @@ class Command(BaseCommand):
     def handle(self, *args, folder, split, **options):
         root = Path(folder)
         if not root.is_dir():
-            raise CommandError(f"{folder} is not a folder.")
+            raise CommandError(f"{as_text(folder)} is not a folder.")
         with tempfile.TemporaryDirectory(prefix="import-vispr-") as parking:
-            accepted, skipped = check_folder(root, split, Path(parking))
+            accepted, skipped, refused = check_folder(root, split, Path(parking))
+            if refused:
+                listed = "\n".join(f"  {name}: {reason}" for name, reason in refused)
+                raise CommandError(
+                    f"{as_text(str(root))}: refused, nothing was written: {len(refused)} file(s) cannot be imported as images "
+                    f"(fix or remove them and run again):\n{listed}"
+                )
             audit_data = {
-                "folder": str(root.resolve()),
+                "folder": as_text(str(root.resolve())),
                 "skipped": len(skipped),
                 "skipped_files": [{"file": name, "reason": reason} for name, reason in skipped[:500]],
             }
-            added, attached = store(accepted, split, f"import_vispr {root.name}", audit_data)
+            added, attached = store(accepted, split, f"import_vispr {as_text(root.name)}", audit_data)
         self.stdout.write(f"Images added: {added}; attached to existing records: {attached}; files skipped: {len(skipped)}.")
         for name, reason in skipped:
             self.stdout.write(f"  skipped {name}: {reason}")

@@ -18,11 +18,14 @@ class Command(BaseCommand):
         parser.add_argument("out_dir")
         parser.add_argument("--split", action="append", choices=cprt_bench.SPLITS, help="repeatable (default: train and test)")
         parser.add_argument("--profile", help="profile for computed rows (default: the active profile)")
-        parser.add_argument("--include-annotations", action="store_true", help="add the `annotations` configuration")
+        parser.add_argument("--include-annotations", action="store_true",
+                            help="add the `annotations` (raw labels, rationales) and `predictions` (judge runs) configurations")
+        parser.add_argument("--include-images", action="store_true",
+                            help="add the `images` configuration with the image bytes (privacy-sensitive: they leave the system)")
         parser.add_argument("--push-to", metavar="REPO", help="Hugging Face dataset repository, e.g. org/cprt-bench")
         parser.add_argument("--public", action="store_true", help="create the repository public (default: private)")
 
-    def handle(self, *args, out_dir, split, profile, include_annotations, push_to, public, **options):
+    def handle(self, *args, out_dir, split, profile, include_annotations, include_images, push_to, public, **options):
         # Everything that can be checked is checked before anything is written.
         if push_to and not settings.HF_TOKEN:
             raise CommandError("--push-to needs a Hugging Face token: set HF_TOKEN in the environment. Nothing was written.")
@@ -34,7 +37,9 @@ class Command(BaseCommand):
             if chosen is None:
                 raise CommandError(f"No scoring profile named {profile!r}.")
         try:
-            summary = cprt_bench.export_dataset(out_dir, split or ["train", "test"], chosen, include_annotations=include_annotations)
+            summary = cprt_bench.export_dataset(
+                out_dir, split or ["train", "test"], chosen, include_annotations=include_annotations, include_images=include_images
+            )
         except cprt_bench.ExportError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"Exported to {summary['out_dir']} with profile {summary['profile']}:")
@@ -44,6 +49,8 @@ class Command(BaseCommand):
                 f"  {name}: {stats['rows']} rows ({stats['published']} published, {stats['computed']} computed; {levels}); "
                 f"skipped {stats['skipped_no_score']} without a score, {stats['skipped_no_labels']} without labels"
                 + (f"; {stats['annotation_rows']} annotation rows" if "annotation_rows" in stats else "")
+                + (f"; {stats['prediction_rows']} prediction rows" if "prediction_rows" in stats else "")
+                + (f"; {stats['image_rows']} images" if "image_rows" in stats else "")
             )
             if stats["rows"] == 0:
                 self.stdout.write(self.style.WARNING(f"  {name} has no rows and is left out of the dataset."))

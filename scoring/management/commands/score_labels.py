@@ -1,4 +1,8 @@
-"""Score CPRT-Bench style rows read as JSON Lines on stdin; write them back with level and score."""
+"""Score CPRT-Bench style rows read as JSON Lines on stdin; write them back with level and score.
+
+Rows are written back with their other fields, so each line must be JSON that can be written back as
+it came: no NaN/Infinity (nor numbers too large to be finite), no escaped lone surrogates.
+"""
 from __future__ import annotations
 
 import json
@@ -10,8 +14,19 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotations import taxonomy
 from scoring import engine
-from scoring.cprt_bench import MAX_LISTED_PROBLEMS, score_row
+from scoring.cprt_bench import MAX_LISTED_PROBLEMS, json_problem, score_row
 from scoring.models import ScoringProfile
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
 
 
 class Command(BaseCommand):
@@ -43,16 +58,22 @@ class Command(BaseCommand):
                 if not text.strip():
                     continue
                 try:
-                    row = json.loads(text)
-                except json.JSONDecodeError as exc:
-                    problems.append(f"line {number}: malformed JSON: {exc.msg} (column {exc.colno})")
+                    row = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+                except (ValueError, RecursionError) as exc:
+                    problems.append(f"line {number}: {json_problem(exc)}")
                     continue
                 scored, row_problems = score_row(row, tax, bounds_, weights)
                 if scored is None:
                     problems.extend(f"line {number}: {p}" for p in row_problems)
                     continue
+                line = json.dumps(scored, ensure_ascii=False)
+                try:
+                    line.encode("utf-8")
+                except UnicodeEncodeError:
+                    problems.append(f"line {number}: a string holds an escaped lone surrogate (\\ud800-\\udfff), which is not text")
+                    continue
                 if not problems:
-                    buffer.write(json.dumps(scored, ensure_ascii=False) + "\n")
+                    buffer.write(line + "\n")
             if problems:
                 listed = problems[:MAX_LISTED_PROBLEMS]
                 more = f"\n  ... and {len(problems) - len(listed)} more" if len(problems) > len(listed) else ""

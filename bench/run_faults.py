@@ -1,0 +1,234 @@
+"""A judge run survives a PostgreSQL restart and a SIGKILLed worker, and ends with one result per image.
+
+    .venv/bin/python bench/run_faults.py [--images 600] [--concurrency 8]
+
+Needs root (or the postgres user) on a machine whose PostgreSQL cluster is managed by
+`pg_ctlcluster` (Debian), and Redis on 127.0.0.1:6379. It restarts THE WHOLE PostgreSQL SERVER:
+do not run it while anything else uses that server.
+
+The production setup, in miniature: a fresh PostgreSQL database (dropped afterwards), Redis as
+broker and rate limiter, a real Celery worker (prefork) and Celery beat running the reconciler,
+and a fake OpenAI-compatible server that answers after --latency seconds. Sequence:
+
+  1. launch a run through the normal service (inference.services.launch_run);
+  2. at --restart-at of the images done: `pg_ctlcluster <version> main restart` (every open
+     connection, the worker's included, is cut mid-chunk);
+  3. at --kill-at: SIGKILL the worker's whole process group (no warm shutdown, unacked tasks);
+     start a new worker;
+  4. wait until the run finishes. Nothing is resumed by hand: the beat reconciler re-dispatches the
+     images whose chunks died.
+
+Checked: the run is `finished`, the results are exactly the run's images, once each (no missing,
+no duplicate), every outcome is `ok`. Printed: the time of each phase, provider calls made (more
+than the images: work lost with the killed chunks is redone), reconciler re-dispatches.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--images", type=int, default=600)
+    p.add_argument("--concurrency", type=int, default=8)
+    p.add_argument("--latency", type=float, default=0.1, help="fake provider latency in seconds")
+    p.add_argument("--restart-at", type=float, default=0.25, help="fraction of results at which PostgreSQL restarts")
+    p.add_argument("--kill-at", type=float, default=0.55, help="fraction of results at which the worker is killed")
+    p.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/bench_faults")
+    p.add_argument("--broker-url", default="redis://127.0.0.1:6379/9")
+    p.add_argument("--port", type=int, default=8931)
+    p.add_argument("--timeout", type=float, default=600.0)
+    return p.parse_args()
+
+
+def admin_url(url: str) -> str:
+    return urlsplit(url)._replace(path="/postgres").geturl()
+
+
+def recreate_database(url: str, drop_only: bool = False) -> None:
+    import psycopg
+
+    name = urlsplit(url).path.lstrip("/")
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise SystemExit(f"refusing odd database name {name!r}")
+    with psycopg.connect(admin_url(url), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if not drop_only:
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def restart_postgres(url: str) -> float:
+    """Restart the server; return the seconds until it accepts connections again."""
+    import psycopg
+
+    versions = sorted(os.listdir("/etc/postgresql"))
+    if not versions:
+        raise SystemExit("no /etc/postgresql/<version>: this script restarts PostgreSQL with pg_ctlcluster")
+    start = time.monotonic()
+    subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", versions[-1], "main", "restart", "-m", "fast"], check=True)
+    while True:
+        try:
+            psycopg.connect(url, connect_timeout=2).close()
+            return time.monotonic() - start
+        except psycopg.OperationalError:
+            if time.monotonic() - start > 120:
+                raise SystemExit("PostgreSQL did not come back within 120 s") from None
+            time.sleep(0.2)
+
+
+def start(cmd: list[str], env: dict, log: Path) -> subprocess.Popen:
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=open(log, "ab"), start_new_session=True)
+
+
+def stop(proc: subprocess.Popen, sig=signal.SIGTERM) -> None:
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, sig)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
+def main() -> None:
+    args = parse_args()
+    data_dir = tempfile.mkdtemp(prefix="cprt-bench-faults-")
+    env = dict(os.environ)
+    env.update({
+        "CPRT_DATA_DIR": data_dir, "DJANGO_SETTINGS_MODULE": "cprt_site.settings", "DATABASE_URL": args.database_url,
+        "CELERY_BROKER_URL": args.broker_url, "CELERY_RESULT_BACKEND": args.broker_url,
+        "OPENAI_API_KEY": "sk-bench-not-a-secret", "OPENAI_BASE_URL": f"http://127.0.0.1:{args.port}/v1", "OPENAI_MAX_RPM": "0",
+        "CPRT_RUN_CHUNK_SIZE": "20", "CPRT_RUN_HEARTBEAT_S": "0.5", "CPRT_RUN_STALE_S": "8", "CPRT_RECONCILE_EVERY_S": "2",
+        "PYTHONPATH": str(ROOT), "LOG_LEVEL": "WARNING",
+    })
+    os.environ.update(env)
+    print(f"database {args.database_url} (fresh), broker {args.broker_url}, data dir {data_dir}", flush=True)
+    recreate_database(args.database_url)
+
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import DatabaseError, connections
+    from PIL import Image as PILImage
+
+    from annotations.images import attach, clean_image
+    from annotations.models import AuditEvent, Image
+    from cprt_site.celery import app
+    from inference import prompts, services
+    from inference.models import Run, RunResult
+    from inference.selection import Selection
+
+    call_command("migrate", verbosity=0)
+    for i in range(args.images):
+        buf = io.BytesIO()
+        PILImage.new("RGB", (64, 48), (i % 256, (i // 256) % 256, (i * 7) % 256)).save(buf, format="PNG")
+        image = Image(vispr_id=f"2017_{i:08d}", split="test", source="bench")
+        attach(image, clean_image(buf.getvalue()))
+        image.save()
+    app.control.purge()
+
+    def db(fn):
+        """Call fn, reconnecting while PostgreSQL is away (this process is cut off by the restart too)."""
+        while True:
+            try:
+                return fn()
+            except DatabaseError:
+                connections.close_all()
+                time.sleep(0.2)
+
+    logs = Path(data_dir)
+    server = subprocess.Popen([sys.executable, "-m", "tests.fakes.openai_server", "--port", str(args.port), "--delay", str(args.latency), "--processes", "4"],
+                              cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    server.stdout.readline()
+
+    def worker(name: str) -> subprocess.Popen:
+        return start([sys.executable, "-m", "celery", "-A", "cprt_site", "worker", "-Q", "api,default", "--pool", "prefork", "--concurrency", "2",
+                      "--loglevel", "WARNING", "--without-gossip", "--without-mingle", "-n", f"{name}-{os.getpid()}@%h"], env, logs / f"{name}.log")
+
+    beat = start([sys.executable, "-m", "celery", "-A", "cprt_site", "beat", "--loglevel", "WARNING", "--schedule", str(logs / "beat-schedule")], env, logs / "beat.log")
+    first = worker("worker-a")
+    second = None
+    timeline: dict = {}
+    try:
+        time.sleep(3)
+        spec = services.LaunchSpec("judge", "openai", "bench-model", "zero_shot", False, prompts.DEFAULT_VERSION["judge"], Selection(split="test"), args.concurrency)
+        t0 = time.monotonic()
+        run = services.launch_run(None, spec)
+        results = RunResult.objects.filter(run=run)
+        n = args.images
+
+        def wait_until(fraction: float) -> int:
+            while True:
+                done = db(results.count)
+                if done >= fraction * n:
+                    return done
+                if time.monotonic() - t0 > args.timeout:
+                    raise SystemExit(f"timed out at {done}/{n} results; logs in {data_dir}")
+                time.sleep(0.1)
+
+        done = wait_until(args.restart_at)
+        timeline["postgres_restart"] = {"at_s": round(time.monotonic() - t0, 1), "results_before": done}
+        timeline["postgres_restart"]["down_s"] = round(restart_postgres(args.database_url), 2)
+        connections.close_all()
+
+        done = wait_until(args.kill_at)
+        timeline["worker_kill"] = {"at_s": round(time.monotonic() - t0, 1), "results_before": done}
+        stop(first, signal.SIGKILL)
+        second = worker("worker-b")
+
+        while True:
+            status = db(lambda: Run.objects.values_list("status", flat=True).get(pk=run.pk))
+            if status not in Run.ACTIVE_STATUSES:
+                break
+            if time.monotonic() - t0 > args.timeout:
+                raise SystemExit(f"timed out with status {status}; logs in {data_dir}")
+            time.sleep(0.25)
+        timeline["finished_s"] = round(time.monotonic() - t0, 1)
+        run.refresh_from_db()
+        image_ids = list(results.values_list("image_id", flat=True))
+        outcomes = run.outcome_counts
+        redispatches = AuditEvent.objects.filter(action="run.redispatch", target_id=str(run.pk)).count()
+        calls = json.load(urllib.request.urlopen(f"http://127.0.0.1:{args.port}/_stats"))["count"]
+    finally:
+        for proc in (second, first, beat, server):
+            if proc is not None:
+                stop(proc)
+        connections.close_all()
+    checks = {
+        "status_finished": run.status == Run.STATUS_FINISHED,
+        "one_result_per_image": len(image_ids) == len(set(image_ids)) == n,
+        "results_are_the_runs_images": sorted(image_ids) == sorted(run.image_ids),
+        "all_ok": outcomes == {"ok": n},
+    }
+    report = {
+        "images": n, "concurrency": args.concurrency, "status": run.status, "results": len(image_ids),
+        "distinct_images": len(set(image_ids)), "outcomes": outcomes, "provider_calls": calls,
+        "reconciler_redispatches": redispatches, "timeline": timeline, "checks": checks,
+    }
+    print(json.dumps(report, indent=2))
+    recreate_database(args.database_url, drop_only=True)
+    if not all(checks.values()):
+        print(f"FAILED; worker and beat logs in {data_dir}", file=sys.stderr)
+        raise SystemExit(1)
+    print("PASSED: the run finished with exactly one result per image")
+
+
+if __name__ == "__main__":
+    main()
