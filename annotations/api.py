@@ -15,8 +15,6 @@ The shared plumbing (also used by inference/api.py and scoring/api.py):
 """
 from __future__ import annotations
 
-import json
-import math
 import re
 from collections.abc import Mapping
 
@@ -36,6 +34,7 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
+from cprt_site import strictjson
 from cprt_site.lib import ROLES, STAFF_ROLES, role_of
 from scoring.models import ImageScore, ScoringProfile
 
@@ -49,18 +48,6 @@ from .models import Annotator, Image, Label, Labeling
 
 MAX_BODY_BYTES = 256 * 1024  # a complete labeling with every rationale at its limit is ~50 KB
 MAX_INT = 2**31 - 1
-
-
-def _refuse_constant(name: str):
-    raise ValueError(f"{name} is not a number JSON allows")
-
-
-def _finite_float(text: str) -> float:
-    # 1e400 is valid JSON syntax, but Python reads it as Infinity: refused like the literal.
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"the number {text[:40]} is out of range")
-    return value
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -95,7 +82,7 @@ class StrictJSONParser(JSONParser):
         except UnicodeDecodeError:
             raise ParseError("The request body is not valid UTF-8; nothing was changed.") from None
         try:
-            data = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+            data = strictjson.loads(text)
         except (ValueError, RecursionError) as exc:
             raise ParseError(f"The request body is not valid JSON ({exc}); nothing was changed.") from None
         if _has_lone_surrogate(data):

@@ -25,7 +25,6 @@ than the images: work lost with the killed chunks is redone), reconciler re-disp
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import re
@@ -126,22 +125,16 @@ def main() -> None:
     django.setup()
     from django.core.management import call_command
     from django.db import DatabaseError, connections
-    from PIL import Image as PILImage
 
-    from annotations.images import attach, clean_image
-    from annotations.models import AuditEvent, Image
+    from bench.common import make_run_images
+    from annotations.models import AuditEvent
     from cprt_site.celery import app
     from inference import prompts, services
     from inference.models import Run, RunResult
     from inference.selection import Selection
 
     call_command("migrate", verbosity=0)
-    for i in range(args.images):
-        buf = io.BytesIO()
-        PILImage.new("RGB", (64, 48), (i % 256, (i // 256) % 256, (i * 7) % 256)).save(buf, format="PNG")
-        image = Image(vispr_id=f"2017_{i:08d}", split="test", source="bench")
-        attach(image, clean_image(buf.getvalue()))
-        image.save()
+    make_run_images(0, args.images)
     app.control.purge()
 
     def db(fn):

@@ -17,7 +17,6 @@ number of requests the server saw in flight, and the worker's RSS at start, midd
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import signal
@@ -71,9 +70,8 @@ def main() -> None:
 
     django.setup()
     from django.core.management import call_command
-    from PIL import Image as PILImage
 
-    from annotations.images import attach, clean_image
+    from bench.common import make_run_images
     from annotations.models import Image
     from cprt_site.celery import app
     from inference import prompts, services
@@ -84,12 +82,7 @@ def main() -> None:
     have = Image.objects.count()
     if have < args.images:
         print(f"generating {args.images - have} images ...", flush=True)
-        for i in range(have, args.images):
-            buf = io.BytesIO()
-            PILImage.new("RGB", (64, 48), (i % 256, (i // 256) % 256, (i * 7) % 256)).save(buf, format="PNG")
-            image = Image(vispr_id=f"2017_{i:08d}", split="test", source="bench")
-            attach(image, clean_image(buf.getvalue()))
-            image.save()
+        make_run_images(have, args.images)
     app.control.purge()
 
     server = subprocess.Popen([sys.executable, "-m", "tests.fakes.openai_server", "--port", str(args.port), "--delay", str(args.latency), "--processes", str(args.server_processes)],

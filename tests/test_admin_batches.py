@@ -5,15 +5,16 @@ import pytest
 from django.contrib.admin import helpers
 from django.urls import reverse
 
-from annotations.models import AuditEvent, Batch, Image
+from annotations.models import AuditEvent, Image
+from tests.factories import BatchFactory, ImageFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 URL = reverse("admin:annotations_image_changelist")
 
 
-def test_assign_selected_images_to_a_batch(client, admin_user, make_image):
-    images = [make_image(f"2017_batch_{i}", with_file=False) for i in range(3)]
-    batch = Batch.objects.create(name="suggestions-on", show_model_suggestions=True)
+def test_assign_selected_images_to_a_batch(client, admin_user):
+    images = ImageFactory.create_batch(3)
+    batch = BatchFactory(show_model_suggestions=True)
     client.force_login(admin_user)
     selected = [images[0].pk, images[1].pk]
     confirm = client.post(URL, {"action": "assign_batch", helpers.ACTION_CHECKBOX_NAME: selected})
@@ -29,8 +30,8 @@ def test_assign_selected_images_to_a_batch(client, admin_user, make_image):
     assert not Image.objects.filter(batch=batch).exists()
 
 
-def test_unknown_batch_is_refused_and_nothing_changes(client, admin_user, make_image):
-    image = make_image("2017_batch_x", with_file=False)
+def test_unknown_batch_is_refused_and_nothing_changes(client, admin_user):
+    image = ImageFactory()
     client.force_login(admin_user)
     response = client.post(URL, {"action": "assign_batch", helpers.ACTION_CHECKBOX_NAME: [image.pk], "apply": "1", "batch": "999999"})
     assert response.status_code == 400 and b"Select a valid choice" in response.content
@@ -38,8 +39,8 @@ def test_unknown_batch_is_refused_and_nothing_changes(client, admin_user, make_i
     assert not AuditEvent.objects.filter(action="image.batch").exists()
 
 
-def test_reviewers_cannot_use_the_admin(client, reviewer_a, make_image):
-    image = make_image("2017_batch_y", with_file=False)
-    client.force_login(reviewer_a)
+def test_reviewers_cannot_use_the_admin(client):
+    image = ImageFactory()
+    client.force_login(UserFactory(role="reviewer"))
     response = client.post(URL, {"action": "assign_batch", helpers.ACTION_CHECKBOX_NAME: [image.pk], "apply": "1", "batch": ""})
     assert response.status_code == 302 and "/admin/login/" in response["Location"]

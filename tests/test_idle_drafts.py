@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from annotations import services
 from annotations.models import AuditEvent, Labeling
-from tests.conftest import make_user
+from tests.factories import UserFactory
 from tests.labeling_helpers import claim
 
 pytestmark = pytest.mark.django_db
@@ -22,7 +22,7 @@ def test_idle_empty_draft_is_released_and_the_image_goes_back_to_the_queue(make_
     settings.CPRT_LABELINGS_PER_IMAGE = 1
     image = make_image("2017_idle_1")
     idle = claim(reviewer_a)
-    other = make_user("other", "reviewer")
+    other = UserFactory(role="reviewer")
     assert services.claim_next(other) is None  # the only slot is held
     _age(idle, 25)
     assert services.release_idle_drafts(24) == [image.pk]

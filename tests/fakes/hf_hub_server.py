@@ -25,7 +25,7 @@ import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 
-from tests.fakes.server import Reply, FakeServer, _Server
+from tests.fakes.server import FakeServer, LocalHTTPServer, Reply
 
 REPO_PATH = re.compile(r"^/api/(?P<type>models|datasets|spaces)/(?P<owner>[^/]+)/(?P<name>[^/]+)/(?P<op>preupload|commit)/(?P<rev>[^/]+)$")
 
@@ -38,19 +38,12 @@ class FakeRepo:
     commits: list[dict] = field(default_factory=list)  # the header line of every commit
 
 
-class FakeHubServer:
+class FakeHubServer(LocalHTTPServer):
     def __init__(self, token: str):
         self.token = token
         self.repos: dict[str, FakeRepo] = {}  # "owner/name" -> repo
         self.requests: list[dict] = []  # {"method", "path", "headers"}
         self._lock = threading.Lock()
-        self._httpd = None
-        self._thread = None
-
-    @property
-    def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
 
     def start(self) -> "FakeHubServer":
         hub = self
@@ -69,21 +62,7 @@ class FakeHubServer:
             def do_GET(self):
                 FakeServer._send(self, hub.answer("GET", self.path.split("?", 1)[0], dict(self.headers), b""))
 
-        self._httpd = _Server(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
+        return self.serve(Handler)
 
     # --- the protocol ----------------------------------------------------------------------------
     def answer(self, method: str, path: str, headers: dict, body: bytes) -> Reply:

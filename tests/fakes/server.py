@@ -48,7 +48,36 @@ class Reply:
     delay: float = 0.0  # seconds to wait before answering (timeouts, latency)
 
 
-class FakeServer:
+class LocalHTTPServer:
+    """A threaded HTTP server on 127.0.0.1 for a test: `serve(handler_class)`, `url`, `stop()`, a context manager."""
+
+    _httpd = None
+    _thread = None
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def serve(self, handler, port: int = 0, server_class=_Server):
+        self._httpd = server_class(("127.0.0.1", port), handler)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+class FakeServer(LocalHTTPServer):
     """Subclasses implement `default_reply(path, payload) -> Reply` and `matches(path)`."""
 
     def __init__(self, delay: float = 0.0, record: bool = True, shared: SharedCounters | None = None, reuse_port: bool = False):
@@ -62,8 +91,6 @@ class FakeServer:
         self.in_flight = 0
         self.peak_in_flight = 0
         self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     # --- scripting -------------------------------------------------------------------------
     def queue(self, *replies: Reply | Callable) -> None:
@@ -78,11 +105,6 @@ class FakeServer:
         raise NotImplementedError
 
     # --- lifecycle -------------------------------------------------------------------------
-    @property
-    def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
-
     def start(self, port: int = 0) -> "FakeServer":
         server = self
 
@@ -108,27 +130,12 @@ class FakeServer:
                     payload = {}
                 server._handle(self, payload)
 
-        server_class = type("FakeHTTPServer", (_Server,), {"reuse_port": self.reuse_port})
-        self._httpd = server_class(("127.0.0.1", port), Handler)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-        self._thread.start()
-        return self
+        return self.serve(Handler, port, type("FakeHTTPServer", (_Server,), {"reuse_port": self.reuse_port}))
 
     def stats(self) -> dict:
         if self.shared is not None:
             return {"count": self.shared.count.value, "peak_in_flight": self.shared.peak.value}
         return {"count": self.count, "peak_in_flight": self.peak_in_flight}
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
 
     # --- request handling --------------------------------------------------------------------
     def _handle(self, handler, payload: dict) -> None:

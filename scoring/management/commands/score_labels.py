@@ -13,20 +13,10 @@ import tempfile
 from django.core.management.base import BaseCommand, CommandError
 
 from annotations import taxonomy
+from cprt_site import strictjson
 from scoring import engine
 from scoring.cprt_bench import MAX_LISTED_PROBLEMS, json_problem, score_row
 from scoring.models import ScoringProfile
-
-
-def _refuse_constant(name: str):
-    raise ValueError(f"{name} is not a number JSON allows")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"the number {text[:40]} is out of range")
-    return value
 
 
 class Command(BaseCommand):
@@ -58,7 +48,7 @@ class Command(BaseCommand):
                 if not text.strip():
                     continue
                 try:
-                    row = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+                    row = strictjson.loads(text)
                 except (ValueError, RecursionError) as exc:
                     problems.append(f"line {number}: {json_problem(exc)}")
                     continue
