@@ -7,6 +7,7 @@ counts requests and the peak number in flight, so tests and the benchmark can ch
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections import deque
@@ -17,6 +18,12 @@ from typing import Callable
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # A client that went away mid-request (a SIGKILLed worker in the fault bench) is not a server error.
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
     request_queue_size = 1024  # a class attribute: listen() is called in the constructor
     reuse_port = False
 
