@@ -217,6 +217,9 @@ GEMINI_BASE_URL = env.str("GEMINI_BASE_URL", default="")
 VLLM_BASE_URL = env.str("VLLM_BASE_URL", default="")
 VLLM_API_KEY = env.str("VLLM_API_KEY", default="")
 HF_TOKEN = env.str("HF_TOKEN", default="")
+# A running export writes a heartbeat this often; beat marks one silent for CPRT_EXPORT_STALE_S failed (worker lost).
+CPRT_EXPORT_HEARTBEAT_S = env.float("CPRT_EXPORT_HEARTBEAT_S", default=30.0)
+CPRT_EXPORT_STALE_S = env.float("CPRT_EXPORT_STALE_S", default=300.0)
 HF_ENDPOINT = env.str("HF_ENDPOINT", default="")  # another Hub (a mirror, the tests' fake); empty: huggingface.co
 
 if not DEBUG:

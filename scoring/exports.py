@@ -12,12 +12,14 @@ import json
 import logging
 import os
 import shutil
+import threading
 import time
 import zipfile
+from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -84,6 +86,45 @@ class _ProgressWriter:
         ExportJob.objects.filter(pk=self.job_id).update(done=done, total=total)
 
 
+class _Heartbeat(threading.Thread):
+    """Writes heartbeat_at every CPRT_EXPORT_HEARTBEAT_S while the job runs (also through a long zip or
+    upload that reports no progress), so that `reconcile` can tell a slow export from a lost worker."""
+
+    def __init__(self, job_id: int):
+        super().__init__(name=f"export-{job_id}-heartbeat", daemon=True)
+        self.job_id = job_id
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self._stop_event.wait(settings.CPRT_EXPORT_HEARTBEAT_S):
+                ExportJob.objects.filter(pk=self.job_id, status=ExportJob.STATUS_RUNNING).update(heartbeat_at=timezone.now())
+        finally:
+            connection.close()  # this thread's own database connection
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(timeout=10)
+
+
+def reconcile() -> list[int]:
+    """Periodic (Celery beat): a running export whose heartbeat is older than CPRT_EXPORT_STALE_S lost
+    its worker; mark it failed with a message that says so (a late redelivery of its message then
+    finds it failed and does nothing). Returns the job ids."""
+    cutoff = timezone.now() - timedelta(seconds=settings.CPRT_EXPORT_STALE_S)
+    stale = list(
+        ExportJob.objects.filter(status=ExportJob.STATUS_RUNNING, heartbeat_at__lt=cutoff).values_list("pk", flat=True)
+    )
+    for job_id in stale:
+        error = (f"The worker building this export stopped (no heartbeat for more than {settings.CPRT_EXPORT_STALE_S:.0f} s). "
+                 "Nothing was delivered; launch the export again.")
+        if ExportJob.objects.filter(pk=job_id, status=ExportJob.STATUS_RUNNING, heartbeat_at__lt=cutoff).update(
+            status=ExportJob.STATUS_FAILED, error=error, finished_at=timezone.now()
+        ):
+            audit(None, "export.worker_lost", ExportJob(pk=job_id), error=error)
+    return stale
+
+
 def job_folder(job: ExportJob) -> Path:
     return Path(settings.CPRT_EXPORT_ROOT) / str(job.pk)
 
@@ -94,9 +135,12 @@ def run_export(job_id: int) -> dict:
     if job.status in (ExportJob.STATUS_FINISHED, ExportJob.STATUS_FAILED):
         return {"job_id": job.pk, "status": job.status}  # a redelivered message: the job is done
     # A job left `running` by a killed worker starts over: the export replaces its own folder.
-    ExportJob.objects.filter(pk=job.pk).update(status=ExportJob.STATUS_RUNNING, started_at=timezone.now(), done=0, total=0, error="")
+    now = timezone.now()
+    ExportJob.objects.filter(pk=job.pk).update(status=ExportJob.STATUS_RUNNING, started_at=now, heartbeat_at=now, done=0, total=0, error="")
     folder = job_folder(job)
     work = folder / "dataset"
+    heartbeat = _Heartbeat(job.pk)
+    heartbeat.start()
     try:
         summary = cprt_bench.export_dataset(
             work, job.splits, job.profile, include_annotations=job.include_annotations, include_images=job.include_images,
@@ -114,6 +158,7 @@ def run_export(job_id: int) -> dict:
         audit(job.created_by, "export.failed", job, error=error)
         return {"job_id": job.pk, "status": ExportJob.STATUS_FAILED}
     finally:
+        heartbeat.stop()
         shutil.rmtree(work, ignore_errors=True)
     summary.pop("out_dir", None)  # a path on the server; nothing the page needs
     summary = json.loads(json.dumps(summary))  # as the JSON field will give it back (level keys become strings)

@@ -137,6 +137,7 @@ class ExportJob(models.Model):
     hub_url = models.CharField(max_length=500, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Written by the worker while it builds the export.")
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -1,6 +1,8 @@
-"""Celery tasks of the scoring app: thin wrappers that take ids."""
+"""Celery tasks of the scoring app: thin wrappers that take ids. The export reconciler runs on beat."""
 from celery import shared_task
 from pydantic import BaseModel, ConfigDict, PositiveInt, ValidationError
+
+from cprt_site.celery import app
 
 
 class JobArgs(BaseModel):
@@ -27,3 +29,17 @@ def run_export(job_id) -> dict:
     except ValidationError as exc:
         raise ValueError(f"run_export refuses its input: {exc.errors()[0]['msg']}") from None
     return run(args.job_id)
+
+
+@shared_task(name="scoring.reconcile_exports")
+def reconcile_exports() -> dict:
+    """Mark exports whose worker went silent as failed (scoring.exports.reconcile)."""
+    from .exports import reconcile
+
+    return {"failed": reconcile()}
+
+
+app.conf.beat_schedule = {
+    **(app.conf.beat_schedule or {}),
+    "scoring.reconcile_exports": {"task": "scoring.reconcile_exports", "schedule": 60.0, "options": {"queue": "default"}},
+}
