@@ -5,6 +5,7 @@ a join here saves one query per request.
 """
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 
@@ -26,8 +27,6 @@ def client_ip(request) -> str:
     forged. Behind N trusted proxies that each append to X-Forwarded-For (nginx, and a TLS proxy in
     front of it), it is the N-th address from the right: the one the outermost trusted proxy saw.
     """
-    from django.conf import settings
-
     remote = request.META.get("REMOTE_ADDR", "")
     trusted = settings.CPRT_TRUSTED_PROXIES
     if not trusted:

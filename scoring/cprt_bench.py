@@ -784,8 +784,9 @@ def _write_export(root: Path, splits, profile, tax, include_annotations, include
     if not summary["files"]:
         raise ExportError(f"Nothing to export: no image of {', '.join(splits)} has a published or computed score under {profile.label}.")
     if include_annotations:
+        annotators = {a["id"]: a for a in Annotator.objects.values("id", "name", "kind", "provider", "model_name", "prompt_version")}
         for split in splits:
-            make_rows = lambda chunk: _annotation_rows(chunk, tax, key_of, summary["annotators"])  # noqa: E731
+            make_rows = lambda chunk: _annotation_rows(chunk, tax, key_of, annotators, summary["annotators"])  # noqa: E731
             count = _write_config(root, summary, "annotations", split, annotations_schema(tax), ids_by_split[split], make_rows, advance)
             summary["splits"][split]["annotation_rows"] = count
         for split in splits:
@@ -852,8 +853,8 @@ def public_annotator(annotator: dict) -> dict:
     }
 
 
-def _annotation_rows(chunk, tax, key_of, seen: dict) -> list[dict]:
-    annotators = {a["id"]: a for a in Annotator.objects.values("id", "name", "kind", "provider", "model_name", "prompt_version")}
+def _annotation_rows(chunk, tax, key_of, annotators: dict[int, dict], seen: dict) -> list[dict]:
+    """One row per (image, annotator) with submitted labels; `annotators`: id -> its fields, read once per export."""
     vispr_of = dict(Image.objects.filter(id__in=chunk).values_list("id", "vispr_id"))
     # Unfinished work (a draft labeling) is not an annotation yet.
     drafts = set(Labeling.objects.filter(image_id__in=chunk, status=Labeling.STATUS_DRAFT).values_list("image_id", "annotator_id"))
