@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.http import Http404
 
-from cprt_site.lib import ROLES, role_of
+from core.roles import ROLES, role_of
 
 from .models import Image, Labeling
 

@@ -4,9 +4,9 @@ from django.contrib.admin import helpers
 from django.shortcuts import render
 from simple_history.admin import SimpleHistoryAdmin
 
-from cprt_site.lib import audit
+from core.audit import audit
 
-from .models import Adjudication, Annotator, AuditEvent, Attribute, Batch, Image, Label, Labeling, Profile, TaxonomyVersion
+from .models import Adjudication, Annotator, Attribute, Batch, Image, Label, Labeling, TaxonomyVersion
 
 
 class AssignBatchForm(forms.Form):
@@ -92,19 +92,6 @@ class LabelingAdmin(SimpleHistoryAdmin):
 class AdjudicationAdmin(SimpleHistoryAdmin):
     list_display = ("image", "attribute", "value", "adjudicator", "updated_at")
     raw_id_fields = ("image",)
-
-
-@admin.register(Profile)
-class ProfileAdmin(admin.ModelAdmin):
-    list_display = ("user", "role", "blur_images_by_default")
-    list_filter = ("role",)
-
-
-@admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
-    list_display = ("created_at", "actor", "action", "target_type", "target_id")
-    list_filter = ("action",)
-    readonly_fields = [f.name for f in AuditEvent._meta.fields]
 
 
 admin.site.register(TaxonomyVersion)

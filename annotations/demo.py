@@ -25,8 +25,9 @@ from PIL import ImageDraw, ImageFont
 
 from annotations import taxonomy
 from annotations.images import attach, clean_image
-from annotations.models import Annotator, Image, Label, Labeling, Profile
-from cprt_site.lib import audit
+from annotations.models import Annotator, Image, Label, Labeling
+from core.models import Profile
+from core.audit import audit
 
 WIDTH, HEIGHT = 320, 240
 DEMO_SEED = 20260321

@@ -4,7 +4,9 @@ from __future__ import annotations
 from django import forms
 from django.core.exceptions import ValidationError
 
-from .models import Labeling, Profile
+from .models import Labeling
+
+from core.models import Profile
 from .taxonomy import Taxonomy
 
 VALUE_CHOICES = [("0", "No"), ("0.5", "Unsure"), ("1", "Yes")]

@@ -246,33 +246,3 @@ class Adjudication(models.Model):
             models.UniqueConstraint(fields=["image", "attribute"], name="one_adjudication_per_image_attribute"),
             models.CheckConstraint(condition=Q(value__in=LABEL_VALUES), name="adjudication_value_0_half_1"),
         ]
-
-
-class Profile(models.Model):
-    """A reviewer account's role and preferences. Accounts without a profile have no access."""
-
-    ROLES = [("reviewer", "reviewer"), ("adjudicator", "adjudicator"), ("admin", "admin")]
-
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="profile")
-    role = models.CharField(max_length=16, choices=ROLES, default="reviewer")
-    blur_images_by_default = models.BooleanField(default=True)
-
-    def __str__(self):
-        return f"{self.user} ({self.role})"
-
-
-class AuditEvent(models.Model):
-    """Who did what, when: job launches, exports, imports, adjudications (label edits also have history rows)."""
-
-    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    action = models.CharField(max_length=64, db_index=True)
-    target_type = models.CharField(max_length=64, blank=True)
-    target_id = models.CharField(max_length=64, blank=True)
-    data = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-
-    class Meta:
-        ordering = ["-created_at"]
-
-    def __str__(self):
-        return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor} {self.action} {self.target_type}#{self.target_id}"

@@ -21,10 +21,13 @@ from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 from simple_history.utils import bulk_create_with_history, bulk_update_with_history
 
-from cprt_site.lib import audit, role_of
+from core.roles import role_of
+
+from core.audit import audit
 
 from . import taxonomy
-from .models import Adjudication, Annotator, Image, Label, Labeling, Profile
+from .models import Adjudication, Annotator, Image, Label, Labeling
+from core.models import Profile
 
 VALUE_NAMES = {0.0: "No", 0.5: "Unsure", 1.0: "Yes"}
 CLAIM_ATTEMPTS = 50

@@ -9,8 +9,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from cprt_site.files import protected_file_response
-from cprt_site.lib import ROLES, STAFF_ROLES, require_role
+from core.files import protected_file_response
+from core.roles import ROLES, STAFF_ROLES, require_role
 from scoring.models import ImageScore, ScoringProfile
 
 from . import services, taxonomy

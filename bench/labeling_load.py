@@ -126,7 +126,8 @@ def seed(n_images: int, n_users: int) -> None:
     from django.db import connections
 
     from annotations.images import attach, clean_image
-    from annotations.models import Image, Profile
+    from annotations.models import Image
+    from core.models import Profile
 
     files = []
     for i in range(16):

@@ -114,7 +114,9 @@ def bench_leaderboard(n_runs: int, n_images: int) -> None:
     from django.test.utils import CaptureQueriesContext, setup_test_environment
     from django.urls import reverse
 
-    from annotations.models import Image, Profile
+    from annotations.models import Image
+
+    from core.models import Profile
     from inference.models import Run, RunResult
 
     setup_test_environment()

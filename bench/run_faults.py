@@ -127,7 +127,7 @@ def main() -> None:
     from django.db import DatabaseError, connections
 
     from bench.common import make_run_images
-    from annotations.models import AuditEvent
+    from core.models import AuditEvent
     from cprt_site.celery import app
     from inference import prompts, services
     from inference.models import Run, RunResult

@@ -8,7 +8,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.permissions import IsAuthenticated
 
 from annotations import api as annotations_api
-from annotations.api import HasRole
+from core.api import HasRole
 from inference import api as inference_api
 from scoring import api as scoring_api
 

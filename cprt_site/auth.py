@@ -1,6 +1,6 @@
 """The authentication backend: Django's ModelBackend, loading the user's Profile (the role) in the same query.
 
-Every request resolves the user from the session and then checks the role (cprt_site.lib.role_of);
+Every request resolves the user from the session and then checks the role (core.roles.role_of);
 a join here saves one query per request.
 """
 from __future__ import annotations

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.http import Http404
 
-from cprt_site.lib import ROLE_ADMIN, role_of
+from core.roles import ROLE_ADMIN, role_of
 
 from .models import Run
 

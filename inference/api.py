@@ -12,11 +12,11 @@ from rest_framework import serializers, status
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from annotations.api import (
+from core.api import (
     MAX_INT, ApiView, EmptyBody, HasRole, Pagination, StrictBooleanField, StrictCharField, StrictFloatField,
     StrictIntegerField, StrictSerializer, error_response,
 )
-from cprt_site.lib import ROLE_ADMIN
+from core.roles import ROLE_ADMIN
 
 from . import services
 from .access import get_run_for_user

@@ -30,7 +30,7 @@ from django.utils import timezone
 
 from annotations import taxonomy
 from annotations.models import Annotator, Image, Label, Labeling
-from cprt_site.lib import audit
+from core.audit import audit
 
 from . import conf, pricing, prompts
 from .models import Run, RunResult

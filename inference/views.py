@@ -11,7 +11,7 @@ from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from cprt_site.lib import ROLE_ADMIN, require_role
+from core.roles import ROLE_ADMIN, require_role
 
 from . import prompts, providers, ratelimit, services
 from .access import get_run_for_user

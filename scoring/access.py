@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.http import Http404
 
 from annotations.models import Image
-from cprt_site.lib import ROLE_ADMIN, STAFF_ROLES, role_of
+from core.roles import ROLE_ADMIN, STAFF_ROLES, role_of
 from inference.models import Run
 
 from .models import ExportJob

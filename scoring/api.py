@@ -10,7 +10,7 @@ from rest_framework import serializers, status
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from annotations.api import MAX_INT, ApiView, EmptyBody, IsStaff, Pagination, StrictSerializer, error_response
+from core.api import MAX_INT, ApiView, EmptyBody, IsStaff, Pagination, StrictSerializer, error_response
 from annotations.models import Image
 from inference.models import Run
 

@@ -31,7 +31,7 @@ from django.utils import timezone
 
 from annotations import taxonomy
 from annotations.models import Annotator, Image, Label, Labeling
-from cprt_site.lib import audit
+from core.audit import audit
 from inference.models import Run, RunResult
 
 from . import engine

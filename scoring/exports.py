@@ -23,7 +23,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from cprt_site.lib import audit
+from core.audit import audit
 
 from . import cprt_bench
 from .models import ExportJob, ScoringProfile

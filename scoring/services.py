@@ -11,7 +11,7 @@ from django.db import transaction
 
 from annotations import taxonomy
 from annotations.models import Adjudication, Annotator, Attribute, Image, Label, TaxonomyVersion
-from cprt_site.lib import audit
+from core.audit import audit
 from inference.models import Run
 
 from . import agreement as agreement_lib

@@ -19,8 +19,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from annotations import taxonomy
 from annotations.models import Adjudication, Image
-from cprt_site.files import protected_file_response
-from cprt_site.lib import ROLE_ADMIN, STAFF_ROLES, audit, require_role
+from core.files import protected_file_response
+from core.roles import ROLE_ADMIN, STAFF_ROLES, require_role
+from core.audit import audit
 
 from . import exports, services, svg
 from . import tables as T

@@ -7,7 +7,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from PIL import Image as PILImage
 
-from annotations.models import Annotator, Image, Label, Profile
+from annotations.models import Annotator, Image, Label
+
+from core.models import Profile
 from annotations import taxonomy
 
 PASSWORD = "correct-horse-battery-staple"

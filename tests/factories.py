@@ -7,7 +7,9 @@ from __future__ import annotations
 import factory
 from django.contrib.auth import get_user_model
 
-from annotations.models import Batch, Image, Profile
+from annotations.models import Batch, Image
+
+from core.models import Profile
 from tests.conftest import PASSWORD
 
 

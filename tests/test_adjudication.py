@@ -4,7 +4,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from annotations.models import Adjudication, AuditEvent, Label
+from annotations.models import Adjudication, Label
+
+from core.models import AuditEvent
 from scoring.models import ImageScore, ScoringProfile
 from scoring.services import recompute_scores
 from tests.permission_cases.scoring import label_everything, make_images

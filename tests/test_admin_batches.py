@@ -5,7 +5,9 @@ import pytest
 from django.contrib.admin import helpers
 from django.urls import reverse
 
-from annotations.models import AuditEvent, Image
+from annotations.models import Image
+
+from core.models import AuditEvent
 from tests.factories import BatchFactory, ImageFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
-from annotations.models import Annotator, AuditEvent
+from annotations.models import Annotator
+
+from core.models import AuditEvent
 from scoring import services
 from scoring.models import ScoringProfile
 from tests.permission_cases.scoring import add_results, label_everything, make_images, make_run

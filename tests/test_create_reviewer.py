@@ -8,8 +8,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
-from annotations.models import Profile
-from cprt_site.lib import role_of
+from core.models import Profile
+from core.roles import role_of
 
 pytestmark = pytest.mark.django_db
 

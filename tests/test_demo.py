@@ -22,8 +22,9 @@ from django.core.management.base import CommandError
 from PIL import Image as PILImage
 
 from annotations import demo, taxonomy
-from annotations.models import AuditEvent, Annotator, Image, Label, Labeling, Profile
-from cprt_site.lib import role_of
+from annotations.models import Annotator, Image, Label, Labeling
+from core.models import AuditEvent, Profile
+from core.roles import role_of
 from scoring.models import ImageScore, ScoringProfile
 
 ROOT = Path(__file__).resolve().parent.parent

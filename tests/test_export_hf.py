@@ -10,7 +10,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotations import taxonomy
-from annotations.models import Annotator, AuditEvent, Labeling
+from annotations.models import Annotator, Labeling
+from core.models import AuditEvent
 from scoring import cprt_bench, engine
 from scoring.models import ScoringProfile
 from scoring.services import recompute_scores

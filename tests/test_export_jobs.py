@@ -11,7 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 from django.urls import reverse
 
-from annotations.models import Annotator, AuditEvent, Labeling
+from annotations.models import Annotator, Labeling
+
+from core.models import AuditEvent
 from scoring import cprt_bench, exports
 from scoring.models import ExportJob, ScoringProfile
 from scoring.services import recompute_scores

@@ -7,7 +7,7 @@ import time
 import pytest
 from django.utils import timezone
 
-from annotations.models import AuditEvent
+from core.models import AuditEvent
 from scoring import cprt_bench, exports
 from scoring.models import ExportJob
 from scoring.tasks import reconcile_exports

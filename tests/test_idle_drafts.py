@@ -7,7 +7,8 @@ import pytest
 from django.utils import timezone
 
 from annotations import services
-from annotations.models import AuditEvent, Labeling
+from annotations.models import Labeling
+from core.models import AuditEvent
 from tests.factories import UserFactory
 from tests.labeling_helpers import claim
 

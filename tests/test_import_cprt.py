@@ -11,7 +11,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotations import taxonomy
-from annotations.models import Annotator, AuditEvent, Image, Label
+from annotations.models import Annotator, Image, Label
+from core.models import AuditEvent
 from scoring import engine
 from scoring.models import ImageScore, ScoringProfile
 

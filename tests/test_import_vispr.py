@@ -14,7 +14,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from PIL import Image as PILImage
 
-from annotations.models import AuditEvent, Image
+from annotations.models import Image
+
+from core.models import AuditEvent
 from tests.conftest import png_bytes
 
 

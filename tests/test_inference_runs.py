@@ -10,7 +10,8 @@ from django.db import connection
 from django.utils import timezone
 
 from annotations import taxonomy
-from annotations.models import Annotator, AuditEvent, Label, Labeling
+from annotations.models import Annotator, Label, Labeling
+from core.models import AuditEvent
 from inference import pricing, prompts, services
 from inference.models import Run, RunResult
 from inference.ratelimit import RateLimiter

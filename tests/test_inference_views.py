@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from annotations.models import AuditEvent
+from core.models import AuditEvent
 from inference import services
 from inference.models import Run
 from tests.fakes.fixtures import *  # noqa: F401,F403

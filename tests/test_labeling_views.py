@@ -5,8 +5,9 @@ import pytest
 from django.urls import reverse
 
 from annotations import taxonomy
-from annotations.models import Adjudication, Annotator, Batch, Label, Labeling, Profile
-from annotations.models import AuditEvent
+from annotations.models import Adjudication, Annotator, Batch, Label, Labeling
+from core.models import Profile
+from core.models import AuditEvent
 from scoring.models import ImageScore, ScoringProfile
 from tests.labeling_helpers import answers, claim, form_data, labels_of
 

@@ -43,7 +43,8 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotations import taxonomy
-from annotations.api import ApiView, EmptyBody, LabelingWrite
+from annotations.api import LabelingWrite
+from core.api import ApiView, EmptyBody
 from annotations.models import Annotator, Labeling
 from cprt_site import api_urls
 from inference import services as run_services
@@ -478,7 +479,7 @@ def test_import_vispr_names_that_are_not_utf8_are_shown_escaped(tmp_path, image_
     Path(os.fsdecode(bytes(folder) + b"/caf\xe9.jpg")).write_bytes(png_bytes(color=(6, 6, 6)))
     out = run_import_vispr(folder)
     assert "Images added: 1;" in out and "skipped caf\\xe9.jpg: file name is not a VISPR id" in out
-    from annotations.models import AuditEvent
+    from core.models import AuditEvent
 
     assert AuditEvent.objects.get(action="import_vispr").data["skipped_files"] == [
         {"file": "caf\\xe9.jpg", "reason": "file name is not a VISPR id (letters, digits, '_', '.', '-')"}]

@@ -4,7 +4,7 @@ The live tests run a copy of deploy/nginx.conf (same locations; the upstream poi
 the internal locations' aliases at this run's protected roots, a free port, pid, logs and temp files
 under tmp_path, so no root is needed) and talk to it over HTTP. They skip when nginx is not installed,
 except with CPRT_REQUIRE_NGINX=1 (CI), where a missing nginx fails them. The unit tests below check
-cprt_site.files.protected_file_response in both modes without nginx.
+core.files.protected_file_response in both modes without nginx.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import requests
 from django.http import Http404
 from django.urls import path, reverse
 
-from cprt_site.files import protected_file_response
+from core.files import protected_file_response
 from tests.conftest import PASSWORD
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,7 +10,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from annotations.models import Annotator, AuditEvent
+from annotations.models import Annotator
+
+from core.models import AuditEvent
 from scoring import metrics
 from scoring.models import ComputedMetrics, ScoringProfile
 from tests.permission_cases.scoring import add_results, label_everything, make_images, make_run, submit

@@ -14,8 +14,11 @@ from django.core.management.base import BaseCommand, CommandError
 from django.core.validators import validate_email
 from django.db import transaction
 
-from annotations.models import Annotator, Profile
-from cprt_site.lib import ROLE_ADMIN, ROLES, audit
+from annotations.models import Annotator
+
+from core.models import Profile
+from core.roles import ROLE_ADMIN, ROLES
+from core.audit import audit
 
 
 def _shown(value: str) -> str:

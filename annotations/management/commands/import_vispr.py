@@ -25,7 +25,7 @@ from django.db import transaction
 
 from annotations.images import CleanImage, ImageRejected, attach, clean_image, storage_name
 from annotations.models import Image
-from cprt_site.lib import audit
+from core.audit import audit
 from scoring.cprt_bench import ID_PATTERN
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png"}

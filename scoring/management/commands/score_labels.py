@@ -13,7 +13,7 @@ import tempfile
 from django.core.management.base import BaseCommand, CommandError
 
 from annotations import taxonomy
-from cprt_site import strictjson
+from core import strictjson
 from scoring import engine
 from scoring.cprt_bench import MAX_LISTED_PROBLEMS, json_problem, score_row
 from scoring.models import ScoringProfile

@@ -1,4 +1,4 @@
-"""Small helpers shared by every app: roles, the role-checking decorator, the audit log."""
+"""Roles: who may do what, the role-checking view decorator and the navigation context."""
 from __future__ import annotations
 
 from functools import wraps
@@ -48,16 +48,3 @@ def role_context(request):
         "is_cprt_admin": role == ROLE_ADMIN,
         "is_cprt_staff": role in STAFF_ROLES,
     }
-
-
-def audit(actor, action: str, target=None, **data) -> None:
-    """Record an action worth knowing (label change, adjudication, job launch, export)."""
-    from annotations.models import AuditEvent
-
-    AuditEvent.objects.create(
-        actor=actor if getattr(actor, "is_authenticated", False) else None,
-        action=action,
-        target_type=target.__class__.__name__ if target is not None else "",
-        target_id=str(target.pk) if target is not None else "",
-        data=data,
-    )
