@@ -23,6 +23,7 @@ demo: install
 
 ## make test: the whole suite (SQLite by default; set DATABASE_URL and CELERY_BROKER_URL for PostgreSQL + Redis).
 test: install
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 ## make check-worker: a real Celery worker receives a task through the configured broker.

@@ -6,7 +6,6 @@ skip), so the labeling rules (slots, blind labeling, versions, adjudication lock
 """
 from __future__ import annotations
 
-from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
@@ -27,20 +26,15 @@ from core.api import (
     names_list,
 )
 from core.roles import STAFF_ROLES, role_of
-from scoring.models import ImageScore, ScoringProfile
 
 from . import services, taxonomy
+from .hooks import consensus_scores
 from .access import get_image_for_user, get_labeling_for_user
 from .forms import MAX_NOTE, MAX_RATIONALE
 from .models import Annotator, Image, Label, Labeling
 
 # =================================================================================================
 # Images
-
-
-def _active_profile() -> ScoringProfile | None:
-    """The profile the home page shows (the active one; none when nothing is active)."""
-    return ScoringProfile.objects.filter(is_active=True).first()
 
 
 class ImageQuery(StrictSerializer):
@@ -70,7 +64,7 @@ class ImageSerializer(serializers.Serializer):
     score = serializers.SerializerMethodField(help_text="Consensus severity score under the active profile.")
     bytes_url = serializers.SerializerMethodField()
 
-    def _score(self, image) -> ImageScore | None:
+    def _score(self, image):
         return self.context.get("scores", {}).get(image.pk)
 
     def get_level(self, image) -> int | None:
@@ -148,28 +142,21 @@ class ImageList(ApiView):
         images = Image.objects.order_by("vispr_id")
         if "split" in q:
             images = images.filter(split=q["split"])
-        profile = _active_profile()
+        profile = consensus_scores().active_profile()
         if "level" in q or "attribute" in q:
             if "attribute" in q and not staff:
                 raise PermissionDenied("Only adjudicators and admins may filter by consensus attribute.")
             if profile is None:
                 images = images.none()
             else:
-                wanted = Q(scores__profile=profile)
-                if "level" in q:
-                    wanted &= Q(scores__level=q["level"])
-                if "attribute" in q:
-                    wanted &= Q(**{f"scores__binary_labels__{q['attribute']}": 1})
-                images = images.filter(wanted)
+                images = consensus_scores().filter_images(profile, images, level=q.get("level"), attribute=q.get("attribute"))
         if "annotator" in q:
             if not staff and not Annotator.objects.filter(pk=q["annotator"], user=request.user).exists():
                 raise PermissionDenied("Reviewers may filter by their own annotator id only.")
             images = images.filter(pk__in=Label.objects.filter(annotator_id=q["annotator"]).values("image"))
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(images, request, view=self)
-        scores = {}
-        if profile is not None:
-            scores = {s.image_id: s for s in ImageScore.objects.filter(profile=profile, image__in=[i.pk for i in page])}
+        scores = consensus_scores().scores_for(profile, [i.pk for i in page]) if profile is not None else {}
         data = ImageSerializer(page, many=True, context={"scores": scores}).data
         return paginator.get_paginated_response(data)
 
@@ -181,9 +168,9 @@ class ImageDetail(ApiView):
         self.validated_query(EmptyBody)
         image = get_image_for_user(request.user, image_id)
         own = _own_labeling(request.user, image)
-        profile = _active_profile()
-        score = ImageScore.objects.filter(profile=profile, image=image).first() if profile else None
-        context = {"scores": {image.pk: score} if score else {}, "my_labeling": own, "labels": visible_labels(request.user, image, own)}
+        profile = consensus_scores().active_profile()
+        scores = consensus_scores().scores_for(profile, [image.pk]) if profile is not None else {}
+        context = {"scores": scores, "my_labeling": own, "labels": visible_labels(request.user, image, own)}
         return Response(ImageDetailSerializer(image, context=context).data)
 
 

@@ -5,6 +5,8 @@ of one annotator's work on one image (draft/submitted, version for optimistic lo
 """
 from __future__ import annotations
 
+import re
+
 from django.conf import settings
 from django.core.files.storage import FileSystemStorage
 from django.db import models
@@ -12,6 +14,9 @@ from django.db.models import Q
 from simple_history.models import HistoricalRecords
 
 LABEL_VALUES = (0.0, 0.5, 1.0)
+# VISPR ids are file stems such as 2017_10000580; the pattern also keeps ids safe in file names.
+# \Z, not $: "$" would accept an id followed by a newline.
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
 
 
 def private_image_storage():

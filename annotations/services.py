@@ -26,6 +26,7 @@ from core.roles import role_of
 from core.audit import audit
 
 from . import taxonomy
+from .signals import labels_changed
 from .models import Adjudication, Annotator, Image, Label, Labeling
 from core.models import Profile
 
@@ -277,10 +278,8 @@ def submit(labeling: Labeling, user, *, version: int, values: dict, rationales: 
     current.save()
     if first_submission or to_create or to_update:
         audit(user, "labeling.submit", current, image_id=current.image_id, created=len(to_create), changed=len(to_update))
-    from scoring.services import rescore_image
-
     # robust: the labels are committed either way; a failed rescore is logged, not shown as a failed save.
-    transaction.on_commit(partial(rescore_image, current.image_id), robust=True)
+    transaction.on_commit(partial(labels_changed.send, sender=Labeling, image_ids=[current.image_id]), robust=True)
     return current
 
 

@@ -3,17 +3,9 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from cprt_site.celery import app
-
 from . import services
 
 
 @shared_task(name="annotations.release_idle_drafts")
 def release_idle_drafts() -> dict:
     return {"released_image_ids": services.release_idle_drafts()}
-
-
-app.conf.beat_schedule = {
-    **(app.conf.beat_schedule or {}),
-    "annotations.release_idle_drafts": {"task": "annotations.release_idle_drafts", "schedule": 3600.0, "options": {"queue": "default"}},
-}

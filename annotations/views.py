@@ -11,9 +11,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from core.files import protected_file_response
 from core.roles import ROLES, STAFF_ROLES, require_role
-from scoring.models import ImageScore, ScoringProfile
 
 from . import services, taxonomy
+from .hooks import consensus_scores
 from .access import get_image_for_user, get_labeling_for_user
 from .forms import LabelingForm, PreferencesForm
 from .models import Annotator, Image, Labeling
@@ -23,12 +23,10 @@ from .models import Annotator, Image, Labeling
 @require_GET
 def home(request):
     """The image list with each image's consensus level and score under the active profile."""
-    profile = ScoringProfile.objects.filter(is_active=True).first()
+    profile = consensus_scores().active_profile()
     images = Image.objects.order_by("vispr_id")
     page = Paginator(images, 48).get_page(request.GET.get("page"))
-    scores = {}
-    if profile is not None:
-        scores = {s.image_id: s for s in ImageScore.objects.filter(profile=profile, image__in=list(page.object_list))}
+    scores = consensus_scores().scores_for(profile, [i.pk for i in page.object_list]) if profile is not None else {}
     rows = [(image, scores.get(image.id)) for image in page.object_list]
     return render(request, "annotations/home.html", {"page": page, "rows": rows, "profile": profile})
 

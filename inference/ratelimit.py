@@ -21,7 +21,6 @@ from pathlib import Path
 
 from django.conf import settings
 
-from . import conf
 
 _LUA_RESERVE = """
 local t = redis.call('TIME')
@@ -98,19 +97,32 @@ class SqliteSchedule:
         self._update(key, lambda tat, now: (max(tat, now + seconds + (burst - 1) * interval), 0.0))
 
 
+def max_rpm(provider: str) -> int:
+    """Requests per minute allowed for a provider (settings.<PROVIDER>_MAX_RPM), shared by every worker; 0: no limit."""
+    return int(getattr(settings, f"{provider.upper()}_MAX_RPM", 0) or 0)
+
+
+def redis_url() -> str:
+    """Redis for the shared rate limiter: CPRT_RATE_LIMIT_URL, else the broker when it is Redis."""
+    if settings.CPRT_RATE_LIMIT_URL:
+        return settings.CPRT_RATE_LIMIT_URL
+    broker = str(getattr(settings, "CELERY_BROKER_URL", ""))
+    return broker if broker.startswith(("redis://", "rediss://")) else ""
+
+
 @lru_cache(maxsize=4)
-def _schedule(redis_url: str, data_dir: str):
-    if redis_url:
-        return RedisSchedule(redis_url)
+def _schedule(url: str, data_dir: str):
+    if url:
+        return RedisSchedule(url)
     return SqliteSchedule(Path(data_dir) / "ratelimit.sqlite3")
 
 
 def schedule():
-    return _schedule(conf.rate_limit_redis_url(), str(settings.DATA_DIR))
+    return _schedule(redis_url(), str(settings.DATA_DIR))
 
 
 def backend_name() -> str:
-    return "redis" if conf.rate_limit_redis_url() else "sqlite file (this host only)"
+    return "redis" if redis_url() else "sqlite file (this host only)"
 
 
 class RateLimiter:
@@ -118,7 +130,7 @@ class RateLimiter:
 
     def __init__(self, provider: str, rpm: int | None = None):
         self.provider = provider
-        self.rpm = conf.max_rpm(provider) if rpm is None else rpm
+        self.rpm = max_rpm(provider) if rpm is None else rpm
         self.key = f"cprt:ratelimit:{provider}"
 
     @property

@@ -1,6 +1,6 @@
 """Which images a run covers: a split, optional filters, an optional seeded sample. Frozen at launch.
 
-Filters on consensus use the active scoring profile's ImageScore rows (e.g. "consensus biometrics =
+Filters on consensus use the active scoring profile's ImageScore rows (through inference.hooks, which scoring fills) (e.g. "consensus biometrics =
 1", "consensus level 1"); "from run" keeps images a previous judge run scored at or above a
 threshold (the paper's counterfactual subset was images all models judged confidently severe).
 Images without stored bytes are never selected: there is nothing to send.
@@ -11,6 +11,8 @@ import random
 from dataclasses import asdict, dataclass
 
 from annotations.models import Image
+
+from . import hooks
 
 
 @dataclass(frozen=True)
@@ -31,21 +33,15 @@ class Selection:
 def select_image_ids(selection: Selection) -> tuple[list[int], dict]:
     """(sorted image ids, a description to store on the run)."""
     from inference.models import RunResult
-    from scoring.models import ImageScore, ScoringProfile
 
     described = selection.describe()
     images = Image.objects.exclude(file="")
     if selection.split != "all":
         images = images.filter(split=selection.split)
     if selection.attribute or selection.level:
-        profile = ScoringProfile.active()
-        described["profile"] = profile.label
-        scores = ImageScore.objects.filter(profile=profile)
-        if selection.attribute:
-            scores = scores.filter(**{f"binary_labels__{selection.attribute}": int(selection.attribute_value or 0)})
-        if selection.level:
-            scores = scores.filter(level=selection.level)
-        images = images.filter(pk__in=scores.values("image_id"))
+        images, described["profile"] = hooks.filter_by_consensus(
+            images, attribute=selection.attribute, attribute_value=selection.attribute_value, level=selection.level
+        )
     if selection.from_run:
         results = RunResult.objects.filter(run_id=selection.from_run, outcome=RunResult.OUTCOME_OK)
         if selection.min_score is not None:

@@ -15,7 +15,9 @@ Execution model
 """
 from __future__ import annotations
 
+from django.conf import settings
 import logging
+from functools import partial
 import math
 import random
 import threading
@@ -32,7 +34,7 @@ from annotations import taxonomy
 from annotations.models import Annotator, Image, Label, Labeling
 from core.audit import audit
 
-from . import conf, pricing, prompts
+from . import pricing, prompts, signals
 from .models import Run, RunResult
 from .providers import FatalProviderError, ProviderError, ProviderUnavailable, RetryableError, get_provider, queue_for
 from .ratelimit import RateLimiter
@@ -75,7 +77,7 @@ def launch_run(user, spec: LaunchSpec) -> Run:
     provider = get_provider(spec.provider, spec.model_name)
     request_params = dict(provider.request_params())
     if spec.provider == "vllm":
-        request_params["max_pixels"] = conf.vllm_max_pixels()
+        request_params["max_pixels"] = settings.VLLM_MAX_PIXELS
     with transaction.atomic():
         annotator = None
         if spec.task == Run.TASK_ANNOTATE:
@@ -106,7 +108,7 @@ def launch_run(user, spec: LaunchSpec) -> Run:
 
 def lane_widths(concurrency: int) -> list[int]:
     """How a run's concurrency is split into lanes; the widths add up to exactly `concurrency`."""
-    lanes = max(1, math.ceil(concurrency / conf.lane_concurrency()))
+    lanes = max(1, math.ceil(concurrency / settings.CPRT_RUN_LANE_CONCURRENCY))
     return [concurrency // lanes + (1 if i < concurrency % lanes else 0) for i in range(lanes)]
 
 
@@ -133,7 +135,7 @@ def dispatch(run_id: int, image_ids: list[int] | None = None) -> int:
         # lane starts only after a broker round trip (up to a second with the filesystem broker):
         # chunks of up to 200 x the lane's width keep both costs small. Size does not risk loss:
         # results are written as they complete, and a re-run chunk skips what is done.
-        size = max(conf.chunk_size(), 200 * width)
+        size = max(settings.CPRT_RUN_CHUNK_SIZE, 200 * width)
         count = math.ceil(len(share) / size)
         if not count:
             continue
@@ -208,7 +210,7 @@ def _call(ctx: Context, request, attempts: list):
                 ctx.limiter.hold(exc.retry_after)
                 delay = exc.retry_after
             else:
-                delay = min(conf.backoff_cap(), conf.backoff_base() * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
+                delay = min(settings.CPRT_PROVIDER_BACKOFF_MAX_S, settings.CPRT_PROVIDER_BACKOFF_S * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
             if ctx.stop.wait(delay):
                 raise Stopped() from None
     raise AssertionError("unreachable")  # pragma: no cover
@@ -392,7 +394,7 @@ def run_chunk(run_id: int, image_ids: list[int], concurrency: int | None = None)
         return {"run": run_id, "failed": str(exc)}
     ctx = Context(
         task=run.task, provider=provider, limiter=RateLimiter(run.provider), prompt_text=run.prompt_text,
-        keys=taxonomy.active().keys, stop=threading.Event(), max_attempts=conf.max_attempts(),
+        keys=taxonomy.active().keys, stop=threading.Event(), max_attempts=settings.CPRT_PROVIDER_MAX_ATTEMPTS,
     )
     width = min(concurrency or run.concurrency, run.concurrency)
     stats = _execute(run, ctx, todo, width)
@@ -410,7 +412,7 @@ def _execute(run: Run, ctx: Context, todo: list[tuple[int, str]], width: int) ->
         return stats
     items = iter(todo)
     pending: set = set()
-    beat_every = conf.heartbeat_every()
+    beat_every = settings.CPRT_RUN_HEARTBEAT_S
     last_beat = time.monotonic()
     stop_deadline = None
     buffer: list[Outcome] = []
@@ -484,24 +486,10 @@ def finish_if_complete(run_id: int) -> str:
             status=Run.STATUS_FINISHED, finished_at=timezone.now()
         )
         if changed and run.task == Run.TASK_ANNOTATE:
-            _rescore(run)
+            transaction.on_commit(partial(signals.annotate_run_finished.send, sender=Run, run=run))
         elif changed and run.task == Run.TASK_JUDGE:
-            from scoring.tasks import refresh_run_metrics
-
-            transaction.on_commit(lambda: refresh_run_metrics.apply_async(args=[run_id], queue="default"))
+            transaction.on_commit(partial(signals.judge_run_finished.send, sender=Run, run_id=run_id))
     return Run.objects.values_list("status", flat=True).get(pk=run_id)
-
-
-def _rescore(run: Run) -> None:
-    """New model labels change the consensus of every profile whose consensus set includes this model."""
-    from scoring.models import ScoringProfile
-    from scoring.services import recompute_scores
-
-    for profile in ScoringProfile.objects.filter(consensus_annotators=run.annotator_id):
-        try:
-            recompute_scores(profile, run.image_ids)
-        except Exception:  # noqa: BLE001 - a scoring problem must not undo the run
-            log.exception("rescoring profile %s after run %s failed", profile.pk, run.pk)
 
 
 def _mark_cancelled(run_id: int) -> None:
@@ -527,7 +515,7 @@ def cancel_run(user, run: Run) -> bool:
     Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE_STATUSES).update(status=Run.STATUS_CANCELLING)
     run.refresh_from_db()
     # Nobody is working on it (never started, or its worker died): nobody else will confirm.
-    if run.heartbeat_at is None or _heartbeat_is_stale(run, 3 * conf.heartbeat_every() + 5):
+    if run.heartbeat_at is None or _heartbeat_is_stale(run, 3 * settings.CPRT_RUN_HEARTBEAT_S + 5):
         _mark_cancelled(run.pk)
     audit(user, "run.cancel", run, done=run.done_count, total=run.total_images)
     return True
@@ -538,7 +526,7 @@ def can_resume(run: Run) -> bool:
         return True
     if run.status == Run.STATUS_FINISHED:
         return run.done_count < run.total_images
-    return run.status in (Run.STATUS_QUEUED, Run.STATUS_RUNNING) and _heartbeat_is_stale(run, conf.stale_after())
+    return run.status in (Run.STATUS_QUEUED, Run.STATUS_RUNNING) and _heartbeat_is_stale(run, settings.CPRT_RUN_STALE_S)
 
 
 def resume_run(user, run: Run) -> int:
@@ -558,7 +546,7 @@ def resume_run(user, run: Run) -> int:
 def reconcile() -> dict:
     """Periodic (Celery beat): re-dispatch runs whose workers went quiet; close finished or cancelled ones."""
     redispatched, finished, cancelled = [], [], []
-    stale = conf.stale_after()
+    stale = settings.CPRT_RUN_STALE_S
     for run in Run.objects.filter(status__in=[Run.STATUS_QUEUED, Run.STATUS_RUNNING]):
         if not _heartbeat_is_stale(run, stale):
             continue
@@ -570,7 +558,7 @@ def reconcile() -> dict:
         elif finish_if_complete(run.pk) == Run.STATUS_FINISHED:
             finished.append(run.pk)
     for run in Run.objects.filter(status=Run.STATUS_CANCELLING):
-        if _heartbeat_is_stale(run, 3 * conf.heartbeat_every() + 5):
+        if _heartbeat_is_stale(run, 3 * settings.CPRT_RUN_HEARTBEAT_S + 5):
             _mark_cancelled(run.pk)
             cancelled.append(run.pk)
     return {"redispatched": redispatched, "finished": finished, "cancelled": cancelled}

@@ -1,15 +1,14 @@
 """Celery tasks: thin wrappers over `inference.services`. Ids in, JSON out.
 
-The reconciler runs on Celery beat (`celery -A cprt_site beat`), every CPRT_RECONCILE_EVERY_S seconds.
+The reconciler runs on Celery beat (`celery -A cprt_site beat`), every CPRT_RECONCILE_EVERY_S seconds
+(the schedule is CELERY_BEAT_SCHEDULE in cprt_site/settings.py).
 """
 from __future__ import annotations
 
 from celery import shared_task
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
 
-from cprt_site.celery import app
-
-from . import conf, services
+from . import services
 
 
 class ChunkArgs(BaseModel):
@@ -35,9 +34,3 @@ def run_chunk(run_id, image_ids, concurrency=None) -> dict:
 @shared_task(name="inference.reconcile_runs")
 def reconcile_runs() -> dict:
     return services.reconcile()
-
-
-app.conf.beat_schedule = {
-    **(app.conf.beat_schedule or {}),
-    "inference.reconcile_runs": {"task": "inference.reconcile_runs", "schedule": conf.reconcile_every(), "options": {"queue": "default"}},
-}

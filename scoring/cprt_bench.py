@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from annotations import taxonomy
-from annotations.models import Annotator, Image, Label, Labeling
+from annotations.models import ID_PATTERN, Annotator, Image, Label, Labeling
 from core.audit import audit
 from inference.models import Run, RunResult
 
@@ -42,8 +41,6 @@ DEFAULT_PROFILE = "cprt-bench"
 LEVEL_KEYS = ("level1", "level2", "level3", "level4")
 FORMATS = {".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 SPLITS = tuple(value for value, _ in Image.SPLITS)
-# VISPR ids are file stems such as 2017_10000580; the pattern also keeps ids safe in file names.
-ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 CHUNK = 500
 MAX_LISTED_PROBLEMS = 200
 REPRODUCES_BELOW = 1e-4

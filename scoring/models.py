@@ -45,9 +45,17 @@ class ScoringProfile(models.Model):
     def label(self) -> str:
         return f"{self.name} v{self.version}" + (" — PROVISIONAL boundaries" if self.provisional else "")
 
+    # The active-profile rule: at most one profile is active (a constraint). `active_or_none()` is
+    # that profile or None (pages that show consensus "under the active profile": home, image API).
+    # `active()` is for computations that need *a* profile: the active one, else the oldest (a
+    # fresh install before any activation), else DoesNotExist. No other fallback exists.
+    @classmethod
+    def active_or_none(cls) -> "ScoringProfile | None":
+        return cls.objects.filter(is_active=True).first()
+
     @classmethod
     def active(cls) -> "ScoringProfile":
-        profile = cls.objects.filter(is_active=True).first()
+        profile = cls.active_or_none()
         if profile is None:
             profile = cls.objects.order_by("id").first()
         if profile is None:

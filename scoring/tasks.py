@@ -2,8 +2,6 @@
 from celery import shared_task
 from pydantic import BaseModel, ConfigDict, PositiveInt, ValidationError
 
-from cprt_site.celery import app
-
 
 class JobArgs(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
@@ -37,9 +35,3 @@ def reconcile_exports() -> dict:
     from .exports import reconcile
 
     return {"failed": reconcile()}
-
-
-app.conf.beat_schedule = {
-    **(app.conf.beat_schedule or {}),
-    "scoring.reconcile_exports": {"task": "scoring.reconcile_exports", "schedule": 60.0, "options": {"queue": "default"}},
-}

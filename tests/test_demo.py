@@ -21,7 +21,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from PIL import Image as PILImage
 
-from annotations import demo, taxonomy
+from annotations import taxonomy
+from demo import seeding as demo
 from annotations.models import Annotator, Image, Label, Labeling
 from core.models import AuditEvent, Profile
 from core.roles import role_of

@@ -24,9 +24,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from annotations.images import CleanImage, ImageRejected, attach, clean_image, storage_name
-from annotations.models import Image
+from annotations.models import ID_PATTERN, Image
 from core.audit import audit
-from scoring.cprt_bench import ID_PATTERN
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png"}
 

@@ -14,7 +14,6 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from ... import conf
 from ..base import (
     Availability,
     FatalProviderError,
@@ -63,7 +62,7 @@ class GeminiProvider(Provider):
 
     @classmethod
     def availability(cls) -> Availability:
-        shown = {"base_url": settings.GEMINI_BASE_URL or "Gemini Developer API (default)", "max_rpm": conf.max_rpm("gemini")}
+        shown = {"base_url": settings.GEMINI_BASE_URL or "Gemini Developer API (default)", "max_rpm": settings.GEMINI_MAX_RPM}
         if not settings.GEMINI_API_KEY:
             return Availability(False, "GEMINI_API_KEY is not set in the environment.", shown)
         return Availability(True, "", shown)
@@ -71,7 +70,7 @@ class GeminiProvider(Provider):
     def client(self) -> genai.Client:
         if not settings.GEMINI_API_KEY:
             raise ProviderUnavailable("GEMINI_API_KEY is not set in the worker's environment.")
-        return _client(settings.GEMINI_API_KEY, settings.GEMINI_BASE_URL, conf.request_timeout())
+        return _client(settings.GEMINI_API_KEY, settings.GEMINI_BASE_URL, settings.CPRT_PROVIDER_TIMEOUT_S)
 
     def generate(self, request: ModelRequest) -> ProviderReply:
         parts = []
@@ -94,7 +93,7 @@ class GeminiProvider(Provider):
         except genai_errors.APIError as exc:
             raise _api_error(exc) from None
         except _TIMEOUTS as exc:
-            raise RetryableError(f"timed out after {conf.request_timeout():g}s", {"error": str(exc)}) from None
+            raise RetryableError(f"timed out after {settings.CPRT_PROVIDER_TIMEOUT_S:g}s", {"error": str(exc)}) from None
         except _TRANSIENT as exc:
             raise RetryableError(f"connection error: {exc}", {"error": str(exc)}) from None
         latency_ms = int((time.monotonic() - started) * 1000)

@@ -19,7 +19,6 @@ import openai
 import httpx2
 from django.conf import settings
 
-from ... import conf
 from ..base import (
     Availability,
     FatalProviderError,
@@ -53,7 +52,7 @@ class OpenAICompatibleProvider(Provider):
 
     def client(self) -> openai.OpenAI:
         api_key, base_url = self.credentials()
-        return _client(api_key, base_url, conf.request_timeout())
+        return _client(api_key, base_url, settings.CPRT_PROVIDER_TIMEOUT_S)
 
     def generate(self, request: ModelRequest) -> ProviderReply:
         content: list[dict] = [{"type": "text", "text": request.user}]
@@ -71,7 +70,7 @@ class OpenAICompatibleProvider(Provider):
             body = {"model": self.model_name, "messages": messages, "response_format": response_format, **self.request_params()}
             response = self.client().post("/chat/completions", body=body, cast_to=httpx2.Response)
         except openai.APITimeoutError as exc:
-            raise RetryableError(f"timed out after {conf.request_timeout():g}s", {"error": str(exc)}) from None
+            raise RetryableError(f"timed out after {settings.CPRT_PROVIDER_TIMEOUT_S:g}s", {"error": str(exc)}) from None
         except openai.APIConnectionError as exc:
             raise RetryableError(f"connection error: {exc}", {"error": str(exc)}) from None
         except openai.APIStatusError as exc:
@@ -140,7 +139,7 @@ class OpenAIProvider(OpenAICompatibleProvider):
     @classmethod
     def availability(cls) -> Availability:
         base_url = settings.OPENAI_BASE_URL
-        shown = {"base_url": base_url or "https://api.openai.com/v1 (default)", "max_rpm": conf.max_rpm("openai")}
+        shown = {"base_url": base_url or "https://api.openai.com/v1 (default)", "max_rpm": settings.OPENAI_MAX_RPM}
         if not settings.OPENAI_API_KEY:
             return Availability(False, "OPENAI_API_KEY is not set in the environment.", shown)
         return Availability(True, "", shown)

@@ -12,7 +12,6 @@ import math
 from django.conf import settings
 from PIL import Image as PILImage
 
-from ... import conf
 from ..base import Availability, ProviderUnavailable
 from ..openai.provider import OpenAICompatibleProvider
 
@@ -38,7 +37,7 @@ class VLLMProvider(OpenAICompatibleProvider):
 
     @classmethod
     def availability(cls) -> Availability:
-        shown = {"base_url": settings.VLLM_BASE_URL or "(not set)", "max_pixels": conf.vllm_max_pixels(), "max_rpm": conf.max_rpm("vllm")}
+        shown = {"base_url": settings.VLLM_BASE_URL or "(not set)", "max_pixels": settings.VLLM_MAX_PIXELS, "max_rpm": settings.VLLM_MAX_RPM}
         if not settings.VLLM_BASE_URL:
             return Availability(False, "VLLM_BASE_URL is not set (start the compose `gpu` profile and point it at the vllm service).", shown)
         return Availability(True, "", shown)
@@ -53,4 +52,4 @@ class VLLMProvider(OpenAICompatibleProvider):
         return {"temperature": 0}
 
     def prepare_image(self, image: bytes, mime: str) -> tuple[bytes, str]:
-        return downscale(image, mime, conf.vllm_max_pixels())
+        return downscale(image, mime, settings.VLLM_MAX_PIXELS)

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from annotations import demo
+from demo import seeding as demo
 
 ROOT = Path(settings.BASE_DIR)
 STOP_TIMEOUT = 20.0

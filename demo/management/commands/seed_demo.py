@@ -1,7 +1,7 @@
 """`python manage.py seed_demo`: create the synthetic demo images, labels, scores and demo accounts."""
 from django.core.management.base import BaseCommand, CommandError
 
-from annotations import demo
+from demo import seeding as demo
 
 
 class Command(BaseCommand):
