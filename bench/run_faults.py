@@ -10,7 +10,7 @@ The production setup, in miniature: a fresh PostgreSQL database (dropped afterwa
 broker and rate limiter, a real Celery worker (prefork) and Celery beat running the reconciler,
 and a fake OpenAI-compatible server that answers after --latency seconds. Sequence:
 
-  1. launch a run through the normal service (inference.services.launch_run);
+  1. launch a run through the normal service (inference.launching.launch_run);
   2. at --restart-at of the images done: `pg_ctlcluster <version> main restart` (every open
      connection, the worker's included, is cut mid-chunk);
   3. at --kill-at: SIGKILL the worker's whole process group (no warm shutdown, unacked tasks);
@@ -129,7 +129,7 @@ def main() -> None:
     from bench.common import make_run_images
     from core.models import AuditEvent
     from cprt_site.celery import app
-    from inference import prompts, services
+    from inference import launching, prompts
     from inference.models import Run, RunResult
     from inference.selection import Selection
 
@@ -161,9 +161,9 @@ def main() -> None:
     timeline: dict = {}
     try:
         time.sleep(3)
-        spec = services.LaunchSpec("judge", "openai", "bench-model", "zero_shot", False, prompts.DEFAULT_VERSION["judge"], Selection(split="test"), args.concurrency)
+        spec = launching.LaunchSpec("judge", "openai", "bench-model", "zero_shot", False, prompts.DEFAULT_VERSION["judge"], Selection(split="test"), args.concurrency)
         t0 = time.monotonic()
-        run = services.launch_run(None, spec)
+        run = launching.launch_run(None, spec)
         results = RunResult.objects.filter(run=run)
         n = args.images
 

@@ -74,7 +74,7 @@ def main() -> None:
     from bench.common import make_run_images
     from annotations.models import Image
     from cprt_site.celery import app
-    from inference import prompts, services
+    from inference import launching, prompts
     from inference.models import Run
     from inference.selection import Selection
 
@@ -98,10 +98,10 @@ def main() -> None:
         for concurrency in args.concurrency:
             n = args.c1_sample if concurrency == 1 and args.c1_sample else args.images
             before = json.load(urllib.request.urlopen(f"http://127.0.0.1:{args.port}/_stats"))
-            spec = services.LaunchSpec("judge", "openai", "bench-model", "zero_shot", False, prompts.DEFAULT_VERSION["judge"],
+            spec = launching.LaunchSpec("judge", "openai", "bench-model", "zero_shot", False, prompts.DEFAULT_VERSION["judge"],
                                        Selection(split="test", sample_size=n if n < args.images else None, seed=1), concurrency)
             t0 = time.monotonic()
-            run = services.launch_run(None, spec)
+            run = launching.launch_run(None, spec)
             rss = {}
             while True:
                 run.refresh_from_db()
@@ -126,7 +126,7 @@ def main() -> None:
                 "images_per_s": round(throughput, 1), "ideal_images_per_s": round(concurrency / args.latency, 1),
                 "efficiency": round(throughput / (concurrency / args.latency), 3),
                 "server_requests": after["count"] - before["count"], "server_peak_in_flight": after["peak_in_flight"],
-                "lanes": len(services.lane_widths(concurrency)), "worker_rss_mib": rss,
+                "lanes": len(launching.lane_widths(concurrency)), "worker_rss_mib": rss,
             }
             report["runs"].append(entry)
             print(json.dumps(entry), flush=True)

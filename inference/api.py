@@ -18,7 +18,7 @@ from core.api import (
 )
 from core.roles import ROLE_ADMIN
 
-from . import services
+from . import launching, lifecycle
 from .access import get_run_for_user
 from .forms import MAX_CONCURRENCY, LaunchForm
 from .models import Run
@@ -47,7 +47,7 @@ class RunSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_can_resume(self, run) -> bool:
-        return services.can_resume(run)
+        return lifecycle.can_resume(run)
 
 
 class RunLaunch(StrictSerializer):
@@ -100,7 +100,7 @@ class RunList(ApiView):
         if not form.is_valid():
             return Response(_form_errors(form), status=status.HTTP_400_BAD_REQUEST)
         try:
-            run = services.launch_run(request.user, form.spec())
+            run = launching.launch_run(request.user, form.spec())
         except ValueError as exc:
             return Response({"non_field_errors": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
@@ -127,7 +127,7 @@ class RunCancel(ApiView):
     def post(self, request, run_id: int):
         run = get_run_for_user(request.user, run_id)
         self.validated_body(EmptyBody)
-        if not services.cancel_run(request.user, run):
+        if not lifecycle.cancel_run(request.user, run):
             return error_response(f"Run #{run.pk} is {run.status}; there is nothing to cancel.", status.HTTP_409_CONFLICT)
         run.refresh_from_db()
         return Response(RunSerializer(run).data)
@@ -147,8 +147,8 @@ class RunResume(ApiView):
     def post(self, request, run_id: int):
         run = get_run_for_user(request.user, run_id)
         self.validated_body(EmptyBody)
-        if not services.can_resume(run):
+        if not lifecycle.can_resume(run):
             return error_response(f"Run #{run.pk} is {run.status} with nothing to resume (no missing results, or its workers are alive).", status.HTTP_409_CONFLICT)
-        n = services.resume_run(request.user, run)
+        n = lifecycle.resume_run(request.user, run)
         run.refresh_from_db()
         return Response({"redispatched": n, "run": RunSerializer(run).data})

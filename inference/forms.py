@@ -10,7 +10,7 @@ from . import prompts
 from .models import Run, RunResult
 from .providers import PROVIDERS, availability
 from .selection import Selection
-from .services import LaunchSpec
+from .launching import LaunchSpec
 
 MAX_CONCURRENCY = 256
 

@@ -1,4 +1,4 @@
-"""Celery tasks: thin wrappers over `inference.services`. Ids in, JSON out.
+"""Celery tasks: thin wrappers over `inference.execution` and `inference.lifecycle`. Ids in, JSON out.
 
 The reconciler runs on Celery beat (`celery -A cprt_site beat`), every CPRT_RECONCILE_EVERY_S seconds
 (the schedule is CELERY_BEAT_SCHEDULE in cprt_site/settings.py).
@@ -8,7 +8,7 @@ from __future__ import annotations
 from celery import shared_task
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
 
-from . import services
+from . import execution, lifecycle
 
 
 class ChunkArgs(BaseModel):
@@ -28,9 +28,9 @@ def parse_chunk_args(run_id, image_ids, concurrency=None) -> ChunkArgs:
 @shared_task(name="inference.run_chunk", acks_late=True)
 def run_chunk(run_id, image_ids, concurrency=None) -> dict:
     args = parse_chunk_args(run_id, image_ids, concurrency)
-    return services.run_chunk(args.run_id, args.image_ids, args.concurrency)
+    return execution.run_chunk(args.run_id, args.image_ids, args.concurrency)
 
 
 @shared_task(name="inference.reconcile_runs")
 def reconcile_runs() -> dict:
-    return services.reconcile()
+    return lifecycle.reconcile()

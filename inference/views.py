@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from core.roles import ROLE_ADMIN, require_role
 
-from . import prompts, providers, ratelimit, services
+from . import launching, lifecycle, prompts, providers, ratelimit
 from .access import get_run_for_user
 from .forms import LaunchForm
 from .models import Run, RunResult
@@ -41,10 +41,10 @@ def run_new(request):
     estimate = None
     if request.method == "POST" and form.is_valid():
         if request.POST.get("action") == "estimate":
-            estimate = services.plan(form.spec())
+            estimate = launching.plan(form.spec())
         else:
             try:
-                run = services.launch_run(request.user, form.spec())
+                run = launching.launch_run(request.user, form.spec())
             except ValueError as exc:
                 form.add_error(None, str(exc))
             else:
@@ -59,7 +59,7 @@ def run_new(request):
 def run_estimate(request):
     """The estimate panel of the launch form (htmx swaps it in whenever the form changes)."""
     form = LaunchForm(request.POST)
-    plan = services.plan(form.spec()) if form.is_valid() else None
+    plan = launching.plan(form.spec()) if form.is_valid() else None
     return render(request, "inference/_estimate.html", {"form": form, "plan": plan})
 
 
@@ -70,7 +70,7 @@ def _detail_context(run: Run, request) -> dict:
     pred_page = Paginator(predictions, 50).get_page(request.GET.get("predictions"))
     for result in fail_page.object_list:
         result.raw_pretty = json.dumps(result.raw, indent=2, ensure_ascii=False)[:20000]
-    return {"run": run, "fail_page": fail_page, "pred_page": pred_page, "can_resume": services.can_resume(run)}
+    return {"run": run, "fail_page": fail_page, "pred_page": pred_page, "can_resume": lifecycle.can_resume(run)}
 
 
 @require_role(ROLE_ADMIN)
@@ -87,14 +87,14 @@ def run_detail(request, run_id: int):
 def run_progress(request, run_id: int):
     """The progress card of one run (htmx polls it while the run is active)."""
     run = get_run_for_user(request.user, run_id)
-    return render(request, "inference/_run_progress.html", {"run": run, "can_resume": services.can_resume(run)})
+    return render(request, "inference/_run_progress.html", {"run": run, "can_resume": lifecycle.can_resume(run)})
 
 
 @require_role(ROLE_ADMIN)
 @require_POST
 def run_cancel(request, run_id: int):
     run = get_run_for_user(request.user, run_id)
-    if services.cancel_run(request.user, run):
+    if lifecycle.cancel_run(request.user, run):
         messages.info(request, f"Run #{run.pk}: cancel requested; workers stop within seconds.")
     else:
         messages.error(request, f"Run #{run.pk} is {run.status}; there is nothing to cancel.")
@@ -105,10 +105,10 @@ def run_cancel(request, run_id: int):
 @require_POST
 def run_resume(request, run_id: int):
     run = get_run_for_user(request.user, run_id)
-    if not services.can_resume(run):
+    if not lifecycle.can_resume(run):
         messages.error(request, f"Run #{run.pk} is {run.status} and its workers are alive; nothing to resume.")
     else:
-        n = services.resume_run(request.user, run)
+        n = lifecycle.resume_run(request.user, run)
         messages.info(request, f"Run #{run.pk}: re-dispatched {n} images without a result.")
     return _back(request, run)
 
@@ -116,7 +116,7 @@ def run_resume(request, run_id: int):
 def _back(request, run: Run):
     if request.htmx:
         run.refresh_from_db()
-        return render(request, "inference/_run_progress.html", {"run": run, "can_resume": services.can_resume(run)})
+        return render(request, "inference/_run_progress.html", {"run": run, "can_resume": lifecycle.can_resume(run)})
     return redirect("inference:run_detail", run_id=run.pk)
 
 

@@ -11,7 +11,7 @@ The schema is built at collection time (there is no database then, so no token t
 test_the_fuzzed_schema_is_the_served_one checks that /api/schema/ serves exactly that document.
 
 Generated writes may create data (claims, labelings, runs) inside the test transaction. A launched
-run is dispatched on commit (inference.services.launch_run), which never happens in a test
+run is dispatched on commit (inference.launching.launch_run), which never happens in a test
 transaction; `no_dispatch` makes sure nothing could reach a broker anyway.
 
 Bounded: MAX_EXAMPLES per operation in the fuzzing phase, plus the examples and coverage phases'
@@ -29,7 +29,7 @@ from rest_framework.authtoken.models import Token
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from annotations.models import Annotator, Labeling
-from inference import services as run_services
+from inference import launching
 from scoring import services as scoring_services
 from scoring.models import ScoringProfile
 from tests.permission_cases.scoring import add_results, make_run
@@ -98,7 +98,7 @@ def wsgi_app(db, settings):
 @pytest.fixture
 def no_dispatch(monkeypatch):
     sent = []
-    monkeypatch.setattr(run_services, "dispatch", lambda run_id, image_ids=None: sent.append(run_id) or 0)
+    monkeypatch.setattr(launching, "dispatch", lambda run_id, image_ids=None: sent.append(run_id) or 0)
     return sent
 
 

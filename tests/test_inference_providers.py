@@ -9,7 +9,7 @@ import pytest
 from PIL import Image as PILImage
 
 from annotations import taxonomy
-from inference import prompts, schemas, services
+from inference import execution, launching, prompts, schemas
 from inference.models import Run, RunResult
 from inference.providers import PROVIDERS, ModelRequest, get_provider
 from inference.providers.base import parse_json_object, parse_retry_after
@@ -21,17 +21,17 @@ from tests.fakes.server import Reply, score_for_image
 
 
 def launch(provider: str, task: str = "judge", strategy: str = "zero_shot", concurrency: int = 2, model: str = "fake-model") -> Run:
-    spec = services.LaunchSpec(
+    spec = launching.LaunchSpec(
         task=task, provider=provider, model_name=model, strategy=strategy if task == "judge" else "",
         counterfactual_faces=False, prompt_version=prompts.DEFAULT_VERSION[task], selection=Selection(), concurrency=concurrency,
     )
-    return services.launch_run(None, spec)
+    return launching.launch_run(None, spec)
 
 
 def run_once(provider, django_capture_on_commit_callbacks, **kw) -> Run:
     with django_capture_on_commit_callbacks(execute=False):  # no broker: the test runs the chunk itself
         run = launch(provider, **kw)
-    services.run_chunk(run.pk, run.image_ids)
+    execution.run_chunk(run.pk, run.image_ids)
     run.refresh_from_db()
     return run
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 from annotations import taxonomy
 from annotations.models import Annotator, Label, Labeling
 from core.models import AuditEvent
-from inference import pricing, prompts, services
+from inference import execution, launching, lifecycle, pricing, prompts
 from inference.models import Run, RunResult
 from inference.ratelimit import RateLimiter
 from inference.selection import Selection, select_image_ids
@@ -22,7 +22,7 @@ from tests.fakes.server import TO_LABEL, stage1_answers
 
 
 def spec(task="judge", provider="openai", strategy="zero_shot", concurrency=4, selection=None, cf=False):
-    return services.LaunchSpec(
+    return launching.LaunchSpec(
         task=task, provider=provider, model_name="gpt-5.1", strategy=strategy if task == "judge" else "",
         counterfactual_faces=cf, prompt_version=prompts.DEFAULT_VERSION[task], selection=selection or Selection(), concurrency=concurrency,
     )
@@ -30,7 +30,7 @@ def spec(task="judge", provider="openai", strategy="zero_shot", concurrency=4, s
 
 def test_launch_stores_exact_prompt_and_dispatches_on_commit(openai_server, images, admin_user, django_capture_on_commit_callbacks, eager_celery):
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        run = services.launch_run(admin_user, spec(strategy="taxonomy", cf=True))
+        run = launching.launch_run(admin_user, spec(strategy="taxonomy", cf=True))
     # Two on-commit callbacks: the launch's dispatch, then (the judge run having finished) the
     # metrics precompute, so that no page pays for the bootstrap.
     assert len(callbacks) == 2
@@ -52,9 +52,9 @@ def test_launch_stores_exact_prompt_and_dispatches_on_commit(openai_server, imag
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_a_duplicated_chunk_neither_loses_nor_doubles(openai_server, images, monkeypatch):
-    monkeypatch.setattr(services, "dispatch", lambda *args, **kwargs: 0)  # this test runs the chunks itself
-    run = services.launch_run(None, spec())
-    first = services.run_chunk(run.pk, run.image_ids[:3])
+    monkeypatch.setattr(launching, "dispatch", lambda *args, **kwargs: 0)  # this test runs the chunks itself
+    run = launching.launch_run(None, spec())
+    first = execution.run_chunk(run.pk, run.image_ids[:3])
     assert first["written"] == 3
     # Two copies of the full chunk at once (a redelivered message racing the original).
     Run.objects.filter(pk=run.pk).update(status=Run.STATUS_RUNNING)
@@ -62,7 +62,7 @@ def test_a_duplicated_chunk_neither_loses_nor_doubles(openai_server, images, mon
 
     def copy():
         try:
-            outputs.append(services.run_chunk(run.pk, run.image_ids))
+            outputs.append(execution.run_chunk(run.pk, run.image_ids))
         finally:
             connection.close()
 
@@ -78,16 +78,16 @@ def test_a_duplicated_chunk_neither_loses_nor_doubles(openai_server, images, mon
 
 def test_chunk_ignores_images_outside_the_run(openai_server, images, make_image, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False):
-        run = services.launch_run(None, spec(selection=Selection(sample_size=2, seed=1)))
-    services.run_chunk(run.pk, [i.pk for i in images])
+        run = launching.launch_run(None, spec(selection=Selection(sample_size=2, seed=1)))
+    execution.run_chunk(run.pk, [i.pk for i in images])
     assert sorted(run.results.values_list("image_id", flat=True)) == run.image_ids
 
 
 def test_annotate_run_writes_model_labels_and_both_stages(openai_server, images, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False):
-        run = services.launch_run(None, spec(task="annotate"))
+        run = launching.launch_run(None, spec(task="annotate"))
     assert run.annotator == Annotator.for_model("openai", "gpt-5.1", "annotate-v1")
-    services.run_chunk(run.pk, run.image_ids)
+    execution.run_chunk(run.pk, run.image_ids)
     run.refresh_from_db()
     assert run.status == Run.STATUS_FINISHED and run.outcome_counts == {"ok": 5}
     keys = taxonomy.active().keys
@@ -112,8 +112,8 @@ def test_annotate_stage2_nonsense_is_unparseable_and_writes_no_labels(openai_ser
 
     openai_server.queue(ofake.ok(stage1_answers(b"x", keys)), ofake.ok({"labels": {k: 0.7 for k in keys}}))
     with django_capture_on_commit_callbacks(execute=False):
-        run = services.launch_run(None, spec(task="annotate"))
-    services.run_chunk(run.pk, run.image_ids)
+        run = launching.launch_run(None, spec(task="annotate"))
+    execution.run_chunk(run.pk, run.image_ids)
     result = run.results.get()
     assert result.outcome == "unparseable" and "stage 2" in result.error and "0.7" in result.error
     assert set(result.raw) >= {"stage1", "stage2"}
@@ -127,8 +127,8 @@ def test_annotate_stage1_missing_keys_is_unparseable(openai_server, make_image, 
     answers = stage1_answers(b"x", taxonomy.active().keys[:-1])
     openai_server.queue(ofake.ok(answers))
     with django_capture_on_commit_callbacks(execute=False):
-        run = services.launch_run(None, spec(task="annotate"))
-    services.run_chunk(run.pk, run.image_ids)
+        run = launching.launch_run(None, spec(task="annotate"))
+    execution.run_chunk(run.pk, run.image_ids)
     result = run.results.get()
     assert result.outcome == "unparseable" and "missing ['background_people']" in result.error
     assert len(openai_server.requests) == 1  # no stage 2 after a bad stage 1
@@ -139,13 +139,13 @@ def test_cancel_stops_within_seconds_and_resume_completes(openai_server, make_im
     for i in range(40):
         make_image(f"2017_{i:08d}", color=(i, 2 * i, 3 * i))
     openai_server.delay = 0.3
-    real_dispatch = services.dispatch
-    monkeypatch.setattr(services, "dispatch", lambda *args, **kwargs: 0)  # this test runs the chunk itself
-    run = services.launch_run(admin_user, spec(concurrency=2))
-    monkeypatch.setattr(services, "dispatch", real_dispatch)
+    real_dispatch = launching.dispatch
+    monkeypatch.setattr(launching, "dispatch", lambda *args, **kwargs: 0)  # this test runs the chunk itself
+    run = launching.launch_run(admin_user, spec(concurrency=2))
+    monkeypatch.setattr(launching, "dispatch", real_dispatch)
     def chunk():
         try:
-            services.run_chunk(run.pk, run.image_ids)
+            execution.run_chunk(run.pk, run.image_ids)
         finally:
             connection.close()
 
@@ -153,7 +153,7 @@ def test_cancel_stops_within_seconds_and_resume_completes(openai_server, make_im
     worker.start()
     time.sleep(1.0)
     run.refresh_from_db()
-    assert services.cancel_run(admin_user, run), (run.status, run.error, run.results.count())
+    assert lifecycle.cancel_run(admin_user, run), (run.status, run.error, run.results.count())
     cancelled_at = time.monotonic()
     worker.join(timeout=15)
     assert not worker.is_alive()
@@ -165,9 +165,9 @@ def test_cancel_stops_within_seconds_and_resume_completes(openai_server, make_im
     requests_at_cancel = openai_server.count
     time.sleep(0.8)
     assert openai_server.count == requests_at_cancel, "no request may start after the chunk stopped"
-    assert services.can_resume(run)
+    assert lifecycle.can_resume(run)
     openai_server.delay = 0.0
-    assert services.resume_run(admin_user, run) == 40 - done  # dispatched on commit, run eagerly
+    assert lifecycle.resume_run(admin_user, run) == 40 - done  # dispatched on commit, run eagerly
     run.refresh_from_db()
     assert run.status == Run.STATUS_FINISHED
     assert run.results.count() == 40
@@ -176,24 +176,24 @@ def test_cancel_stops_within_seconds_and_resume_completes(openai_server, make_im
 
 def test_cancel_of_a_queued_run_without_workers_is_immediate(openai_server, images, admin_user, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False):
-        run = services.launch_run(admin_user, spec())
-    services.cancel_run(admin_user, run)
+        run = launching.launch_run(admin_user, spec())
+    lifecycle.cancel_run(admin_user, run)
     run.refresh_from_db()
     assert run.status == Run.STATUS_CANCELLED
-    assert services.run_chunk(run.pk, run.image_ids) == {"run": run.pk, "skipped": "cancelled"}
+    assert execution.run_chunk(run.pk, run.image_ids) == {"run": run.pk, "skipped": "cancelled"}
     assert openai_server.count == 0
 
 
 def test_reconciler_redispatches_stale_runs_only(openai_server, images, settings, django_capture_on_commit_callbacks, eager_celery):
     settings.CPRT_RUN_STALE_S = 60
     with django_capture_on_commit_callbacks(execute=False):
-        stale = services.launch_run(None, spec())
-        fresh = services.launch_run(None, spec())
-    services.run_chunk(stale.pk, stale.image_ids[:2])  # then "the worker died"
+        stale = launching.launch_run(None, spec())
+        fresh = launching.launch_run(None, spec())
+    execution.run_chunk(stale.pk, stale.image_ids[:2])  # then "the worker died"
     long_ago = timezone.now() - timedelta(minutes=5)
     Run.objects.filter(pk=stale.pk).update(status=Run.STATUS_RUNNING, heartbeat_at=long_ago, dispatched_at=long_ago, created_at=long_ago)
     Run.objects.filter(pk=fresh.pk).update(dispatched_at=timezone.now())
-    report = services.reconcile()
+    report = lifecycle.reconcile()
     assert report["redispatched"] == [stale.pk]
     stale.refresh_from_db()
     assert stale.status == Run.STATUS_FINISHED and stale.results.count() == 5
@@ -203,13 +203,13 @@ def test_reconciler_redispatches_stale_runs_only(openai_server, images, settings
 
 def test_reconciler_closes_complete_runs_and_abandoned_cancels(openai_server, images, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False):
-        done = services.launch_run(None, spec())
-        cancelling = services.launch_run(None, spec())
-    services.run_chunk(done.pk, done.image_ids)
+        done = launching.launch_run(None, spec())
+        cancelling = launching.launch_run(None, spec())
+    execution.run_chunk(done.pk, done.image_ids)
     long_ago = timezone.now() - timedelta(hours=1)
     Run.objects.filter(pk=done.pk).update(status=Run.STATUS_RUNNING, finished_at=None, heartbeat_at=long_ago, dispatched_at=long_ago, created_at=long_ago)
     Run.objects.filter(pk=cancelling.pk).update(status=Run.STATUS_CANCELLING, heartbeat_at=long_ago, dispatched_at=long_ago, created_at=long_ago)
-    report = services.reconcile()
+    report = lifecycle.reconcile()
     assert report["finished"] == [done.pk] and report["cancelled"] == [cancelling.pk]
 
 
@@ -233,7 +233,7 @@ def test_chunk_task_refuses_bad_input_and_changes_nothing(images, args, message)
 
 
 def test_chunk_for_a_missing_run_is_a_no_op(db):
-    assert services.run_chunk(999, [1]) == {"run": 999, "skipped": "no such run"}
+    assert execution.run_chunk(999, [1]) == {"run": 999, "skipped": "no such run"}
     assert parse_chunk_args(3, [4]).image_ids == [4]
 
 
@@ -263,8 +263,8 @@ def test_selection_by_split_consensus_and_seeded_sample(make_image):
 
 def test_selection_from_a_previous_judge_run(openai_server, images, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False):
-        run = services.launch_run(None, spec())
-    services.run_chunk(run.pk, run.image_ids)
+        run = launching.launch_run(None, spec())
+    execution.run_chunk(run.pk, run.image_ids)
     scores = dict(run.results.values_list("image_id", "score"))
     threshold = sorted(scores.values())[2]
     ids, _ = select_image_ids(Selection(from_run=run.pk, min_score=threshold))

@@ -5,7 +5,7 @@ import pytest
 from django.urls import reverse
 
 from core.models import AuditEvent
-from inference import services
+from inference import execution, launching
 from inference.models import Run
 from tests.fakes.fixtures import *  # noqa: F401,F403
 
@@ -28,7 +28,7 @@ def test_launch_form_shows_unavailable_providers_with_reason(admin_client, no_pr
 
 def test_launch_creates_a_run_and_dispatches_on_commit(admin_client, openai_server, images, monkeypatch, django_capture_on_commit_callbacks):
     sent = []
-    monkeypatch.setattr(services, "dispatch", lambda run_id, image_ids=None: sent.append(run_id) or 1)
+    monkeypatch.setattr(launching, "dispatch", lambda run_id, image_ids=None: sent.append(run_id) or 1)
     with django_capture_on_commit_callbacks(execute=True):
         response = admin_client.post(reverse("inference:run_new"), {**VALID, "counterfactual_faces": "on", "sample_size": "3", "seed": "5"})
     run = Run.objects.get()
@@ -91,8 +91,8 @@ def _finished_run_with_results(openai_server, django_capture_on_commit_callbacks
 
     openai_server.queue(ofake.ok("not json at all"), ofake.refusal("no can do"))
     with django_capture_on_commit_callbacks(execute=False):
-        run = services.launch_run(None, services.LaunchSpec("judge", "openai", "gpt-5.1", "zero_shot", False, "judge-v1", services.Selection(), 1))
-    services.run_chunk(run.pk, run.image_ids)
+        run = launching.launch_run(None, launching.LaunchSpec("judge", "openai", "gpt-5.1", "zero_shot", False, "judge-v1", launching.Selection(), 1))
+    execution.run_chunk(run.pk, run.image_ids)
     run.refresh_from_db()
     return run
 
@@ -110,8 +110,8 @@ def test_run_detail_shows_counts_failures_with_raw_and_predictions(admin_client,
 
 def test_active_runs_poll_and_show_progress(admin_client, openai_server, images, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False):
-        run = services.launch_run(None, services.LaunchSpec("judge", "openai", "gpt-5.1", "zero_shot", False, "judge-v1", services.Selection(), 1))
-    services.run_chunk(run.pk, run.image_ids[:2])
+        run = launching.launch_run(None, launching.LaunchSpec("judge", "openai", "gpt-5.1", "zero_shot", False, "judge-v1", launching.Selection(), 1))
+    execution.run_chunk(run.pk, run.image_ids[:2])
     progress = admin_client.get(reverse("inference:run_progress", args=[run.pk])).content.decode()
     assert 'hx-trigger="every 2s"' in progress and '<progress value="2" max="5">' in progress
     rows = admin_client.get(reverse("inference:run_list_rows")).content.decode()
@@ -120,9 +120,9 @@ def test_active_runs_poll_and_show_progress(admin_client, openai_server, images,
 
 def test_cancel_and_resume_buttons(admin_client, openai_server, images, django_capture_on_commit_callbacks, monkeypatch):
     sent = []
-    monkeypatch.setattr(services, "dispatch", lambda run_id, image_ids=None: sent.append((run_id, image_ids)) or 1)
+    monkeypatch.setattr(launching, "dispatch", lambda run_id, image_ids=None: sent.append((run_id, image_ids)) or 1)
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.launch_run(None, services.LaunchSpec("judge", "openai", "gpt-5.1", "zero_shot", False, "judge-v1", services.Selection(), 1))
+        run = launching.launch_run(None, launching.LaunchSpec("judge", "openai", "gpt-5.1", "zero_shot", False, "judge-v1", launching.Selection(), 1))
     response = admin_client.post(reverse("inference:run_cancel", args=[run.pk]))
     assert response.status_code == 302
     run.refresh_from_db()
@@ -139,7 +139,7 @@ def test_cancel_and_resume_buttons(admin_client, openai_server, images, django_c
 
 def test_resume_is_refused_while_workers_are_alive(admin_client, openai_server, images, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False):
-        run = services.launch_run(None, services.LaunchSpec("judge", "openai", "gpt-5.1", "zero_shot", False, "judge-v1", services.Selection(), 1))
+        run = launching.launch_run(None, launching.LaunchSpec("judge", "openai", "gpt-5.1", "zero_shot", False, "judge-v1", launching.Selection(), 1))
     body = admin_client.post(reverse("inference:run_resume", args=[run.pk]), follow=True).content.decode()
     assert "nothing to resume" in body
     assert not AuditEvent.objects.filter(action="run.resume").exists()

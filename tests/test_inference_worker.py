@@ -6,7 +6,7 @@ import signal
 
 import pytest
 
-from inference import prompts, services
+from inference import launching, lifecycle, prompts
 from inference.models import Run, RunResult
 from inference.selection import Selection
 from tests.fakes.fixtures import FAKE_KEY
@@ -28,8 +28,8 @@ def test_killed_worker_loses_nothing_and_resume_finishes_exactly_once(make_image
         settings.OPENAI_API_KEY, settings.OPENAI_BASE_URL = FAKE_KEY, server.url + "/v1"
         settings.CPRT_RUN_CHUNK_SIZE = 10
         purge_broker()
-        spec = services.LaunchSpec("judge", "openai", "gpt-5.1", "zero_shot", False, prompts.DEFAULT_VERSION["judge"], Selection(), 2)
-        run = services.launch_run(admin_user, spec)  # dispatched on commit, on the api queue
+        spec = launching.LaunchSpec("judge", "openai", "gpt-5.1", "zero_shot", False, prompts.DEFAULT_VERSION["judge"], Selection(), 2)
+        run = launching.launch_run(admin_user, spec)  # dispatched on commit, on the api queue
         results = RunResult.objects.filter(run=run)
 
         with celery_worker(queues="api", concurrency=2) as first:
@@ -39,7 +39,7 @@ def test_killed_worker_loses_nothing_and_resume_finishes_exactly_once(make_image
         written_before_resume = results.count()
         assert written_before_resume < len(images), "the kill must happen mid-run"
 
-        missing = services.resume_run(admin_user, run)
+        missing = lifecycle.resume_run(admin_user, run)
         assert missing == len(images) - results.count()
         with celery_worker(queues="api", concurrency=2):
             wait_for(lambda: Run.objects.get(pk=run.pk).status == Run.STATUS_FINISHED, timeout=120, what="the resumed run to finish")

@@ -47,7 +47,7 @@ from annotations.api import LabelingWrite
 from core.api import ApiView, EmptyBody
 from annotations.models import Annotator, Labeling
 from cprt_site import api_urls
-from inference import services as run_services
+from inference import launching
 from inference.api import RunLaunch
 from tests.conftest import png_bytes
 from tests.permission_cases.scoring import add_results, make_run
@@ -86,7 +86,7 @@ def changed(before: dict, after: dict) -> list[str]:
 def world(admin_user, reviewer_a, adjudicator, make_image, settings, monkeypatch):
     settings.OPENAI_API_KEY = FAKE_KEY  # so that a valid launch passes the form
     # Launches and resumes dispatch on commit, which a test transaction never reaches; stubbed all the same.
-    monkeypatch.setattr(run_services, "dispatch", lambda run_id, image_ids=None: 0)
+    monkeypatch.setattr(launching, "dispatch", lambda run_id, image_ids=None: 0)
     images = [make_image(f"2017_mf{i:03d}", color=(i * 40, 10, 10)) for i in range(3)]
     labeling = Labeling.objects.create(image=images[0], annotator=Annotator.for_user(reviewer_a))
     judge = make_run()

@@ -1,149 +1,40 @@
-"""Launch, execute, cancel, resume and reconcile model runs. Plain functions; `tasks` wraps them.
+"""Executing a chunk of a run: one image at a time on a thread pool, results written in small batches.
 
-Execution model
-* A launch freezes the image list and the exact prompts, then (on commit) dispatches chunk tasks
-  on the provider's queue (`api` for OpenAI/Gemini, `gpu` for vLLM).
-* A chunk task keeps its lane's share of `run.concurrency` requests in flight on a thread pool (a
-  sliding window); its main thread writes the results in small batches as they complete. Lanes
-  (see `dispatch`) let one run use several worker processes without exceeding its concurrency. Results
-  are unique per (run, image) and images with a result are skipped, so a retried or duplicated chunk
-  neither loses nor doubles anything; an image is written once or not at all.
-* Progress lives in the database: a chunk refreshes the run's outcome counts, tokens and cost, and
-  its heartbeat, every CPRT_RUN_HEARTBEAT_S seconds, and reads the status back: cancelling stops it.
-* A worker killed mid-run loses at most its in-flight requests. `reconcile()` (Celery beat) and
-  `resume_run()` (the page's button) re-dispatch every selected image that has no result.
+A chunk task keeps its lane's share of `run.concurrency` requests in flight (a sliding window); its
+main thread writes the results as they complete. Results are unique per (run, image) and images with
+a result are skipped, so a retried or duplicated chunk neither loses nor doubles anything; an image
+is written once or not at all. Progress lives in the database: a chunk refreshes the run's totals and
+its heartbeat every CPRT_RUN_HEARTBEAT_S seconds, and reads the status back: cancelling stops it.
 """
 from __future__ import annotations
 
-from django.conf import settings
 import logging
-from functools import partial
-import math
 import random
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from datetime import timedelta
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Sum
 from django.utils import timezone
 
 from annotations import taxonomy
-from annotations.models import Annotator, Image, Label, Labeling
-from core.audit import audit
+from annotations.models import Image, Label, Labeling
 
-from . import pricing, prompts, signals
+from . import prompts
 from .models import Run, RunResult
-from .providers import FatalProviderError, ProviderError, ProviderUnavailable, RetryableError, get_provider, queue_for
+from .providers import FatalProviderError, ProviderError, ProviderUnavailable, RetryableError, get_provider
 from .ratelimit import RateLimiter
 from .schemas import JudgeAnswer, Stage1Answer, Stage2Answer, ValidationError, describe_error
-from .selection import Selection, select_image_ids
+from .lifecycle import mark_cancelled, fail_run, finish_if_complete, refresh_totals
+
 
 log = logging.getLogger(__name__)
 
 STOP_GRACE_S = 5.0  # after a cancel, how long a chunk waits for requests already in flight
 WRITE_BATCH = 64  # results per write transaction...
 WRITE_EVERY_S = 0.25  # ...or this often, whichever comes first
-
-
-# --- launch ----------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class LaunchSpec:
-    task: str
-    provider: str
-    model_name: str
-    strategy: str
-    counterfactual_faces: bool
-    prompt_version: str
-    selection: Selection
-    concurrency: int
-
-
-def plan(spec: LaunchSpec) -> dict:
-    """What a launch would do: image ids, selection description, prompt texts, estimate."""
-    ids, described = select_image_ids(spec.selection)
-    prompt_text = prompts.render(spec.task, spec.prompt_version, spec.strategy, spec.counterfactual_faces)
-    estimate = pricing.estimate(spec.task, spec.provider, spec.model_name, len(ids), prompt_text)
-    return {"image_ids": ids, "selection": described, "prompt_text": prompt_text, "estimate": estimate}
-
-
-def launch_run(user, spec: LaunchSpec) -> Run:
-    planned = plan(spec)
-    if not planned["image_ids"]:
-        raise ValueError("The selection matches no images with stored bytes.")
-    provider = get_provider(spec.provider, spec.model_name)
-    request_params = dict(provider.request_params())
-    if spec.provider == "vllm":
-        request_params["max_pixels"] = settings.VLLM_MAX_PIXELS
-    with transaction.atomic():
-        annotator = None
-        if spec.task == Run.TASK_ANNOTATE:
-            annotator = Annotator.for_model(spec.provider, spec.model_name, spec.prompt_version)
-        run = Run.objects.create(
-            task=spec.task,
-            provider=spec.provider,
-            model_name=spec.model_name,
-            strategy=spec.strategy,
-            counterfactual_faces=spec.counterfactual_faces,
-            prompt_version=spec.prompt_version,
-            prompt_text=planned["prompt_text"],
-            selection=planned["selection"],
-            image_ids=planned["image_ids"],
-            concurrency=spec.concurrency,
-            annotator=annotator,
-            total_images=len(planned["image_ids"]),
-            request_params=request_params,
-            estimate=planned["estimate"],
-            created_by=user if getattr(user, "is_authenticated", False) else None,
-        )
-        audit(user, "run.launch", run, task=run.task, provider=run.provider, model=run.model_name,
-              strategy=run.strategy, counterfactual_faces=run.counterfactual_faces, prompt_version=run.prompt_version,
-              images=run.total_images, selection=run.selection, concurrency=run.concurrency)
-        transaction.on_commit(lambda: dispatch(run.pk))
-    return run
-
-
-def lane_widths(concurrency: int) -> list[int]:
-    """How a run's concurrency is split into lanes; the widths add up to exactly `concurrency`."""
-    lanes = max(1, math.ceil(concurrency / settings.CPRT_RUN_LANE_CONCURRENCY))
-    return [concurrency // lanes + (1 if i < concurrency % lanes else 0) for i in range(lanes)]
-
-
-def dispatch(run_id: int, image_ids: list[int] | None = None) -> int:
-    """Send the chunks for `image_ids` (default: every image still missing a result); returns the count.
-
-    The run's concurrency is its bound on requests in flight, across all workers: the chunks are
-    dealt into lanes, each lane a Celery chain (one chunk at a time) with its share of the
-    concurrency, so lanes run in parallel on separate worker processes and never exceed the total.
-    """
-    from celery import chain
-
-    from .tasks import run_chunk
-
-    run = Run.objects.get(pk=run_id)
-    ids = run.missing_image_ids() if image_ids is None else sorted(image_ids)
-    widths = lane_widths(run.concurrency)
-    Run.objects.filter(pk=run_id).update(dispatched_at=timezone.now())
-    queue = queue_for(run.provider)
-    chunks = 0
-    for lane, width in enumerate(widths):
-        share = ids[lane :: len(widths)]  # equal shares, so that the lanes finish together
-        # A chunk's window stays full until its last `width` requests, and the next chunk of a
-        # lane starts only after a broker round trip (up to a second with the filesystem broker):
-        # chunks of up to 200 x the lane's width keep both costs small. Size does not risk loss:
-        # results are written as they complete, and a re-run chunk skips what is done.
-        size = max(settings.CPRT_RUN_CHUNK_SIZE, 200 * width)
-        count = math.ceil(len(share) / size)
-        if not count:
-            continue
-        step = math.ceil(len(share) / count)  # even chunk sizes within a lane
-        links = [run_chunk.si(run.pk, share[i : i + step], width).set(queue=queue) for i in range(0, len(share), step)]
-        chain(*links).apply_async(queue=queue)
-        chunks += len(links)
-    return chunks
 
 
 # --- one image -------------------------------------------------------------------------------
@@ -348,21 +239,6 @@ def write_outcomes(run: Run, outs: list[Outcome], attribute_ids: dict[str, int])
     return written, duplicates
 
 
-def refresh_totals(run_id: int) -> None:
-    """Outcome counts, tokens and estimated cost from the stored results (idempotent)."""
-    rows = RunResult.objects.filter(run_id=run_id).values("outcome").annotate(n=Count("id"), ti=Sum("tokens_in"), to=Sum("tokens_out"))
-    counts, tokens_in, tokens_out = {}, 0, 0
-    for row in rows:
-        counts[row["outcome"]] = row["n"]
-        tokens_in += row["ti"] or 0
-        tokens_out += row["to"] or 0
-    run = Run.objects.only("provider", "model_name").get(pk=run_id)
-    usd = pricing.cost(run.provider, run.model_name, tokens_in, tokens_out)
-    Run.objects.filter(pk=run_id).update(
-        outcome_counts=counts, tokens_in=tokens_in, tokens_out=tokens_out, estimated_cost_usd=usd if usd is not None else 0
-    )
-
-
 def _heartbeat(run_id: int) -> str:
     Run.objects.filter(pk=run_id).update(heartbeat_at=timezone.now())
     refresh_totals(run_id)
@@ -378,7 +254,7 @@ def run_chunk(run_id: int, image_ids: list[int], concurrency: int | None = None)
     if run is None:
         return {"run": run_id, "skipped": "no such run"}
     if run.status == Run.STATUS_CANCELLING:
-        _mark_cancelled(run_id)
+        mark_cancelled(run_id)
     if run.status not in (Run.STATUS_QUEUED, Run.STATUS_RUNNING):
         return {"run": run_id, "skipped": run.status}
     now = timezone.now()
@@ -472,93 +348,3 @@ def _execute(run: Run, ctx: Context, todo: list[tuple[int, str]], width: int) ->
         stats["stopped"] = True
     _heartbeat(run.pk)
     return stats
-
-
-# --- status changes ----------------------------------------------------------------------------
-
-def finish_if_complete(run_id: int) -> str:
-    refresh_totals(run_id)
-    run = Run.objects.get(pk=run_id)
-    if run.status == Run.STATUS_CANCELLING:
-        _mark_cancelled(run_id)
-    elif run.status in (Run.STATUS_QUEUED, Run.STATUS_RUNNING) and not run.missing_image_ids():
-        changed = Run.objects.filter(pk=run_id, status__in=[Run.STATUS_QUEUED, Run.STATUS_RUNNING]).update(
-            status=Run.STATUS_FINISHED, finished_at=timezone.now()
-        )
-        if changed and run.task == Run.TASK_ANNOTATE:
-            transaction.on_commit(partial(signals.annotate_run_finished.send, sender=Run, run=run))
-        elif changed and run.task == Run.TASK_JUDGE:
-            transaction.on_commit(partial(signals.judge_run_finished.send, sender=Run, run_id=run_id))
-    return Run.objects.values_list("status", flat=True).get(pk=run_id)
-
-
-def _mark_cancelled(run_id: int) -> None:
-    Run.objects.filter(pk=run_id, status=Run.STATUS_CANCELLING).update(status=Run.STATUS_CANCELLED, finished_at=timezone.now())
-
-
-def fail_run(run_id: int, message: str) -> None:
-    Run.objects.filter(pk=run_id, status__in=Run.ACTIVE_STATUSES).update(
-        status=Run.STATUS_FAILED, error=message[:4000], finished_at=timezone.now()
-    )
-    refresh_totals(run_id)
-
-
-def _heartbeat_is_stale(run: Run, seconds: float) -> bool:
-    last = max([t for t in (run.heartbeat_at, run.dispatched_at, run.created_at) if t is not None])
-    return timezone.now() - last > timedelta(seconds=seconds)
-
-
-def cancel_run(user, run: Run) -> bool:
-    """Ask running chunks to stop (they check within a heartbeat); False if the run is not active."""
-    if not run.is_active:
-        return False
-    Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE_STATUSES).update(status=Run.STATUS_CANCELLING)
-    run.refresh_from_db()
-    # Nobody is working on it (never started, or its worker died): nobody else will confirm.
-    if run.heartbeat_at is None or _heartbeat_is_stale(run, 3 * settings.CPRT_RUN_HEARTBEAT_S + 5):
-        _mark_cancelled(run.pk)
-    audit(user, "run.cancel", run, done=run.done_count, total=run.total_images)
-    return True
-
-
-def can_resume(run: Run) -> bool:
-    if run.status in (Run.STATUS_CANCELLED, Run.STATUS_FAILED):
-        return True
-    if run.status == Run.STATUS_FINISHED:
-        return run.done_count < run.total_images
-    return run.status in (Run.STATUS_QUEUED, Run.STATUS_RUNNING) and _heartbeat_is_stale(run, settings.CPRT_RUN_STALE_S)
-
-
-def resume_run(user, run: Run) -> int:
-    """Re-dispatch every selected image without a result; returns how many."""
-    missing = run.missing_image_ids()
-    with transaction.atomic():
-        if missing:
-            Run.objects.filter(pk=run.pk).update(status=Run.STATUS_QUEUED, error="", finished_at=None)
-            transaction.on_commit(lambda: dispatch(run.pk, missing))
-        audit(user, "run.resume", run, missing=len(missing), previous_status=run.status)
-    if not missing:
-        Run.objects.filter(pk=run.pk, status__in=[Run.STATUS_CANCELLED, Run.STATUS_FAILED]).update(status=Run.STATUS_RUNNING)
-        finish_if_complete(run.pk)
-    return len(missing)
-
-
-def reconcile() -> dict:
-    """Periodic (Celery beat): re-dispatch runs whose workers went quiet; close finished or cancelled ones."""
-    redispatched, finished, cancelled = [], [], []
-    stale = settings.CPRT_RUN_STALE_S
-    for run in Run.objects.filter(status__in=[Run.STATUS_QUEUED, Run.STATUS_RUNNING]):
-        if not _heartbeat_is_stale(run, stale):
-            continue
-        missing = run.missing_image_ids()
-        if missing:
-            dispatch(run.pk, missing)
-            audit(None, "run.redispatch", run, missing=len(missing))
-            redispatched.append(run.pk)
-        elif finish_if_complete(run.pk) == Run.STATUS_FINISHED:
-            finished.append(run.pk)
-    for run in Run.objects.filter(status=Run.STATUS_CANCELLING):
-        if _heartbeat_is_stale(run, 3 * settings.CPRT_RUN_HEARTBEAT_S + 5):
-            _mark_cancelled(run.pk)
-            cancelled.append(run.pk)
-    return {"redispatched": redispatched, "finished": finished, "cancelled": cancelled}

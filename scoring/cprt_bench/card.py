@@ -1,0 +1,142 @@
+"""The dataset card (README.md) of an export: YAML configs, the profile, annotators, predictions.
+"""
+from __future__ import annotations
+
+
+
+from annotations import taxonomy
+from annotations.models import Annotator
+
+from .. import engine
+from ..models import ScoringProfile
+from .common import CONFIGS, EXPORT_MARKER, public_annotator
+
+
+def dataset_card(profile: ScoringProfile, tax: taxonomy.Taxonomy, summary: dict, include_annotations: bool, include_images: bool = False) -> str:
+    lines = ["---", "pretty_name: CPRT-Bench (CPRT Workbench export)", "configs:"]
+    for config, (_, files_key) in CONFIGS.items():
+        files = summary.get(files_key) or {}
+        if files:
+            lines += [f"- config_name: {config}", "  data_files:"]
+            for split, path in files.items():
+                lines += [f"  - split: {split}", f"    path: {path}"]
+    lines += ["---", EXPORT_MARKER, "", "# CPRT-Bench export", ""]
+    if profile.provisional:
+        lines += [
+            "> **Warning: provisional boundaries.** The scoring profile used for computed rows is provisional:",
+            "> its level boundaries were not fitted to published CPRT-Bench scores (or the fit did not reproduce them).",
+            "> Computed scores will change when the profile is fitted.",
+            "",
+        ]
+    lines += [
+        "One row per image: `id` (the VISPR file id), `binary_labels` (`level1`..`level4`, each a mapping of that",
+        "level's attribute keys to 0/1), `level` (1 = most severe) and `score` in [0, 1].",
+        "",
+    ]
+    if include_images:
+        lines += [
+            "> **This export contains images.** The configuration `images` holds the image bytes of the exported rows",
+            "> (re-encoded, metadata removed). They may show people, documents and other personal data: keep the",
+            "> dataset private and share it only under the terms of the original image collection (VISPR).",
+        ]
+    else:
+        lines.append("**Images are not redistributed.** Ids resolve to VISPR files, e.g. `test2017/<id>.jpg`.")
+    lines += [
+        "",
+        "## Scoring profile",
+        "",
+        f"- Profile: `{profile.name}` version {profile.version}{' (PROVISIONAL)' if profile.provisional else ''}",
+        f"- Source: {profile.source}",
+        f"- Weights: {list(profile.weights or engine.WEIGHTS)}",
+        f"- Taxonomy version: {tax.version}",
+    ]
+    consensus = [
+        public_annotator({"id": a.pk, "name": a.name, "kind": a.kind, "provider": a.provider, "model_name": a.model_name, "prompt_version": a.prompt_version})
+        for a in profile.consensus_annotators.all()
+    ]
+    lines.append(f"- Consensus annotators: {', '.join(a['name'] for a in consensus) if consensus else '(none)'}")
+    lines += ["", "| level | lo | hi |", "|---|---|---|"]
+    bounds = profile.bounds
+    for level in engine.LEVELS:
+        lines.append(f"| {level} | {bounds.lo[level - 1]:.6f} | {bounds.hi[level - 1]:.6f} |")
+    lines += [
+        "",
+        "Rows imported from CPRT-Bench keep their published `level` and `score` unchanged; other rows are computed",
+        "with the profile above from the consensus of its annotators.",
+        "",
+        "## Counts",
+        "",
+        "| split | rows | published | computed | level 1 | level 2 | level 3 | level 4 | skipped (no score) | skipped (no labels) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for split, s in summary["splits"].items():
+        lv = s["levels"]
+        lines.append(
+            f"| {split} | {s['rows']} | {s['published']} | {s['computed']} | {lv[1]} | {lv[2]} | {lv[3]} | {lv[4]} "
+            f"| {s['skipped_no_score']} | {s['skipped_no_labels']} |"
+        )
+    empty = [split for split, s in summary["splits"].items() if s["rows"] == 0]
+    if empty:
+        lines += ["", f"Splits without rows are not part of the dataset: {', '.join(empty)}."]
+    if include_annotations or include_images:
+        columns = [("annotation_rows", "annotations"), ("prediction_rows", "predictions")] if include_annotations else []
+        columns += [("image_rows", "images")] if include_images else []
+        lines += ["", "| split | " + " | ".join(f"`{name}` rows" for _, name in columns) + " |", "|---|" + "---|" * len(columns)]
+        for split, s in summary["splits"].items():
+            lines.append(f"| {split} | " + " | ".join(str(s.get(key, 0)) for key, _ in columns) + " |")
+    lines += _annotator_section(consensus, summary, include_annotations)
+    if include_annotations:
+        lines += [
+            "",
+            "## Configuration `annotations`",
+            "",
+            "One row per (image, annotator): the annotator (people under a pseudonym such as `human-7`), its kind,",
+            "provider/model/prompt version for models, the raw labels (0, 0.5, 1; null where missing) and rationales.",
+            "",
+            "## Configuration `predictions`",
+            "",
+            "One row per (image, judge run): the run id, provider, model, prompt version, strategy, whether faces were",
+            "assumed anonymised (`counterfactual_faces`), the outcome (`ok`, `unparseable`, `refused`, `error`) and the",
+            "predicted score with its level under the profile above (null without a valid score).",
+        ]
+    if include_images:
+        lines += [
+            "",
+            "## Configuration `images`",
+            "",
+            "One row per exported image that has stored bytes: `id` and `image` (an Image feature).",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _annotator_section(consensus: list[dict], summary: dict, include_annotations: bool) -> list[str]:
+    """Who labelled: people only as pseudonyms (`human-<n>`), models by provider, model and prompt version."""
+
+    def describe(a: dict) -> str:
+        if a["kind"] == Annotator.KIND_MODEL:
+            return f"model {a['provider']} / {a['model_name']}, prompt {a['prompt_version']}"
+        return {Annotator.KIND_HUMAN: "person (pseudonym)", Annotator.KIND_GROUND_TRUTH: "imported CPRT-Bench ground truth"}.get(a["kind"], a["kind"])
+
+    lines = ["", "## Annotators", "", "Consensus set of the profile (its annotators' labels make the computed rows):", ""]
+    lines += [f"- `{a['name']}`: {describe(a)}" for a in consensus] or ["- (none)"]
+    if include_annotations:
+        lines += ["", "Annotators in the configuration `annotations`:", "", "| annotator | kind | images |", "|---|---|---|"]
+        for name, a in sorted(summary["annotators"].items()):
+            lines.append(f"| `{name}` | {describe(a)} | {a['rows']} |")
+        if not summary["annotators"]:
+            lines.append("| (none) | | |")
+        lines += [
+            "",
+            "Judge runs in the configuration `predictions`:",
+            "",
+            "| run | provider | model | prompt version | strategy | counterfactual faces | predictions |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for run_id, r in sorted(summary["prediction_runs"].items(), key=lambda item: int(item[0])):
+            lines.append(
+                f"| {run_id} | {r['provider']} | {r['model_name']} | {r['prompt_version']} | {r['strategy']} "
+                f"| {'yes' if r['counterfactual_faces'] else 'no'} | {r['rows']} |"
+            )
+        if not summary["prediction_runs"]:
+            lines.append("| (none) | | | | | | |")
+    return lines

@@ -1,0 +1,214 @@
+"""Importing CPRT-Bench rows and fitting the level boundaries (a scoring profile).
+
+Importing reads the file twice: a validation pass that keeps only ids and per-level counts (for
+duplicate detection and the boundary fit), then a write pass in chunks, all inside one transaction.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_slug
+from django.db import connection, transaction
+from django.utils import timezone
+
+from annotations import taxonomy
+from annotations.models import Annotator, Image, Label
+from core.audit import audit
+
+from .. import engine
+from ..models import ScoringProfile
+from ..services import recompute_scores
+from .reading import ScannedFile, _key, iter_valid_rows, scan_file
+from .common import DEFAULT_PROFILE, REPRODUCES_BELOW, SPLITS, chunked
+
+
+# Import
+
+
+@dataclass
+class ImportResult:
+    rows: int
+    images_created: int
+    images_updated: int
+    split_differs: list[str]  # ids of existing images whose split is not the one given (kept as they were)
+    profile: ScoringProfile
+    fit: engine.BoundaryFit
+    mismatches: list[dict]  # {"id", "published", "computed"} for every row whose level is not l*
+    activated: bool
+    not_activated_reason: str
+    scored: dict = field(default_factory=dict)
+
+
+def check_profile_name(name: str) -> str:
+    try:
+        validate_slug(name)
+    except ValidationError:
+        raise ValueError(f"Profile name {_key(name)} must be a slug (letters, digits, '-', '_').") from None
+    if len(name) > 64:
+        raise ValueError("Profile name is longer than 64 characters.")
+    return name
+
+
+def check_split(split: str) -> str:
+    if split not in SPLITS:
+        raise ValueError(f"Unknown split {split!r}: use one of {', '.join(SPLITS)}.")
+    return split
+
+
+def import_bench_file(path: Path | str, split: str, profile_name: str = DEFAULT_PROFILE, actor=None) -> ImportResult:
+    """Validate a CPRT-Bench file, then store its rows, fit and store the profile, and rescore, atomically."""
+    path = Path(path)
+    check_split(split)
+    check_profile_name(profile_name)
+    tax = taxonomy.active()
+    if len(tax.keys) != sum(engine.LEVEL_MAXIMA) or tax.level_maxima != engine.LEVEL_MAXIMA:
+        raise ValueError(f"The active taxonomy has {tax.level_maxima} attributes per level; the score needs {engine.LEVEL_MAXIMA}.")
+    scanned = scan_file(path, tax)
+    fit = engine.fit_bounds(scanned.counts, scanned.scores, scanned.levels)
+    computed_levels = [engine.determined_level(c) or 4 for c in scanned.counts]
+    mismatches = [
+        {"id": scanned.ids[i], "published": int(scanned.levels[i]), "computed": int(computed_levels[i])}
+        for i in fit.level_mismatches
+    ]
+    with transaction.atomic():
+        annotator = Annotator.ground_truth(profile_name)
+        source = f"CPRT-Bench import of {path.name}"
+        image_ids, created, updated, split_differs = _store_rows(path, tax, split, annotator, source)
+        profile, activated, reason = _store_profile(profile_name, path, split, tax, scanned, fit, mismatches, annotator)
+        scored = recompute_scores(profile, image_ids)
+        audit(
+            actor,
+            "import_cprt",
+            profile,
+            file=path.name,
+            split=split,
+            rows=len(scanned.ids),
+            images_created=created,
+            profile_version=profile.version,
+            bounds=[profile.lo1, profile.lo2, profile.lo3],
+            max_residual=fit.max_residual,
+            level_mismatches=len(mismatches),
+            activated=activated,
+        )
+    return ImportResult(
+        rows=len(scanned.ids),
+        images_created=created,
+        images_updated=updated,
+        split_differs=split_differs,
+        profile=profile,
+        fit=fit,
+        mismatches=mismatches,
+        activated=activated,
+        not_activated_reason=reason,
+        scored=scored,
+    )
+
+
+def _store_rows(path, tax, split, annotator, source) -> tuple[list[int], int, int, list[str]]:
+    attr_ids = taxonomy.attribute_ids()
+    attribute_pks = [attr_ids[key] for key in tax.keys]
+    image_ids: list[int] = []
+    created = updated = 0
+    split_differs: list[str] = []
+    image_table = connection.ops.quote_name(Image._meta.db_table)
+    # Plain-value upserts: building ~150,000 Label instances through the ORM took minutes. The import is
+    # one audited action, so no per-label history rows are written. ON CONFLICT works on SQLite and PostgreSQL.
+    label_upsert = (
+        f"INSERT INTO {connection.ops.quote_name(Label._meta.db_table)} "
+        "(image_id, annotator_id, attribute_id, value, rationale, created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s) "
+        "ON CONFLICT (image_id, annotator_id, attribute_id) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"
+    )
+    for chunk in chunked(iter_valid_rows(path, tax)):
+        vispr_ids = [row.id for row in chunk]
+        existing = {vid: (pk, s) for vid, pk, s in Image.objects.filter(vispr_id__in=vispr_ids).values_list("vispr_id", "id", "split")}
+        new = [
+            Image(vispr_id=row.id, split=split, source=source, published_level=row.level, published_score=row.score)
+            for row in chunk
+            if row.id not in existing
+        ]
+        Image.objects.bulk_create(new)
+        created += len(new)
+        updates = [(row.level, row.score, existing[row.id][0]) for row in chunk if row.id in existing]
+        if updates:
+            _execute_many(f"UPDATE {image_table} SET published_level = %s, published_score = %s WHERE id = %s", updates)
+            updated += len(updates)
+            split_differs.extend(vid for vid, (_, s) in existing.items() if s != split)
+        pk_of = dict(Image.objects.filter(vispr_id__in=vispr_ids).values_list("vispr_id", "id"))
+        now = connection.ops.adapt_datetimefield_value(timezone.now())
+        _execute_many(
+            label_upsert,
+            [
+                (pk_of[row.id], annotator.pk, attribute_pk, float(value), "", now, now)
+                for row in chunk
+                for attribute_pk, value in zip(attribute_pks, row.labels)
+            ],
+        )
+        image_ids.extend(pk_of[row.id] for row in chunk)
+    return image_ids, created, updated, split_differs
+
+
+def _execute_many(sql: str, rows: list[tuple]) -> None:
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, rows)
+
+
+def fit_report(path, split, tax, scanned: ScannedFile, fit: engine.BoundaryFit, mismatches: list[dict]) -> dict:
+    return {
+        "file": Path(path).name,
+        "split": split,
+        "rows": len(scanned.ids),
+        "taxonomy_version": tax.version,
+        "fitted_at": timezone.now().isoformat(timespec="seconds"),
+        "method": "least squares of published score on sqrt(t) per level; lo(l) from the fit, hi(l) = lo(l-1)",
+        "levels": [dataclasses.asdict(level_fit) for level_fit in fit.levels],
+        "bounds_lo": list(fit.bounds.lo) if fit.bounds else None,
+        "max_residual": fit.max_residual,
+        "partition_gaps": fit.partition_gaps,
+        "problems": fit.problems,
+        "reproduces": fit.reproduces,
+        "level_mismatches": mismatches,
+    }
+
+
+def _store_profile(name, path, split, tax, scanned, fit, mismatches, annotator) -> tuple[ScoringProfile, bool, str]:
+    profile = ScoringProfile.objects.select_for_update().filter(name=name).first()
+    if profile is None:
+        profile = ScoringProfile(name=name, version=1, weights=list(engine.WEIGHTS))
+    else:
+        profile.version += 1
+    if fit.bounds is not None:
+        profile.lo1, profile.lo2, profile.lo3 = fit.bounds.lo[:3]
+    elif profile.pk is None:
+        profile.lo1, profile.lo2, profile.lo3 = engine.PROVISIONAL_LO[:3]
+    reproduces = fit.reproduces
+    if reproduces:
+        reason = ""
+    elif fit.bounds is None:
+        reason = "the fit produced no valid boundaries: " + "; ".join(fit.problems)
+    else:
+        reason = f"the largest residual {fit.max_residual:.3g} is not below {REPRODUCES_BELOW:g}: the formula does not reproduce the published scores"
+    profile.provisional = not reproduces
+    when = timezone.now().strftime("%Y-%m-%d")
+    if reproduces:
+        profile.source = (
+            f"Fitted on {when} from CPRT-Bench file {Path(path).name} ({len(scanned.ids)} rows, split {split}); "
+            f"largest residual {fit.max_residual:.3g}."
+        )
+    else:
+        kept = "fitted but not trusted" if fit.bounds is not None else "kept from before (or the provisional default)"
+        profile.source = (
+            f"PROVISIONAL: imported on {when} from CPRT-Bench file {Path(path).name} ({len(scanned.ids)} rows, split {split}); "
+            f"boundaries {kept} because {reason}."
+        )
+    profile.fit_report = fit_report(path, split, tax, scanned, fit, mismatches) | {"activated": reproduces}
+    if not reproduces:
+        # A profile whose boundaries do not reproduce the published scores must not stay the active one.
+        profile.is_active = False
+    profile.save()
+    profile.consensus_annotators.set([annotator])
+    if reproduces:
+        profile.activate()
+    return profile, reproduces, reason
