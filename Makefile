@@ -28,7 +28,7 @@ test: install
 
 ## make check-worker: a real Celery worker receives a task through the configured broker.
 check-worker: install
-	$(BIN)/python -m pytest tests/test_celery_broker.py
+	$(BIN)/python -m pytest tests/core/test_celery_broker.py
 
 worker: install
 	$(BIN)/celery -A cprt_site worker --loglevel INFO

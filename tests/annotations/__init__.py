@@ -1,0 +1,1 @@
+"""Tests of the annotations app: labeling pages and queue, accounts, imports, adjudication, home."""

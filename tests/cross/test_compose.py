@@ -1,0 +1,240 @@
+"""docker-compose.yml's structure, checked against the code (no Docker here: the YAML is parsed).
+
+Services and profiles, health checks and `depends_on` conditions, commands that name real modules,
+Celery queues and management commands, the nginx config and its protected locations, and the
+variables the file and the settings read, which .env.example must list.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from django.conf import settings
+from django.core.management import get_commands
+from django.utils.module_loading import import_string
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSE_TEXT = (ROOT / "docker-compose.yml").read_text()
+COMPOSE = yaml.safe_load(COMPOSE_TEXT)  # resolves the anchors and `<<:` merge keys
+SERVICES = COMPOSE["services"]
+ENV_EXAMPLE = (ROOT / ".env.example").read_text()
+GPU_SERVICES = {"vllm", "gpu-worker"}
+# Services that answer no health probe: beat listens on nothing (`restart` brings it back).
+NO_HEALTHCHECK = {"beat"}
+VARIABLE = re.compile(r"\$(?:\$|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\})")
+
+
+def env_example() -> dict[str, str]:
+    """NAME -> value of .env.example's lines; commented-out `# NAME=value` lines count as listed."""
+    listed = {}
+    for line in ENV_EXAMPLE.splitlines():
+        match = re.match(r"^(#\s*)?([A-Z][A-Z0-9_]*)=(.*)$", line.strip())
+        if match:
+            listed.setdefault(match.group(2), "" if match.group(1) else match.group(3))
+    return listed
+
+
+def interpolate(value: str, env: dict[str, str]) -> str:
+    """Compose's `${VAR}`, `${VAR:-default}`, `${VAR:?error}` and `$$`, with `env` as the .env file."""
+
+    def substitute(match):
+        if match.group(0) == "$$":
+            return "$"
+        name, operator, argument = match.groups()
+        current = env.get(name)
+        if operator in (":-", "-"):
+            return current if current or (operator == "-" and current is not None) else argument
+        if operator in (":?", "?") and not current:
+            raise AssertionError(f"${{{name}}} is required: {argument}")
+        return current or ""
+
+    return VARIABLE.sub(substitute, value)
+
+
+def command_words(service: dict) -> list[str]:
+    command = service.get("command", [])
+    words = shlex.split(command) if isinstance(command, str) else list(command)
+    entrypoint = service.get("entrypoint", [])
+    return (shlex.split(entrypoint) if isinstance(entrypoint, str) else list(entrypoint)) + words
+
+
+def service_environment(name: str) -> dict[str, str]:
+    """What the container's environment would be with .env copied from .env.example."""
+    env = env_example()
+    service = SERVICES[name]
+    merged = dict(env) if service.get("env_file") else {}
+    merged.update({key: interpolate(str(value), env) for key, value in (service.get("environment") or {}).items()})
+    return merged
+
+
+def test_services_and_profiles():
+    assert set(SERVICES) == {"postgres", "redis", "web", "worker", "beat", "nginx", "vllm", "gpu-worker"}
+    for name, service in SERVICES.items():
+        assert service.get("profiles", []) == (["gpu"] if name in GPU_SERVICES else []), name
+
+
+def test_every_long_running_service_has_a_healthcheck():
+    for name, service in SERVICES.items():
+        if name in NO_HEALTHCHECK:
+            assert "healthcheck" not in service, name
+            continue
+        test = service["healthcheck"]["test"]
+        assert test[0] in ("CMD", "CMD-SHELL") and len(test) > 1, name
+
+
+def test_depends_on_waits_for_healthy_services():
+    for name, service in SERVICES.items():
+        depends_on = service.get("depends_on", {})
+        assert isinstance(depends_on, dict), f"{name}: depends_on needs conditions, not a list"
+        for other, condition in depends_on.items():
+            assert condition == {"condition": "service_healthy"}, f"{name} -> {other}"
+            assert "healthcheck" in SERVICES[other], f"{name} waits for {other}, which has no health check"
+            if name not in GPU_SERVICES:
+                assert other not in GPU_SERVICES, f"{name} would need the gpu profile ({other})"
+    assert "web" in SERVICES["nginx"]["depends_on"]
+    for name in ("worker", "beat", "gpu-worker"):
+        assert "web" in SERVICES[name]["depends_on"], f"{name} must wait for the migrations (web)"
+
+
+def celery_services() -> dict[str, list[str]]:
+    return {name: command_words(s) for name, s in SERVICES.items() if command_words(s)[:1] == ["celery"]}
+
+
+def test_celery_commands_use_the_project_app_and_its_queues():
+    from celery import Celery
+
+    from cprt_site.celery import app
+
+    services = celery_services()
+    assert set(services) == {"worker", "beat", "gpu-worker"}
+    assert isinstance(import_string("cprt_site.celery.app"), Celery)
+    known = {queue.name for queue in app.conf.task_queues}
+    consumed = set()
+    for name, words in services.items():
+        assert words[words.index("-A") + 1] == "cprt_site", name
+        if words[3] == "worker":
+            queues = set(words[words.index("-Q") + 1].split(","))
+            assert queues <= known, f"{name} consumes unknown queues {queues - known}"
+            consumed |= queues
+            node = words[words.index("-n") + 1].split("@")[0] if "-n" in words else "celery"
+            ping = " ".join(SERVICES[name]["healthcheck"]["test"][1:])
+            assert f"inspect ping -d {node}@$$HOSTNAME" in ping, f"{name}'s health check pings another node"
+        else:
+            assert words[3] == "beat", name
+    assert consumed == known, f"no service consumes {known - consumed}"
+
+
+def test_web_runs_gunicorn_on_the_wsgi_application():
+    command = " ".join(command_words(SERVICES["web"]))
+    match = re.search(r"gunicorn (\S+):(\w+) .*--bind 0\.0\.0\.0:(\d+)", command)
+    assert match, command
+    assert callable(import_string(f"{match.group(1)}.{match.group(2)}"))
+    assert match.group(1) + ".application" == settings.WSGI_APPLICATION
+    assert SERVICES["web"]["expose"] == [match.group(3)]
+    assert "ports" not in SERVICES["web"], "web is reached through nginx only"
+
+
+def test_manage_py_commands_exist():
+    commands = get_commands()
+    used = [m.group(1) for s in SERVICES.values() for m in re.finditer(r"manage\.py (\S+)", " ".join(command_words(s)))]
+    assert used, "web should migrate and collect static files"
+    for command in used:
+        assert command in commands, f"manage.py {command} does not exist"
+
+
+def nginx_config() -> tuple[Path, str]:
+    mounts = {target.split(":")[1]: target.split(":")[0] for target in SERVICES["nginx"]["volumes"]}
+    assert set(mounts) == {"/etc/nginx/nginx.conf", "/data"}
+    source = ROOT / mounts["/etc/nginx/nginx.conf"]
+    assert source.is_file(), f"{source} is mounted but missing"
+    return source, source.read_text()
+
+
+def test_nginx_mounts_its_config_and_the_data_read_only():
+    for volume in SERVICES["nginx"]["volumes"]:
+        assert volume.endswith(":ro"), volume
+    assert "cprt-data:/data:ro" in SERVICES["nginx"]["volumes"]
+    assert "cprt-data:/data" in SERVICES["web"]["volumes"]
+    assert SERVICES["nginx"]["ports"], "nginx publishes the site"
+
+
+def test_nginx_protected_locations_match_the_settings(tmp_path):
+    _, conf = nginx_config()
+    locations = dict(re.findall(r"location /_protected/(\w+)/ \{\s*internal;\s*alias ([^;]+);", conf))
+    assert set(locations) == set(settings.CPRT_PROTECTED_ROOTS)
+    assert len(re.findall(r"location /_protected/", conf)) == len(locations), "every protected location is internal"
+
+    # The folders the web container's settings name, with /data mapped to a scratch folder here.
+    env = {k: v.replace("/data", str(tmp_path), 1) if v.startswith("/data") else v for k, v in service_environment("web").items()}
+    assert env["CPRT_DATA_DIR"] == str(tmp_path)
+    env.update(PATH=os.environ["PATH"], DJANGO_SETTINGS_MODULE="cprt_site.settings")
+    script = (
+        "import json, django; django.setup(); from django.conf import settings; "
+        "print(json.dumps({'roots': {k: str(v) for k, v in settings.CPRT_PROTECTED_ROOTS.items()},"
+        " 'x_accel': settings.CPRT_X_ACCEL_REDIRECT, 'max_image_bytes': settings.CPRT_MAX_IMAGE_BYTES}))"
+    )
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    web = json.loads(result.stdout.strip().splitlines()[-1])
+    assert web["x_accel"] is True, "the web service must answer protected files with X-Accel-Redirect"
+    for name, folder in web["roots"].items():
+        assert locations[name].rstrip("/") == folder.replace(str(tmp_path), "/data", 1), name
+
+    # Uploads up to the image limit get through nginx.
+    size = re.search(r"client_max_body_size (\d+)m;", conf)
+    assert size and int(size.group(1)) * 1024 * 1024 >= web["max_image_bytes"]
+
+
+def test_nginx_proxies_to_the_web_service():
+    _, conf = nginx_config()
+    port = SERVICES["web"]["expose"][0]
+    assert re.search(rf"upstream cprt_web \{{\s*server web:{port};\s*\}}", conf)
+    assert "proxy_pass http://cprt_web;" in conf
+    for header in ("Host $http_host", "X-Forwarded-For $proxy_add_x_forwarded_for", "X-Forwarded-Proto"):
+        assert f"proxy_set_header {header}" in conf, header
+    assert "autoindex on" not in conf
+    listen = re.search(r"listen (\d+);", conf).group(1)
+    assert any(str(p).endswith(f":{listen}") for p in SERVICES["nginx"]["ports"])
+    assert f"127.0.0.1:{listen}/nginx-health" in " ".join(SERVICES["nginx"]["healthcheck"]["test"])
+
+
+def test_every_variable_is_listed_in_env_example():
+    listed = env_example()
+    used = {m.group(1) for m in VARIABLE.finditer(COMPOSE_TEXT) if m.group(1)}
+    assert used, "the compose file reads its knobs from .env"
+    assert not used - set(listed), f"missing from .env.example: {sorted(used - set(listed))}"
+    # And every variable the settings and the run knobs read.
+    read = set()
+    for module, pattern in (
+        ("cprt_site/settings.py", r'\benv(?:\.\w+)?\("([A-Z][A-Z0-9_]*)"'),
+    ):
+        read |= set(re.findall(pattern, (ROOT / module).read_text()))
+    assert {"SECRET_KEY", "CPRT_X_ACCEL_REDIRECT", "CPRT_RUN_LANE_CONCURRENCY"} <= read
+    assert not read - set(listed), f"missing from .env.example: {sorted(read - set(listed))}"
+
+
+def test_the_gpu_profile_serves_a_model_with_vllm():
+    vllm = command_words(SERVICES["vllm"])
+    assert vllm[:2] == ["vllm", "serve"] and vllm[2] == "${VLLM_MODEL:?set VLLM_MODEL in .env}"
+    port = vllm[vllm.index("--port") + 1]
+    assert SERVICES["gpu-worker"]["environment"]["VLLM_BASE_URL"] == f"http://vllm:{port}/v1"
+    assert SERVICES["gpu-worker"]["depends_on"]["vllm"] == {"condition": "service_healthy"}
+    assert f"127.0.0.1:{port}/health" in " ".join(SERVICES["vllm"]["healthcheck"]["test"])
+    gpu = SERVICES["vllm"]["deploy"]["resources"]["reservations"]["devices"][0]
+    assert gpu["driver"] == "nvidia" and gpu["capabilities"] == ["gpu"]
+
+
+@pytest.mark.parametrize("name", ["web", "worker", "beat", "gpu-worker"])
+def test_app_services_share_the_database_broker_and_data(name):
+    env = service_environment(name)
+    assert env["DATABASE_URL"].startswith("postgres://cprt:") and env["DATABASE_URL"].endswith("@postgres:5432/cprt")
+    assert env["CELERY_BROKER_URL"] == "redis://redis:6379/0"
+    assert env["CPRT_DATA_DIR"] == "/data" and "cprt-data:/data" in SERVICES[name]["volumes"]
+    assert SERVICES[name]["build"]["dockerfile"] == "deploy/Dockerfile" and (ROOT / "deploy" / "Dockerfile").is_file()

@@ -1,0 +1,1 @@
+"""Tests of the demo app: seeding and run_demo."""

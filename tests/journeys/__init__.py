@@ -1,0 +1,1 @@
+"""Browser journeys (Playwright in Debian's Chromium)."""

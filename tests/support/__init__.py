@@ -1,0 +1,1 @@
+"""Helpers shared by tests (not tests themselves): factories, labeling helpers, real workers, permission cases, data builders."""

@@ -1,0 +1,77 @@
+"""Start a real Celery worker process against the test database and the configured broker.
+
+The worker is a separate OS process: it sees only what the test has committed, so tests that use it
+need `transactional_db` (or `live_server`). The broker is the one settings choose: the filesystem
+transport under CPRT_DATA_DIR by default, Redis when CELERY_BROKER_URL says so.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def worker_env() -> dict:
+    env = dict(os.environ)
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        env["DATABASE_URL"] = f"sqlite:///{db['NAME']}"
+    else:
+        env["DATABASE_URL"] = f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    env["CPRT_DATA_DIR"] = str(settings.DATA_DIR)
+    env["CELERY_BROKER_URL"] = settings.CELERY_BROKER_URL
+    env["CELERY_RESULT_BACKEND"] = settings.CELERY_RESULT_BACKEND
+    env["CELERY_TASK_ALWAYS_EAGER"] = "0"
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def purge_broker() -> None:
+    """Drop messages left by earlier tests so each test's worker sees only its own."""
+    from cprt_site.celery import app
+
+    app.control.purge()
+
+
+@contextmanager
+def celery_worker(queues: str = "default,api,gpu", concurrency: int = 2, pool: str = "prefork", log_path: Path | None = None):
+    """Run `celery -A cprt_site worker` until the block ends; yields the Popen (kill it to simulate a crash)."""
+    log_path = log_path or Path(settings.DATA_DIR) / f"worker-{os.getpid()}-{time.time_ns()}.log"
+    log = open(log_path, "wb")
+    cmd = [
+        sys.executable, "-m", "celery", "-A", "cprt_site", "worker", "--loglevel", "INFO",
+        "-Q", queues, "--concurrency", str(concurrency), "--pool", pool,
+        "--without-gossip", "--without-mingle", "--without-heartbeat",
+        "-n", f"test-{os.getpid()}-{time.time_ns()}@%h",
+    ]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=worker_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=5)
+        log.close()
+
+
+def wait_for(predicate, timeout: float = 60.0, interval: float = 0.2, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
