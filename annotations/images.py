@@ -87,3 +87,8 @@ def attach(image, clean: CleanImage) -> None:
         storage.save(name, ContentFile(clean.data))
     image.file.name = name
     image.width, image.height, image.sha256 = clean.width, clean.height, clean.sha256
+
+
+def mime_type(file_name: str) -> str:
+    """The MIME type of a stored image by its name: stored images are only PNG or JPEG (see clean_image)."""
+    return "image/png" if file_name.lower().endswith(".png") else "image/jpeg"

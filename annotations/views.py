@@ -14,6 +14,7 @@ from core.roles import ROLES, STAFF_ROLES, require_role
 
 from . import services, taxonomy
 from .hooks import consensus_scores
+from .images import mime_type
 from .access import get_image_for_user, get_labeling_for_user
 from .forms import LabelingForm, PreferencesForm
 from .models import Annotator, Image, Labeling
@@ -41,17 +42,13 @@ def image_bytes(request, image_id: int):
     return protected_file_response(
         "images",
         image.file.name,
-        content_type=_content_type(image.file.name),
+        content_type=mime_type(image.file.name),
         download_name=f"image-{image.pk}{_suffix(image.file.name)}",
     )
 
 
 def _suffix(name: str) -> str:
-    return ".png" if name.endswith(".png") else ".jpg"
-
-
-def _content_type(name: str) -> str:
-    return "image/png" if name.endswith(".png") else "image/jpeg"
+    return ".png" if mime_type(name) == "image/png" else ".jpg"
 
 
 # --- labeling --------------------------------------------------------------------------------------

@@ -18,7 +18,6 @@ import os
 import random
 import re
 import secrets
-import signal
 import socket
 import statistics
 import subprocess
@@ -257,11 +256,9 @@ def main():
             time.sleep(0.3)
         summary = run_load(args, base, keys)
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
+        from core.processes import stop_process
+
+        stop_process(server, 20)
         log.close()
     summary.update(db_checks(summary))
     if not args.keep_db:

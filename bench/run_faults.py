@@ -95,14 +95,9 @@ def start(cmd: list[str], env: dict, log: Path) -> subprocess.Popen:
 
 
 def stop(proc: subprocess.Popen, sig=signal.SIGTERM) -> None:
-    if proc.poll() is not None:
-        return
-    os.killpg(proc.pid, sig)
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
+    from core.processes import stop_process
+
+    stop_process(proc, 30, sig=sig)
 
 
 def main() -> None:

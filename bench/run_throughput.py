@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -131,13 +130,10 @@ def main() -> None:
             report["runs"].append(entry)
             print(json.dumps(entry), flush=True)
     finally:
+        from core.processes import stop_process
+
         for proc in (worker, server):
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=5)
+            stop_process(proc, 20)
     print(json.dumps(report, indent=2))
 
 

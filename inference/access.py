@@ -8,8 +8,9 @@ from core.roles import ROLE_ADMIN, role_of
 from .models import Run
 
 
-def get_run_for_user(user, run_id: int) -> Run:
-    """Runs (and the model outputs in them) are for admins only; everyone else gets 404."""
+def get_run_for_admin(user, run_id: int) -> Run:
+    """The run pages: runs (and the model outputs in them) are for admins only; everyone else gets 404.
+    The scoring pages fetch runs with scoring.access.get_run_for_review (staff)."""
     if role_of(user) != ROLE_ADMIN:
         raise Http404("No such run.")
     try:

@@ -19,7 +19,7 @@ from core.api import (
 from core.roles import ROLE_ADMIN
 
 from . import launching, lifecycle
-from .access import get_run_for_user
+from .access import get_run_for_admin
 from .forms import MAX_CONCURRENCY, LaunchForm
 from .models import Run
 
@@ -116,7 +116,7 @@ class RunDetail(ApiView):
     @extend_schema(responses={200: RunSerializer, 404: OpenApiResponse(description="No such run.")}, summary="One run with its progress")
     def get(self, request, run_id: int):
         self.validated_query(EmptyBody)
-        return Response(RunSerializer(get_run_for_user(request.user, run_id)).data)
+        return Response(RunSerializer(get_run_for_admin(request.user, run_id)).data)
 
 
 class RunCancel(ApiView):
@@ -125,7 +125,7 @@ class RunCancel(ApiView):
     @extend_schema(request=EmptyBody, responses={200: RunSerializer, 409: OpenApiResponse(description="The run is not active.")},
                    summary="Ask the run's workers to stop")
     def post(self, request, run_id: int):
-        run = get_run_for_user(request.user, run_id)
+        run = get_run_for_admin(request.user, run_id)
         self.validated_body(EmptyBody)
         if not lifecycle.cancel_run(request.user, run):
             return error_response(f"Run #{run.pk} is {run.status}; there is nothing to cancel.", status.HTTP_409_CONFLICT)
@@ -145,7 +145,7 @@ class RunResume(ApiView):
         summary="Re-dispatch every selected image without a result",
     )
     def post(self, request, run_id: int):
-        run = get_run_for_user(request.user, run_id)
+        run = get_run_for_admin(request.user, run_id)
         self.validated_body(EmptyBody)
         if not lifecycle.can_resume(run):
             return error_response(f"Run #{run.pk} is {run.status} with nothing to resume (no missing results, or its workers are alive).", status.HTTP_409_CONFLICT)

@@ -20,6 +20,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotations import taxonomy
+from annotations.images import mime_type
 from annotations.models import Image, Label, Labeling
 
 from . import prompts
@@ -82,8 +83,7 @@ def _read_image(file_name: str) -> tuple[bytes, str]:
     storage = Image._meta.get_field("file").storage
     with storage.open(file_name, "rb") as fh:
         data = fh.read()
-    mime = "image/png" if file_name.lower().endswith(".png") else "image/jpeg"
-    return data, mime
+    return data, mime_type(file_name)
 
 
 def _call(ctx: Context, request, attempts: list):

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from core.roles import ROLE_ADMIN, require_role
 
 from . import launching, lifecycle, prompts, providers, ratelimit
-from .access import get_run_for_user
+from .access import get_run_for_admin
 from .forms import LaunchForm
 from .models import Run, RunResult
 
@@ -76,7 +76,7 @@ def _detail_context(run: Run, request) -> dict:
 @require_role(ROLE_ADMIN)
 @require_GET
 def run_detail(request, run_id: int):
-    run = get_run_for_user(request.user, run_id)
+    run = get_run_for_admin(request.user, run_id)
     context = _detail_context(run, request)
     context["prompt_json"] = json.dumps(run.prompt_text, indent=2, ensure_ascii=False)
     return render(request, "inference/run_detail.html", context)
@@ -86,14 +86,14 @@ def run_detail(request, run_id: int):
 @require_GET
 def run_progress(request, run_id: int):
     """The progress card of one run (htmx polls it while the run is active)."""
-    run = get_run_for_user(request.user, run_id)
+    run = get_run_for_admin(request.user, run_id)
     return render(request, "inference/_run_progress.html", {"run": run, "can_resume": lifecycle.can_resume(run)})
 
 
 @require_role(ROLE_ADMIN)
 @require_POST
 def run_cancel(request, run_id: int):
-    run = get_run_for_user(request.user, run_id)
+    run = get_run_for_admin(request.user, run_id)
     if lifecycle.cancel_run(request.user, run):
         messages.info(request, f"Run #{run.pk}: cancel requested; workers stop within seconds.")
     else:
@@ -104,7 +104,7 @@ def run_cancel(request, run_id: int):
 @require_role(ROLE_ADMIN)
 @require_POST
 def run_resume(request, run_id: int):
-    run = get_run_for_user(request.user, run_id)
+    run = get_run_for_admin(request.user, run_id)
     if not lifecycle.can_resume(run):
         messages.error(request, f"Run #{run.pk} is {run.status} and its workers are alive; nothing to resume.")
     else:

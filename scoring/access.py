@@ -16,7 +16,9 @@ from inference.models import Run
 from .models import ExportJob
 
 
-def get_run_for_user(user, run_id: int) -> Run:
+def get_run_for_review(user, run_id: int) -> Run:
+    """A run as the scoring pages show it (metrics, disagreements): adjudicators and admins; else 404.
+    The run pages themselves use inference.access.get_run_for_admin (admins only)."""
     if role_of(user) not in STAFF_ROLES:
         raise Http404("No such run.")
     try:

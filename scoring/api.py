@@ -15,7 +15,7 @@ from annotations.models import Image
 from inference.models import Run
 
 from . import queries, services
-from .access import get_run_for_user
+from .access import get_run_for_review
 from .models import ScoringProfile
 
 
@@ -67,7 +67,7 @@ class RunMetrics(ApiView):
     )
     def get(self, request, run_id: int):
         self.validated_query(EmptyBody)
-        run = get_run_for_user(request.user, run_id)
+        run = get_run_for_review(request.user, run_id)
         if run.task != Run.TASK_JUDGE:
             return error_response(f"Run #{run.pk} is an {run.task} run; metrics exist for judge runs only.", status.HTTP_409_CONFLICT)
         if run.status != Run.STATUS_FINISHED:

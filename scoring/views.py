@@ -25,7 +25,7 @@ from core.audit import audit
 
 from . import exports, services, svg
 from . import tables as T
-from .access import get_export_for_user, get_image_for_review, get_run_for_user
+from .access import get_export_for_user, get_image_for_review, get_run_for_review
 from .forms import AdjudicationForm, AgreementForm, CounterfactualForm, DisagreementForm, ExportJobForm, LeaderboardForm, RunForm
 from .metrics import histogram, predicted_levels
 from .models import ExportJob, ImageScore, ScoringProfile
@@ -104,7 +104,7 @@ def leaderboard(request):
 @require_role(*STAFF_ROLES)
 @require_GET
 def run_detail(request, run_id: int):
-    run = get_run_for_user(request.user, run_id)
+    run = get_run_for_review(request.user, run_id)
     form = RunForm(request.GET)
     if not form.is_valid():
         return _bad_request(request, form)

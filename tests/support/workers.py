@@ -7,7 +7,6 @@ transport under CPRT_DATA_DIR by default, Redis when CELERY_BROKER_URL says so.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -16,6 +15,8 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import connection
+
+from core.processes import stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,13 +58,7 @@ def celery_worker(queues: str = "default,api,gpu", concurrency: int = 2, pool: s
     try:
         yield proc
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=5)
+        stop_process(proc, 15)
         log.close()
 
 

@@ -19,6 +19,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from core.processes import stop_process
 from demo import seeding as demo
 
 ROOT = Path(settings.BASE_DIR)
@@ -144,13 +145,8 @@ class Command(BaseCommand):
         # The web server first (no new jobs), then the worker (warm shutdown finishes running tasks).
         for name in ("web", "worker"):
             proc = children.get(name)
-            if proc is None or proc.poll() is not None:
+            if proc is None:
                 continue
             # Only the main process: Celery's warm shutdown stops its own pool children.
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.stderr.write(f"The {name} process did not stop within {STOP_TIMEOUT:.0f}s; killing it.")
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=5)
+            stop_process(proc, STOP_TIMEOUT, group=False, on_kill=lambda name=name: self.stderr.write(
+                f"The {name} process did not stop within {STOP_TIMEOUT:.0f}s; killing it."))
