@@ -191,7 +191,7 @@ class ExportJobForm(forms.Form):
         present = set(Image.objects.values_list("split", flat=True).distinct())
         self.fields["splits"].choices = [(value, label) for value, label in Image.SPLITS if value in present]
         self.fields["splits"].initial = [value for value, _ in self.fields["splits"].choices if value != Image.SPLIT_OTHER]
-        active = ScoringProfile.objects.filter(is_active=True).first()
+        active = ScoringProfile.active_or_none()
         if active is not None:
             self.fields["profile"].initial = active.pk
 
