@@ -251,3 +251,6 @@ class Adjudication(models.Model):
             models.UniqueConstraint(fields=["image", "attribute"], name="one_adjudication_per_image_attribute"),
             models.CheckConstraint(condition=Q(value__in=LABEL_VALUES), name="adjudication_value_0_half_1"),
         ]
+
+
+from .faces.models import AnonymizationJob, FaceVariant  # noqa: E402,F401 - registered with this app

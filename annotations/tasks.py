@@ -9,3 +9,6 @@ from . import services
 @shared_task(name="annotations.release_idle_drafts")
 def release_idle_drafts() -> dict:
     return {"released_image_ids": services.release_idle_drafts()}
+
+
+from .faces import tasks as _face_tasks  # noqa: E402,F401 - registers the anonymization tasks with Celery

@@ -222,6 +222,10 @@ HF_TOKEN = env.str("HF_TOKEN", default="")
 # A running export writes a heartbeat this often; beat marks one silent for CPRT_EXPORT_STALE_S failed (worker lost).
 CPRT_EXPORT_HEARTBEAT_S = env.float("CPRT_EXPORT_HEARTBEAT_S", default=30.0)
 CPRT_EXPORT_STALE_S = env.float("CPRT_EXPORT_STALE_S", default=300.0)
+# Face anonymization jobs (annotations/faces): threads per job, heartbeat, silence after which a job is resumable.
+CPRT_FACES_THREADS = env.int("CPRT_FACES_THREADS", default=2)
+CPRT_FACES_HEARTBEAT_S = env.float("CPRT_FACES_HEARTBEAT_S", default=5.0)
+CPRT_FACES_STALE_S = env.float("CPRT_FACES_STALE_S", default=120.0)
 HF_ENDPOINT = env.str("HF_ENDPOINT", default="")  # another Hub (a mirror, the tests' fake); empty: huggingface.co
 
 
@@ -264,6 +268,7 @@ CELERY_BEAT_SCHEDULE = {
     "annotations.release_idle_drafts": {"task": "annotations.release_idle_drafts", "schedule": 3600.0, "options": {"queue": "default"}},
     "inference.reconcile_runs": {"task": "inference.reconcile_runs", "schedule": CPRT_RECONCILE_EVERY_S, "options": {"queue": "default"}},
     "scoring.reconcile_exports": {"task": "scoring.reconcile_exports", "schedule": 60.0, "options": {"queue": "default"}},
+    "annotations.reconcile_face_jobs": {"task": "annotations.reconcile_face_jobs", "schedule": 60.0, "options": {"queue": "default"}},
 }
 
 if not DEBUG:

@@ -1,0 +1,138 @@
+"""Make and check the face-anonymized variant of one image (the job and the command call these).
+
+`make_variant` reads the original from private storage, detects faces, removes them, re-encodes the
+result through `annotations.images.clean_image` (so the variant carries pixels only, like every
+stored image), stores it content-addressed beside the originals, runs the detector again on the
+stored bytes (the residual pass) and records everything in one FaceVariant row. Bad input raises
+VariantError with a message a person can act on, before anything is written.
+"""
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+from PIL import Image as PILImage
+
+from annotations.images import CleanImage, ImageRejected, attach, clean_image
+
+from . import detector, pixels
+from .models import FaceVariant
+
+JPEG, PNG = "jpg", "png"
+
+
+class VariantError(ValueError):
+    """The variant cannot be made or read; the message says why."""
+
+
+def check_setting(method: str, threshold, margin) -> tuple[str, float, float]:
+    """Validate a (method, threshold, margin) triple from any edge; returns it normalised."""
+    try:
+        pixels.check_method(method)
+        pixels.check_margin(margin)
+    except ValueError as exc:
+        raise VariantError(str(exc)) from None
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.01 <= threshold <= 0.99:
+        raise VariantError(f"threshold must be a number between 0.01 and 0.99, not {threshold!r}")
+    return method, round(float(threshold), 4), round(float(margin), 4)
+
+
+def _read_stored(field, what: str) -> bytes:
+    if not field.name:
+        raise VariantError(f"{what} has no stored file.")
+    try:
+        with field.storage.open(field.name, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        raise VariantError(f"{what}: the stored file {field.name} is missing.") from None
+
+
+def decode(raw: bytes, what: str) -> PILImage.Image:
+    try:
+        img = PILImage.open(io.BytesIO(raw), formats=("JPEG", "PNG"))
+        img.load()
+    except Exception as exc:  # noqa: BLE001 - any decoder failure on stored bytes is reported, never a crash
+        raise VariantError(f"{what} is not a readable image ({exc.__class__.__name__}).") from None
+    return img
+
+
+def read_original(image) -> bytes:
+    return _read_stored(image.file, f"image {image.vispr_id}")
+
+
+def read_variant(variant: FaceVariant) -> PILImage.Image:
+    what = f"the anonymized variant of {variant.image.vispr_id}"
+    return decode(_read_stored(variant.file, what), what)
+
+
+def encode(img: PILImage.Image, extension: str) -> bytes:
+    out = io.BytesIO()
+    if extension == JPEG:
+        img.save(out, format="JPEG", quality=95)
+    else:
+        img.save(out, format="PNG")
+    return out.getvalue()
+
+
+@dataclass
+class Computed:
+    clean: CleanImage  # the variant's bytes as they will be stored
+    boxes: list
+    residual_boxes: list
+
+
+def compute(raw: bytes, extension: str, method: str, threshold: float, margin: float, what: str = "the image") -> Computed:
+    """Detect, anonymize, re-encode and run the residual pass: no database, no storage (threads run this)."""
+    img = decode(raw, what)
+    boxes = [f.as_list() for f in detector.detect(img, threshold)]
+    anonymized = pixels.anonymize(img, boxes, method, margin)
+    try:
+        clean = clean_image(encode(anonymized, extension))
+    except ImageRejected as exc:  # pragma: no cover - our own encoder's output; reported if it ever happens
+        raise VariantError(f"the anonymized variant of {what} could not be stored: {exc}") from None
+    # The residual pass reads the stored bytes back, as a model or an export will see them.
+    residual = detector.detect(decode(clean.data, f"the anonymized variant of {what}"), threshold)
+    return Computed(clean=clean, boxes=boxes, residual_boxes=[f.as_list() for f in residual])
+
+
+def extension_of(image) -> str:
+    return JPEG if image.file.name.endswith(".jpg") else PNG
+
+
+def find(image, method: str, threshold: float, margin: float) -> FaceVariant | None:
+    return FaceVariant.objects.filter(image=image, method=method, threshold=threshold, margin=margin).first()
+
+
+def store(image, method: str, threshold: float, margin: float, computed: Computed, job=None) -> tuple[FaceVariant, bool]:
+    """Write the computed variant's bytes and row; (variant, created). A setting stored already wins."""
+    variant = FaceVariant(image=image, method=method, threshold=threshold, margin=margin, job=job,
+                          detector=detector.detector_name(), boxes=computed.boxes, faces=len(computed.boxes),
+                          residual_boxes=computed.residual_boxes, residual_faces=len(computed.residual_boxes))
+    attach(variant, computed.clean)
+    try:
+        with transaction.atomic():
+            variant.save()
+    except IntegrityError:  # another worker stored this setting first: keep theirs
+        return find(image, method, threshold, margin), False
+    return variant, True
+
+
+def make_variant(image, method: str = pixels.DEFAULT_METHOD, threshold: float = detector.DEFAULT_THRESHOLD,
+                 margin: float = pixels.DEFAULT_MARGIN, job=None) -> tuple[FaceVariant, bool]:
+    """(variant, created) for `image` under this setting; an existing variant is returned as it is."""
+    method, threshold, margin = check_setting(method, threshold, margin)
+    existing = find(image, method, threshold, margin)
+    if existing is not None:
+        return existing, False
+    computed = compute(read_original(image), extension_of(image), method, threshold, margin, f"image {image.vispr_id}")
+    return store(image, method, threshold, margin, computed, job)
+
+
+def residual_pass(variant: FaceVariant) -> int:
+    """Run the detector again on the stored variant and record what it finds; returns the count."""
+    faces = detector.detect(read_variant(variant), variant.threshold)
+    variant.residual_boxes = [f.as_list() for f in faces]
+    variant.residual_faces = len(faces)
+    FaceVariant.objects.filter(pk=variant.pk).update(residual_boxes=variant.residual_boxes, residual_faces=variant.residual_faces)
+    return len(faces)
