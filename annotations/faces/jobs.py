@@ -87,9 +87,9 @@ def totals(job: AnonymizationJob) -> dict:
     for i in range(0, len(ids), CHUNK):
         agg = FaceVariant.objects.filter(
             image_id__in=ids[i : i + CHUNK], method=job.method, threshold=job.threshold, margin=job.margin,
-        ).aggregate(n=Count("id"), faces=Sum("faces"), none=Count("id", filter=Q(faces=0)), residual=Sum("residual_faces"))
+        ).aggregate(n=Count("id"), found=Sum("faces"), none=Count("id", filter=Q(faces=0)), residual=Sum("residual_faces"))
         out["done"] += agg["n"]
-        out["faces"] += agg["faces"] or 0
+        out["faces"] += agg["found"] or 0
         out["images_without_face"] += agg["none"]
         out["residual_faces"] += agg["residual"] or 0
     return out
@@ -132,7 +132,7 @@ def run_job(job_id: int, threads: int | None = None) -> dict:
             pending: dict = {}
             queue = iter(todo)
             while True:
-                while status == AnonymizationJob.STATUS_RUNNING and len(pending) < 2 * threads:
+                while status == AnonymizationJob.STATUS_RUNNING and len(pending) < threads:
                     image = next(queue, None)
                     if image is None:
                         break
@@ -200,7 +200,8 @@ def cancel_job(actor, job: AnonymizationJob) -> bool:
 
 
 def can_resume(job: AnonymizationJob) -> bool:
-    if job.status in (AnonymizationJob.STATUS_CANCELLED, AnonymizationJob.STATUS_FAILED):
+    """A stopped job with images left, a finished one with failed images (retried), or a silent active one."""
+    if job.status in (AnonymizationJob.STATUS_CANCELLED, AnonymizationJob.STATUS_FAILED, AnonymizationJob.STATUS_FINISHED):
         return job.done < job.total or bool(job.failures)
     return job.is_active and _silent(job)
 
