@@ -12,5 +12,6 @@ urlpatterns = [
     path("", include("annotations.urls")),
     path("scoring/", include("scoring.urls")),
     path("runs/", include("inference.urls")),
+    path("faces/", include("annotations.faces.urls")),
     path("api/", include("cprt_site.api_urls")),
 ]

@@ -1,0 +1,105 @@
+"""Face-anonymization pages (adjudicators and admins): launch a job, follow it, cancel or resume it,
+and look at each variant beside its original (both blurred until revealed) with its boxes and residual."""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from cprt_site.files import protected_file_response
+from cprt_site.lib import STAFF_ROLES, require_role
+
+from . import jobs, variants
+from .access import get_job_for_user, get_variant_for_user
+from .forms import AnonymizeForm
+from .models import AnonymizationJob, FaceVariant
+
+PAGE = 50
+
+
+@require_role(*STAFF_ROLES)
+@require_http_methods(["GET", "POST"])
+def job_list(request):
+    form = AnonymizeForm(request.POST if request.method == "POST" else None)
+    if request.method == "POST" and form.is_valid():
+        c = form.cleaned_data
+        try:
+            job = jobs.start_job(request.user, split=c["split"], method=c["method"], threshold=c["threshold"], margin=c["margin"])
+        except variants.VariantError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Anonymization #{job.pk} queued for {job.total} images; a worker makes the variants.")
+            return redirect("faces:job", job_id=job.pk)
+    page = Paginator(AnonymizationJob.objects.select_related("created_by").defer("image_ids"), 25).get_page(request.GET.get("page"))
+    return render(request, "annotations/faces/jobs.html", {"form": form, "page": page}, status=400 if form.is_bound else 200)
+
+
+def _progress_context(job: AnonymizationJob) -> dict:
+    return {"job": job, "can_resume": jobs.can_resume(job)}
+
+
+@require_role(*STAFF_ROLES)
+@require_GET
+def job_detail(request, job_id: int):
+    job = get_job_for_user(request.user, job_id)
+    shown = FaceVariant.objects.filter(image_id__in=job.image_ids[:5000], method=job.method, threshold=job.threshold,
+                                       margin=job.margin).select_related("image").order_by("-residual_faces", "-faces", "image_id")
+    page = Paginator(shown, PAGE).get_page(request.GET.get("page"))
+    return render(request, "annotations/faces/job.html", {**_progress_context(job), "page": page})
+
+
+@require_role(*STAFF_ROLES)
+@require_GET
+def job_progress(request, job_id: int):
+    """The progress card of one job (htmx polls it while the job is active)."""
+    return render(request, "annotations/faces/_progress.html", _progress_context(get_job_for_user(request.user, job_id)))
+
+
+@require_role(*STAFF_ROLES)
+@require_POST
+def job_cancel(request, job_id: int):
+    job = get_job_for_user(request.user, job_id)
+    if jobs.cancel_job(request.user, job):
+        messages.info(request, f"Anonymization #{job.pk}: cancel requested; the worker stops after the images in hand.")
+    else:
+        messages.error(request, f"Anonymization #{job.pk} is {job.status}; there is nothing to cancel.")
+    return _back(request, job)
+
+
+@require_role(*STAFF_ROLES)
+@require_POST
+def job_resume(request, job_id: int):
+    job = get_job_for_user(request.user, job_id)
+    if jobs.resume_job(request.user, job):
+        messages.info(request, f"Anonymization #{job.pk} queued again; images already done are skipped.")
+    else:
+        messages.error(request, f"Anonymization #{job.pk} is {job.status} and has nothing to resume.")
+    return _back(request, job)
+
+
+def _back(request, job: AnonymizationJob):
+    if request.htmx:
+        job.refresh_from_db()
+        return render(request, "annotations/faces/_progress.html", _progress_context(job))
+    return redirect("faces:job", job_id=job.pk)
+
+
+@require_role(*STAFF_ROLES)
+@require_GET
+def variant_detail(request, variant_id: int):
+    variant = get_variant_for_user(request.user, variant_id)
+    others = FaceVariant.objects.filter(image=variant.image).exclude(pk=variant.pk)
+    return render(request, "annotations/faces/variant.html", {"variant": variant, "image": variant.image, "others": others})
+
+
+@require_role(*STAFF_ROLES)
+@require_GET
+def variant_bytes(request, variant_id: int):
+    variant = get_variant_for_user(request.user, variant_id)
+    if not variant.file:
+        raise Http404("This variant has no stored file.")
+    png = variant.file.name.endswith(".png")
+    return protected_file_response("images", variant.file.name, content_type="image/png" if png else "image/jpeg",
+                                   download_name=f"image-{variant.image_id}-anonymized-{variant.pk}{'.png' if png else '.jpg'}")

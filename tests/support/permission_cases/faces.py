@@ -1,0 +1,53 @@
+"""Permission cases for the face-anonymization pages (annotations/faces): adjudicators and admins only,
+like the other review pages; reviewers and outsiders get 403, anonymous users the login page."""
+from __future__ import annotations
+
+from . import STAFF_ONLY, Case, matrix
+
+NOT_FOUND = matrix(reviewer_a=403, reviewer_b=403, adjudicator=404, admin=404)
+BAD = matrix(reviewer_a=403, reviewer_b=403, adjudicator=400, admin=400)
+WRONG_METHOD = matrix(reviewer_a=403, reviewer_b=403, adjudicator=405, admin=405)
+REDIRECT = matrix(reviewer_a=403, reviewer_b=403, adjudicator=302, admin=302)
+
+
+def setup(world):
+    from annotations.faces.models import AnonymizationJob, FaceVariant
+    from annotations.images import attach, clean_image
+    from annotations.models import Image
+    from tests.conftest import png_bytes
+
+    image = Image(vispr_id="2017_faces_perm", split="test", source="test")
+    attach(image, clean_image(png_bytes(color=(10, 20, 30))))
+    image.save()
+    job = AnonymizationJob.objects.create(image_ids=[image.pk], total=1, status="finished", done=1)
+    variant = FaceVariant(image=image, job=job, detector="test", boxes=[], faces=0)
+    attach(variant, clean_image(png_bytes(color=(10, 20, 31))))
+    variant.save()
+    world["faces_job"], world["faces_variant"] = job, variant
+
+
+def cases(world):
+    job, variant = {"job_id": world["faces_job"].pk}, {"variant_id": world["faces_variant"].pk}
+    # cancel/resume of a finished job with nothing left: answered with a message and a redirect, nothing changes
+    return [
+        Case("faces:jobs", expect=STAFF_ONLY),
+        Case("faces:jobs", method="post", data={"split": "test", "method": "smudge", "threshold": "0.5", "margin": "0.2"}, expect=BAD),
+        Case("faces:jobs", method="post", data={"split": "", "method": "blur", "threshold": "2", "margin": "0.2"}, expect=BAD),
+        Case("faces:jobs", method="put", expect=WRONG_METHOD),
+        Case("faces:job", kwargs=job, expect=STAFF_ONLY),
+        Case("faces:job", kwargs={"job_id": 999999}, expect=NOT_FOUND),
+        Case("faces:job", kwargs=job, method="post", expect=WRONG_METHOD),
+        Case("faces:job_progress", kwargs=job, expect=STAFF_ONLY),
+        Case("faces:job_progress", kwargs={"job_id": 999999}, expect=NOT_FOUND),
+        Case("faces:job_cancel", kwargs=job, method="post", expect=REDIRECT),
+        Case("faces:job_cancel", kwargs={"job_id": 999999}, method="post", expect=NOT_FOUND),
+        Case("faces:job_cancel", kwargs=job, expect=WRONG_METHOD),
+        Case("faces:job_resume", kwargs=job, method="post", expect=REDIRECT),
+        Case("faces:job_resume", kwargs=job, expect=WRONG_METHOD),
+        Case("faces:variant", kwargs=variant, expect=STAFF_ONLY),
+        Case("faces:variant", kwargs={"variant_id": 999999}, expect=NOT_FOUND),
+        Case("faces:variant", kwargs=variant, method="post", expect=WRONG_METHOD),
+        Case("faces:variant_bytes", kwargs=variant, expect=STAFF_ONLY),
+        Case("faces:variant_bytes", kwargs={"variant_id": 999999}, expect=NOT_FOUND),
+        Case("faces:variant_bytes", kwargs=variant, method="post", expect=WRONG_METHOD),
+    ]
