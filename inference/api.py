@@ -39,7 +39,7 @@ class RunSerializer(serializers.ModelSerializer):
     class Meta:
         model = Run
         fields = [
-            "id", "task", "provider", "model_name", "strategy", "counterfactual_faces", "prompt_version", "selection",
+            "id", "task", "provider", "model_name", "strategy", "counterfactual_faces", "face_variant", "prompt_version", "selection",
             "concurrency", "status", "total_images", "done_count", "percent_done", "outcome_counts", "tokens_in",
             "tokens_out", "estimated_cost_usd", "estimate", "error", "created_by", "created_at", "started_at",
             "finished_at", "is_active", "can_resume",
@@ -58,6 +58,8 @@ class RunLaunch(StrictSerializer):
     model_name = StrictCharField(max_length=200)
     strategy = StrictCharField(max_length=16, required=False, allow_blank=True)
     counterfactual_faces = StrictBooleanField(required=False)
+    face_variant = StrictCharField(max_length=64, required=False, allow_blank=True,
+                                   help_text="Judge runs: method:threshold:margin of the face-anonymized variants to judge (e.g. blur:0.5:0.2); blank: the originals.")
     prompt_version = StrictCharField(max_length=64, required=False, allow_blank=True, help_text="Blank or absent: the latest.")
     split = StrictCharField(max_length=8, required=False, help_text="all (default), train, test or other.")
     attribute = StrictCharField(max_length=64, required=False, allow_blank=True)

@@ -20,6 +20,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotations import taxonomy
+from annotations.faces import variants as face_variants
 from annotations.images import mime_type
 from annotations.models import Image, Label, Labeling
 
@@ -80,6 +81,8 @@ class Context:
 
 
 def _read_image(file_name: str) -> tuple[bytes, str]:
+    if not file_name:
+        raise ValueError("This image has no anonymized variant under the run's setting (deleted since the launch?).")
     storage = Image._meta.get_field("file").storage
     with storage.open(file_name, "rb") as fh:
         data = fh.read()
@@ -263,6 +266,9 @@ def run_chunk(run_id: int, image_ids: list[int], concurrency: int | None = None)
     wanted = sorted(set(image_ids) & set(run.image_ids))  # never work on images outside the run
     done = set(RunResult.objects.filter(run_id=run_id, image_id__in=wanted).values_list("image_id", flat=True))
     todo = list(Image.objects.filter(pk__in=[i for i in wanted if i not in done]).exclude(file="").order_by("pk").values_list("pk", "file"))
+    if run.face_variant:  # the pixel-level counterfactual: the model sees the anonymized variant
+        files = face_variants.variant_files([pk for pk, _ in todo], run.face_variant)
+        todo = [(pk, files.get(pk, "")) for pk, _ in todo]
     try:
         provider = get_provider(run.provider, run.model_name)
     except ProviderUnavailable as exc:

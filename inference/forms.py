@@ -5,6 +5,7 @@ from django import forms
 from django.core.validators import RegexValidator
 
 from annotations import taxonomy
+from annotations.faces import variants as face_variants
 
 from . import prompts
 from .models import Run, RunResult
@@ -52,6 +53,8 @@ class LaunchForm(forms.Form):
     min_score = forms.FloatField(required=False, min_value=0, max_value=1, help_text="…at or above this score.")
     sample_size = forms.IntegerField(required=False, min_value=1, max_value=1_000_000, help_text="Random sample of this many (blank: all).")
     seed = forms.IntegerField(initial=0, min_value=0, max_value=2**31 - 1, required=False)
+    face_variant = forms.ChoiceField(required=False, label="Images judged", help_text=(
+        "Judge runs: the original images, or their face-anonymized variants (the pixel-level counterfactual)."))
     concurrency = forms.IntegerField(initial=8, min_value=1, max_value=MAX_CONCURRENCY, help_text="Requests in flight for the whole run (split into lanes of at most CPRT_RUN_LANE_CONCURRENCY, one per worker process).")
 
     def __init__(self, *args, **kwargs):
@@ -60,6 +63,8 @@ class LaunchForm(forms.Form):
         unavailable = {name: a.reason for name, a in self.availability.items() if not a.available}
         self.fields["provider"].widget = ProviderSelect(choices=self.fields["provider"].choices, unavailable=unavailable)
         self.fields["attribute"].choices = [("", "— no attribute filter")] + [(k, k) for k in taxonomy.active().keys]
+        self.fields["face_variant"].choices = [("", "the original images")] + [
+            (key, f"anonymized: {label}") for key, label, _ in face_variants.available_settings()]
 
     def clean(self):
         data = super().clean()
@@ -78,6 +83,8 @@ class LaunchForm(forms.Form):
                 self.add_error("strategy", "Annotate runs take no strategy (leave it blank).")
             if data.get("counterfactual_faces"):
                 self.add_error("counterfactual_faces", "The counterfactual-faces instruction applies to judge runs only.")
+            if data.get("face_variant"):
+                self.add_error("face_variant", "Anonymized images can be judged only (annotate runs label the originals).")
             versions = prompts.ANNOTATE_VERSIONS
         version = data.get("prompt_version") or prompts.DEFAULT_VERSION[task]
         if version not in versions:
@@ -120,4 +127,5 @@ class LaunchForm(forms.Form):
                 seed=d.get("seed") or 0,
             ),
             concurrency=d["concurrency"],
+            face_variant=face_variants.parse_setting_key(d["face_variant"]) if d.get("face_variant") else {},
         )

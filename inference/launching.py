@@ -7,12 +7,13 @@ use several worker processes without exceeding its concurrency.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from annotations.faces import variants as face_variants
 from annotations.models import Annotator
 from core.audit import audit
 
@@ -34,6 +35,7 @@ class LaunchSpec:
     prompt_version: str
     selection: Selection
     concurrency: int
+    face_variant: dict = field(default_factory=dict)  # judge the anonymized variants under this setting
 
 
 def plan(spec: LaunchSpec) -> dict:
@@ -48,6 +50,11 @@ def launch_run(user, spec: LaunchSpec) -> Run:
     planned = plan(spec)
     if not planned["image_ids"]:
         raise ValueError("The selection matches no images with stored bytes.")
+    if spec.face_variant:
+        missing = len(planned["image_ids"]) - len(face_variants.variant_files(planned["image_ids"], spec.face_variant))
+        if missing:
+            raise ValueError(f"{missing} of the {len(planned['image_ids'])} selected images have no anonymized variant "
+                             f"({face_variants.describe_setting(spec.face_variant)}); anonymize them first on the Faces page.")
     provider = get_provider(spec.provider, spec.model_name)
     request_params = dict(provider.request_params())
     if spec.provider == "vllm":
@@ -62,6 +69,7 @@ def launch_run(user, spec: LaunchSpec) -> Run:
             model_name=spec.model_name,
             strategy=spec.strategy,
             counterfactual_faces=spec.counterfactual_faces,
+            face_variant=dict(spec.face_variant),
             prompt_version=spec.prompt_version,
             prompt_text=planned["prompt_text"],
             selection=planned["selection"],
@@ -74,7 +82,7 @@ def launch_run(user, spec: LaunchSpec) -> Run:
             created_by=user if getattr(user, "is_authenticated", False) else None,
         )
         audit(user, "run.launch", run, task=run.task, provider=run.provider, model=run.model_name,
-              strategy=run.strategy, counterfactual_faces=run.counterfactual_faces, prompt_version=run.prompt_version,
+              strategy=run.strategy, counterfactual_faces=run.counterfactual_faces, face_variant=run.face_variant, prompt_version=run.prompt_version,
               images=run.total_images, selection=run.selection, concurrency=run.concurrency)
         transaction.on_commit(lambda: dispatch(run.pk))
     return run

@@ -24,6 +24,9 @@ class Run(models.Model):
     model_name = models.CharField(max_length=200)
     strategy = models.CharField(max_length=16, choices=STRATEGIES, blank=True)
     counterfactual_faces = models.BooleanField(default=False)
+    face_variant = models.JSONField(default=dict, blank=True, help_text=(
+        "Judge runs: the face-anonymization setting (method, threshold, margin) whose variants were judged "
+        "instead of the originals (the pixel-level counterfactual); empty: the original images."))
     prompt_version = models.CharField(max_length=64)
     prompt_text = models.JSONField(default=dict, help_text="The exact prompt texts this run sent.")
     selection = models.JSONField(default=dict, help_text="How the images were chosen (split, sample, seed, filter).")
@@ -59,7 +62,8 @@ class Run(models.Model):
 
     def __str__(self):
         cf = "+counterfactual_faces" if self.counterfactual_faces else ""
-        return f"#{self.pk} {self.task} {self.provider}/{self.model_name} {self.strategy}{cf}"
+        pixels = f" on anonymized images ({self.face_variant['method']})" if self.face_variant else ""
+        return f"#{self.pk} {self.task} {self.provider}/{self.model_name} {self.strategy}{cf}{pixels}"
 
     @property
     def is_active(self) -> bool:

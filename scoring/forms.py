@@ -210,3 +210,43 @@ class ExportJobForm(forms.Form):
         else:
             cleaned["repo_id"], cleaned["public"] = "", False
         return cleaned
+
+
+class ThreeWayForm(forms.Form):
+    """Original vs prompt-level vs pixel-level counterfactual: three finished judge runs of one provider,
+    model and strategy (original: plain; prompt: counterfactual faces; pixel: judged on anonymized images)."""
+
+    original = forms.IntegerField(required=False, min_value=1, error_messages={"invalid": "original must be a run id.", "min_value": "original must be a run id."})
+    prompt = forms.IntegerField(required=False, min_value=1, error_messages={"invalid": "prompt must be a run id.", "min_value": "prompt must be a run id."})
+    pixel = forms.IntegerField(required=False, min_value=1, error_messages={"invalid": "pixel must be a run id.", "min_value": "pixel must be a run id."})
+    drop = forms.FloatField(required=False, min_value=0.01, max_value=1.0, error_messages={
+        "invalid": "drop must be a number between 0.01 and 1.",
+        "min_value": "drop must be between 0.01 and 1.", "max_value": "drop must be between 0.01 and 1."})
+
+    def clean_drop(self):
+        value = self.cleaned_data.get("drop")
+        return 0.3 if value is None else value
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.errors:
+            return cleaned
+        ids = [cleaned.get(k) for k in ("original", "prompt", "pixel")]
+        if all(i is None for i in ids):
+            return cleaned
+        if any(i is None for i in ids):
+            raise forms.ValidationError("Give all three runs: original, prompt (counterfactual faces) and pixel (anonymized images).")
+        runs = {r.pk: r for r in Run.objects.filter(pk__in=ids, task=Run.TASK_JUDGE, status=Run.STATUS_FINISHED)}
+        if any(i not in runs for i in ids):
+            raise forms.ValidationError("original, prompt and pixel must all be finished judge runs.")
+        a, b, c = (runs[i] for i in ids)
+        if a.counterfactual_faces or a.face_variant:
+            raise forms.ValidationError("original must judge the original images without counterfactual faces.")
+        if not b.counterfactual_faces or b.face_variant:
+            raise forms.ValidationError("prompt must run with counterfactual faces, on the original images.")
+        if not c.face_variant or c.counterfactual_faces:
+            raise forms.ValidationError("pixel must judge the anonymized images, without counterfactual faces.")
+        if len({(r.provider, r.model_name, r.strategy) for r in (a, b, c)}) != 1:
+            raise forms.ValidationError("The three runs must use the same provider, model and strategy.")
+        cleaned["runs"] = (a, b, c)
+        return cleaned

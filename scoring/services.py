@@ -307,9 +307,25 @@ def adjudicate(user, image: Image, attribute: Attribute, value: float, note: str
 def counterfactual_candidates() -> list[tuple[Run, Run]]:
     """(without, with) pairs of finished judge runs sharing provider, model and strategy."""
     runs = queries.finished_judge_runs()
-    plain = [r for r in runs if not r.counterfactual_faces]
-    faces = [r for r in runs if r.counterfactual_faces]
+    plain = [r for r in runs if not r.counterfactual_faces and not r.face_variant]  # pixel-level runs: three_way
+    faces = [r for r in runs if r.counterfactual_faces and not r.face_variant]
     return [(a, b) for a in plain for b in faces if (a.provider, a.model_name, a.strategy) == (b.provider, b.model_name, b.strategy)]
+
+
+def consensus_labels(image_ids: list[int], profile: ScoringProfile) -> dict[int, dict]:
+    """image id -> {attribute key: 1, ...}: the profile's consensus, else the ground-truth annotator's labels
+    (images with neither are absent)."""
+    binary = {}
+    for image_id, labels in ImageScore.objects.filter(profile=profile, image_id__in=image_ids).values_list("image_id", "binary_labels"):
+        binary[image_id] = labels
+    missing = [i for i in image_ids if i not in binary]
+    if missing:
+        attr_key = {v: k for k, v in taxonomy.attribute_ids().items()}
+        for image_id, attribute_id in Label.objects.filter(
+            image_id__in=missing, annotator__kind=Annotator.KIND_GROUND_TRUTH, value=1.0
+        ).values_list("image_id", "attribute_id"):
+            binary.setdefault(image_id, {})[attr_key.get(attribute_id)] = 1
+    return binary
 
 
 def counterfactual(base: Run, cf: Run, profile: ScoringProfile, drop: float) -> dict:
@@ -321,16 +337,7 @@ def counterfactual(base: Run, cf: Run, profile: ScoringProfile, drop: float) -> 
 
     before, after = ok_scores(results[base.pk]), ok_scores(results[cf.pk])
     common = sorted(set(before) & set(after))
-    binary = {}
-    for image_id, labels in ImageScore.objects.filter(profile=profile, image_id__in=common).values_list("image_id", "binary_labels"):
-        binary[image_id] = labels
-    missing = [i for i in common if i not in binary]
-    if missing:
-        attr_key = {v: k for k, v in taxonomy.attribute_ids().items()}
-        for image_id, attribute_id in Label.objects.filter(
-            image_id__in=missing, annotator__kind=Annotator.KIND_GROUND_TRUTH, value=1.0
-        ).values_list("image_id", "attribute_id"):
-            binary.setdefault(image_id, {})[attr_key.get(attribute_id)] = 1
+    binary = consensus_labels(common, profile)
     vispr = dict(Image.objects.filter(id__in=common).values_list("id", "vispr_id"))
     rows = []
     for image_id in common:

@@ -144,6 +144,7 @@ def leaderboard(runs, reports: dict, strategy: str, sort: str) -> Table:
             "source": "ours", "run": Link(f"#{run.pk}", reverse("scoring:run", args=[run.pk])),
             "model": f"{run.provider}/{run.model_name}", "strategy": run.strategy,
             "counterfactual_faces": run.counterfactual_faces, "prompt_version": run.prompt_version,
+            "anonymized_images": run.face_variant.get("method", "") if run.face_variant else "",
             "n_valid": r.get("n_valid"), "coverage": (r.get("n_valid", 0) / n_results) if n_results else None,
             "excluded_rate": r.get("excluded_rate"), "refusal_rate": r.get("refusal_rate"),
             **{k: m.get(k) for k, _ in METRIC_COLUMNS},
@@ -153,12 +154,12 @@ def leaderboard(runs, reports: dict, strategy: str, sort: str) -> Table:
             continue
         rows.append({
             "source": "published", "run": None, "model": p["model"], "strategy": p["strategy"], "counterfactual_faces": False,
-            "prompt_version": "paper", "n_valid": None, "coverage": None, "excluded_rate": None, "refusal_rate": None,
+            "anonymized_images": "", "prompt_version": "paper", "n_valid": None, "coverage": None, "excluded_rate": None, "refusal_rate": None,
             **{k: p.get(k) for k, _ in METRIC_COLUMNS},
         })
     rows.sort(key=_sort_key(sort))
     columns = [("source", "source"), ("run", "run"), ("model", "model"), ("strategy", "strategy"),
-               ("counterfactual_faces", "cf. faces"), ("prompt_version", "prompt"), ("n_valid", "n"),
+               ("counterfactual_faces", "cf. faces"), ("anonymized_images", "pixel faces"), ("prompt_version", "prompt"), ("n_valid", "n"),
                ("coverage", "coverage"), ("excluded_rate", "excluded"), ("refusal_rate", "refused"), *METRIC_COLUMNS]
     return Table("leaderboard", "Finished judge runs", columns, rows,
                  note="Intervals are bootstrap 95% CIs. 'published' rows are the paper's Table 3/6 values (its own "

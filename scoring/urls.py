@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import three_way_views, views
 
 app_name = "scoring"
 urlpatterns = [
@@ -11,6 +11,7 @@ urlpatterns = [
     path("images/<int:image_id>/review/", views.review, name="review"),
     path("images/<int:image_id>/adjudicate/", views.adjudicate, name="adjudicate"),
     path("counterfactual/", views.counterfactual, name="counterfactual"),
+    path("counterfactual/three-way/", three_way_views.three_way, name="three_way"),
     path("exports/", views.export_list, name="exports"),
     path("exports/<int:job_id>/", views.export_detail, name="export"),
     path("exports/<int:job_id>/progress/", views.export_progress, name="export_progress"),

@@ -12,6 +12,7 @@ import io
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
+from django.db.models import Count
 from PIL import Image as PILImage
 
 from annotations.images import CleanImage, ImageRejected, attach, clean_image
@@ -136,3 +137,42 @@ def residual_pass(variant: FaceVariant) -> int:
     variant.residual_faces = len(faces)
     FaceVariant.objects.filter(pk=variant.pk).update(residual_boxes=variant.residual_boxes, residual_faces=variant.residual_faces)
     return len(faces)
+
+
+# --- for the higher layers (judge runs, exports, the comparison page) -------------------------
+
+def setting_key(method: str, threshold: float, margin: float) -> str:
+    """`blur:0.5:0.2`: how a form or the API names one setting."""
+    return f"{method}:{threshold:g}:{margin:g}"
+
+
+def parse_setting_key(key: str) -> dict:
+    """{"method", "threshold", "margin"} from `method:threshold:margin`; VariantError if malformed."""
+    parts = key.split(":") if isinstance(key, str) else []
+    if len(parts) != 3:
+        raise VariantError(f"an anonymization setting is written method:threshold:margin (e.g. blur:0.5:0.2), not {key!r}")
+    try:
+        threshold, margin = float(parts[1]), float(parts[2])
+    except ValueError:
+        raise VariantError(f"threshold and margin must be numbers in {key!r}") from None
+    method, threshold, margin = check_setting(parts[0], threshold, margin)
+    return {"method": method, "threshold": threshold, "margin": margin}
+
+
+def describe_setting(setting: dict) -> str:
+    return f"faces {setting['method']}, threshold {setting['threshold']:g}, margin {setting['margin']:g}"
+
+
+def available_settings() -> list[tuple[str, str, int]]:
+    """(key, label, images) for every setting that has variants, most images first."""
+    rows = (FaceVariant.objects.values("method", "threshold", "margin").annotate(n=Count("id")).order_by("-n", "method"))
+    return [(setting_key(r["method"], r["threshold"], r["margin"]), f"{describe_setting(r)} ({r['n']} images)", r["n"]) for r in rows]
+
+
+def variant_files(image_ids, setting: dict) -> dict[int, str]:
+    """image id -> stored file name of its variant under `setting` (images without one are absent)."""
+    ids = list(image_ids)
+    out: dict[int, str] = {}
+    for i in range(0, len(ids), 900):  # stay under SQLite's bound-parameter limit
+        out.update(FaceVariant.objects.filter(image_id__in=ids[i : i + 900], **setting).values_list("image_id", "file"))
+    return out

@@ -1,5 +1,5 @@
 """Permission cases for the face-anonymization pages (annotations/faces): adjudicators and admins only,
-like the other review pages; reviewers and outsiders get 403, anonymous users the login page."""
+like the other review pages (the three-way comparison too); reviewers and outsiders get 403, anonymous users the login page."""
 from __future__ import annotations
 
 from . import STAFF_ONLY, Case, matrix
@@ -50,4 +50,8 @@ def cases(world):
         Case("faces:variant_bytes", kwargs=variant, expect=STAFF_ONLY),
         Case("faces:variant_bytes", kwargs={"variant_id": 999999}, expect=NOT_FOUND),
         Case("faces:variant_bytes", kwargs=variant, method="post", expect=WRONG_METHOD),
+        Case("scoring:three_way", expect=STAFF_ONLY),
+        Case("scoring:three_way", query="original=abc", expect=BAD),
+        Case("scoring:three_way", query="original=999999&prompt=999998&pixel=999997", expect=BAD),
+        Case("scoring:three_way", method="post", expect=WRONG_METHOD),
     ]
