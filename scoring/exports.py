@@ -51,6 +51,7 @@ def start_export(actor, data: dict) -> ExportJob:
             profile=data["profile"],
             include_annotations=bool(data["include_annotations"]),
             include_images=bool(data["include_images"]),
+            face_variant=dict(data.get("face_variant") or {}) if data["include_images"] else {},
             destination=data["destination"],
             repo_id=data["repo_id"] if hub else "",
             private=not data["public"] if hub else True,
@@ -59,7 +60,7 @@ def start_export(actor, data: dict) -> ExportJob:
         job.save()
         audit(
             actor, "export.launch", job, splits=job.splits, profile=job.profile.label, include_annotations=job.include_annotations,
-            include_images=job.include_images, destination=job.destination, repo_id=job.repo_id, private=job.private,
+            include_images=job.include_images, face_variant=job.face_variant, destination=job.destination, repo_id=job.repo_id, private=job.private,
         )
         transaction.on_commit(lambda: dispatch(job.pk))
     return job
@@ -144,6 +145,7 @@ def run_export(job_id: int) -> dict:
     try:
         summary = cprt_bench.export_dataset(
             work, job.splits, job.profile, include_annotations=job.include_annotations, include_images=job.include_images,
+            face_variant=job.face_variant,
             progress=_ProgressWriter(job.pk), actor=job.created_by,
         )
         zip_path = hub_url = ""

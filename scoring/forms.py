@@ -8,6 +8,7 @@ from django import forms
 from django.conf import settings
 from django.core.validators import RegexValidator
 
+from annotations.faces import variants as face_variants
 from annotations.models import Image
 from inference.models import Run
 
@@ -174,6 +175,11 @@ class ExportJobForm(forms.Form):
         required=False, label="Include the images",
         help_text="Adds the configuration `images` with the image bytes of the exported rows.",
     )
+    face_variant = forms.ChoiceField(
+        required=False, label="Images exported",
+        help_text="The originals, or their face-anonymized variants (faces removed; rows without a variant have no image).",
+        error_messages={"invalid_choice": "Choose the originals or a face-anonymization setting that has variants."},
+    )
     destination = forms.ChoiceField(choices=ExportJob.DESTINATIONS, initial=ExportJob.DESTINATION_ZIP, widget=forms.RadioSelect,
                                     error_messages={"required": "Choose a destination.",
                                                     "invalid_choice": "Unknown destination %(value)s: use zip or hub."})
@@ -194,6 +200,8 @@ class ExportJobForm(forms.Form):
         active = ScoringProfile.active_or_none()
         if active is not None:
             self.fields["profile"].initial = active.pk
+        self.fields["face_variant"].choices = [("", "the original images")] + [
+            (key, f"faces removed: {label}") for key, label, _ in face_variants.available_settings()]
 
     @property
     def hub_available(self) -> bool:
@@ -209,6 +217,9 @@ class ExportJobForm(forms.Form):
                 self.add_error("repo_id", "Name the Hub repository (owner/name) to push to.")
         else:
             cleaned["repo_id"], cleaned["public"] = "", False
+        if cleaned.get("face_variant") and not cleaned.get("include_images"):
+            self.add_error("face_variant", "Anonymized images are exported only with “Include the images” ticked.")
+        cleaned["face_variant"] = face_variants.parse_setting_key(cleaned["face_variant"]) if cleaned.get("face_variant") else {}
         return cleaned
 
 

@@ -134,6 +134,8 @@ class ExportJob(models.Model):
         default=False, help_text="Add the `annotations` (raw labels and rationales) and `predictions` (model runs) configurations."
     )
     include_images = models.BooleanField(default=False, help_text="Add the `images` configuration with the image bytes.")
+    face_variant = models.JSONField(default=dict, blank=True, help_text=(
+        "With include_images: the face-anonymization setting whose variants replace the originals; empty: the originals."))
     destination = models.CharField(max_length=8, choices=DESTINATIONS, default=DESTINATION_ZIP)
     repo_id = models.CharField(max_length=193, blank=True, validators=[RegexValidator(REPO_ID_PATTERN, "Use owner/name.")])
     private = models.BooleanField(default=True, help_text="Hub destination: create the repository private.")

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 
 from annotations import taxonomy
+from annotations.faces.detector import detector_name
 from annotations.models import Annotator
 
 from .. import engine
 from ..models import ScoringProfile
 from .common import CONFIGS, EXPORT_MARKER, public_annotator
+
+
+FACE_METHOD_VERBS = {"blur": "blurred", "pixelate": "pixelated", "fill": "filled with black"}
 
 
 def dataset_card(profile: ScoringProfile, tax: taxonomy.Taxonomy, summary: dict, include_annotations: bool, include_images: bool = False) -> str:
@@ -33,7 +37,17 @@ def dataset_card(profile: ScoringProfile, tax: taxonomy.Taxonomy, summary: dict,
         "level's attribute keys to 0/1), `level` (1 = most severe) and `score` in [0, 1].",
         "",
     ]
-    if include_images:
+    if include_images and summary.get("face_variant"):
+        fv = summary["face_variant"]
+        lines += [
+            "> **This export contains images with faces removed.** The configuration `images` holds, for each exported",
+            f"> row, its face-anonymized variant: every face found by {detector_name()} at threshold {fv['threshold']:g}",
+            f"> was {FACE_METHOD_VERBS.get(fv['method'], fv['method'])} with a margin of {fv['margin']:g}"
+            " of the box on each side (re-encoded, metadata removed). Rows whose image has no such variant have no image.",
+            "> A detector misses some faces, and documents, tattoos and other personal data stay visible: keep the",
+            "> dataset private and share it only under the terms of the original image collection (VISPR).",
+        ]
+    elif include_images:
         lines += [
             "> **This export contains images.** The configuration `images` holds the image bytes of the exported rows",
             "> (re-encoded, metadata removed). They may show people, documents and other personal data: keep the",
@@ -104,7 +118,8 @@ def dataset_card(profile: ScoringProfile, tax: taxonomy.Taxonomy, summary: dict,
             "",
             "## Configuration `images`",
             "",
-            "One row per exported image that has stored bytes: `id` and `image` (an Image feature).",
+            "One row per exported image that has stored bytes: `id` and `image` (an Image feature)."
+            + (" The bytes are the face-anonymized variants (faces removed), not the originals." if summary.get("face_variant") else ""),
         ]
     return "\n".join(lines) + "\n"
 

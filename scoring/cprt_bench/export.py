@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from annotations import taxonomy
+from annotations.faces.variants import variant_files
 from annotations.models import Annotator, Image, Label, Labeling
 from core.audit import audit
 from inference.models import Run, RunResult
@@ -140,13 +141,15 @@ def export_dataset(
     actor=None,
     *,
     include_images: bool = False,
+    face_variant: dict | None = None,
 ) -> dict:
     """Write the CPRT-Bench layout (parquet per configuration and split + dataset card) into `out_dir`; return a summary.
 
     Rows imported from CPRT-Bench keep their published level and score; other images take their
     ImageScore under `profile` (default: the active one); images with neither are skipped and
     counted. `include_annotations` adds the `annotations` and `predictions` configurations,
-    `include_images` the `images` configuration. The export is built in a sibling folder and swapped
+    `include_images` the `images` configuration (with `face_variant`, a face-anonymization setting, the
+    anonymized variants instead of the originals; images without one are left out). The export is built in a sibling folder and swapped
     in at the end, so a failure leaves a previous export untouched. `progress(done, total)` is called
     after every chunk of images of every pass.
     """
@@ -158,7 +161,7 @@ def export_dataset(
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-export-", dir=out_dir.parent))
     try:
-        summary = _write_export(staging, splits, profile, tax, include_annotations, include_images, progress)
+        summary = _write_export(staging, splits, profile, tax, include_annotations, include_images, progress, face_variant or {})
         _swap_in(staging, out_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -172,6 +175,7 @@ def export_dataset(
         splits={s: summary["splits"][s]["rows"] for s in splits},
         include_annotations=include_annotations,
         include_images=include_images,
+        face_variant=face_variant or {},
     )
     return summary
 
@@ -218,7 +222,7 @@ def _write_config(root: Path, summary: dict, config: str, split: str, schema, id
     return count
 
 
-def _write_export(root: Path, splits, profile, tax, include_annotations, include_images, progress) -> dict:
+def _write_export(root: Path, splits, profile, tax, include_annotations, include_images, progress, face_variant: dict) -> dict:
     attr_ids = taxonomy.attribute_ids()
     key_of = {pk: key for key, pk in attr_ids.items()}
     preferred = set(profile.consensus_annotators.filter(kind=Annotator.KIND_GROUND_TRUTH).values_list("id", flat=True))
@@ -237,6 +241,7 @@ def _write_export(root: Path, splits, profile, tax, include_annotations, include
         "profile": profile.label,
         "include_annotations": include_annotations,
         "include_images": include_images,
+        "face_variant": dict(face_variant) if include_images else {},
         "splits": {},
         "annotators": {},  # public name -> kind, provider, model, prompt version, rows (annotations config)
         "prediction_runs": {},  # run id -> provider, model, prompt version, strategy, rows (predictions config)
@@ -263,7 +268,7 @@ def _write_export(root: Path, splits, profile, tax, include_annotations, include
             summary["splits"][split]["prediction_rows"] = count
     if include_images:
         for split in splits:
-            make_rows = lambda chunk, seen=exported[split]: _image_rows(chunk, seen)  # noqa: E731
+            make_rows = lambda chunk, seen=exported[split]: _image_rows(chunk, seen, face_variant, summary)  # noqa: E731
             count = _write_config(root, summary, "images", split, images_schema(), ids_by_split[split], make_rows, advance, IMAGE_CHUNK)
             summary["splits"][split]["image_rows"] = count
             summary["splits"][split]["rows_without_image"] = summary["splits"][split]["rows"] - count
@@ -371,13 +376,21 @@ def _prediction_rows(chunk, bounds: engine.Bounds, seen: dict) -> list[dict]:
     return rows
 
 
-def _image_rows(chunk, exported: set[int]) -> list[dict]:
-    """The stored bytes (cleaned and stripped of metadata when they entered) of the exported rows' images."""
+def _image_rows(chunk, exported: set[int], face_variant: dict | None = None, summary: dict | None = None) -> list[dict]:
+    """The stored bytes (cleaned and stripped of metadata when they entered) of the exported rows' images;
+    with `face_variant`, those of their face-anonymized variants (an image without one is left out)."""
     storage = Image._meta.get_field("file").storage
+    variants = variant_files(chunk, face_variant) if face_variant else None
     rows = []
     for image_id, vispr_id, name in Image.objects.filter(id__in=chunk).exclude(file="").order_by("vispr_id").values_list("id", "vispr_id", "file"):
         if image_id not in exported:
             continue
+        if variants is not None:
+            if image_id not in variants:
+                continue  # never the original in its place
+            name = variants[image_id]
+            if summary is not None:
+                summary["anonymized_images"] = summary.get("anonymized_images", 0) + 1
         with storage.open(name, "rb") as fh:
             data = fh.read()
         # The stored name is a content hash; the exported one is the VISPR id.
