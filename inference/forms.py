@@ -46,7 +46,7 @@ class LaunchForm(forms.Form):
     )
     split = forms.ChoiceField(choices=[("all", "all splits"), ("train", "train"), ("test", "test"), ("other", "other")], initial="all")
     attribute = forms.ChoiceField(required=False, help_text="Only images whose consensus (active profile) has this attribute…")
-    attribute_value = forms.TypedChoiceField(choices=[("1", "= 1"), ("0", "= 0")], coerce=int, required=False, empty_value=None)
+    attribute_value = forms.TypedChoiceField(choices=[("", "—"), ("1", "= 1"), ("0", "= 0")], coerce=int, required=False, empty_value=None)
     level = forms.TypedChoiceField(choices=[("", "any level")] + [(str(i), f"consensus level {i}") for i in (1, 2, 3, 4)],
                                    coerce=int, required=False, empty_value=None)
     from_run = forms.IntegerField(required=False, min_value=1, help_text="Only images this judge run scored…")

@@ -53,8 +53,13 @@ def job_detail(request, job_id: int):
 @require_role(*STAFF_ROLES)
 @require_GET
 def job_progress(request, job_id: int):
-    """The progress card of one job (htmx polls it while the job is active)."""
-    return render(request, "annotations/faces/_progress.html", _progress_context(get_job_for_user(request.user, job_id)))
+    """The progress card of one job (htmx polls it while the job is active). When the job has just ended,
+    the page reloads once, so that its variants table shows what the job made."""
+    job = get_job_for_user(request.user, job_id)
+    response = render(request, "annotations/faces/_progress.html", _progress_context(job))
+    if request.htmx and not job.is_active:
+        response["HX-Refresh"] = "true"
+    return response
 
 
 @require_role(*STAFF_ROLES)
