@@ -360,6 +360,7 @@ COMMANDS = {
     "export_hf": None,  # writes files; its arguments are choices and a profile name (test_export_hf.py)
     "seed_demo": None,  # no input
     "run_demo": None,  # a port number (test_demo.py)
+    "anonymize_faces": None,  # its arguments are a choice and numbers (tests/annotations/test_faces_jobs.py)
 }
 
 
@@ -688,6 +689,7 @@ FORM_ENDPOINTS = {
     # The estimate is an htmx partial: htmx swaps only 2xx answers, so a refused form comes back with 200.
     "inference:run_estimate": FormEndpoint("admin", None, lambda: {k: str(v) for k, v in LAUNCH.items() if v not in ("", False)}, 200),
     "scoring:adjudicate": FormEndpoint("adjudicator", "image", lambda: {"attribute": "age", "value": "1", "note": "n"}),
+    "faces:jobs": FormEndpoint("adjudicator", None, lambda: {"split": "", "method": "blur", "threshold": "0.5", "margin": "0.2"}),
 }
 
 
