@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from cprt_site.lib import STAFF_ROLES, require_role
+from core.roles import STAFF_ROLES, require_role
 
 from . import pixel_counterfactual
 from .forms import ThreeWayForm

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.http import Http404
 
-from cprt_site.lib import STAFF_ROLES, role_of
+from core.roles import STAFF_ROLES, role_of
 
 from .models import AnonymizationJob, FaceVariant
 

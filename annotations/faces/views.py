@@ -8,8 +8,9 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from cprt_site.files import protected_file_response
-from cprt_site.lib import STAFF_ROLES, require_role
+from annotations.images import mime_type
+from core.files import protected_file_response
+from core.roles import STAFF_ROLES, require_role
 
 from . import jobs, variants
 from .access import get_job_for_user, get_variant_for_user
@@ -105,6 +106,6 @@ def variant_bytes(request, variant_id: int):
     variant = get_variant_for_user(request.user, variant_id)
     if not variant.file:
         raise Http404("This variant has no stored file.")
-    png = variant.file.name.endswith(".png")
-    return protected_file_response("images", variant.file.name, content_type="image/png" if png else "image/jpeg",
-                                   download_name=f"image-{variant.image_id}-anonymized-{variant.pk}{'.png' if png else '.jpg'}")
+    suffix = ".png" if variant.file.name.endswith(".png") else ".jpg"
+    return protected_file_response("images", variant.file.name, content_type=mime_type(variant.file.name),
+                                   download_name=f"image-{variant.image_id}-anonymized-{variant.pk}{suffix}")

@@ -9,8 +9,8 @@ from django.utils import timezone
 
 from annotations.faces import jobs, variants
 from annotations.faces.models import AnonymizationJob, FaceVariant
-from annotations.models import AuditEvent
-from tests import faces_helpers as photos
+from core.models import AuditEvent
+from tests.support import faces as photos
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from PIL import Image as PILImage
 
 from annotations.faces import detector, pixels, variants
 from annotations.faces.models import FaceVariant
-from tests import faces_helpers as photos
+from tests.support import faces as photos
 
 
 def test_detector_finds_the_astronauts_face_and_nothing_on_coffee():

@@ -5,8 +5,8 @@ import pytest
 
 from annotations.faces import jobs
 from annotations.faces.models import AnonymizationJob
-from annotations.models import AuditEvent
-from tests import faces_helpers as photos
+from core.models import AuditEvent
+from tests.support import faces as photos
 
 
 @pytest.fixture

@@ -9,19 +9,19 @@ import pytest
 
 from annotations.faces import jobs
 from annotations.faces.models import FaceVariant
-from annotations.models import AuditEvent
-from inference import prompts, services
+from core.models import AuditEvent
+from inference import launching, prompts
 from inference.forms import LaunchForm
 from inference.models import Run
 from inference.selection import Selection
-from tests import faces_helpers as photos
+from tests.support import faces as photos
 from tests.fakes.fixtures import *  # noqa: F401,F403
 
 SETTING = {"method": "blur", "threshold": 0.5, "margin": 0.2}
 
 
 def spec(cf=False, face_variant=None):
-    return services.LaunchSpec(
+    return launching.LaunchSpec(
         task="judge", provider="openai", model_name="gpt-5.1", strategy="zero_shot", counterfactual_faces=cf,
         prompt_version=prompts.DEFAULT_VERSION["judge"], selection=Selection(split="test"), concurrency=2,
         face_variant=face_variant or {},
@@ -51,12 +51,12 @@ def _sent_images(server) -> list[bytes]:
 def test_a_judge_run_on_variants_records_the_setting_and_sends_the_variant_bytes(
         openai_server, anonymized, admin_user, adjudicator, client_as, django_capture_on_commit_callbacks, eager_celery):
     with django_capture_on_commit_callbacks(execute=True):
-        original = services.launch_run(admin_user, spec())
+        original = launching.launch_run(admin_user, spec())
     with django_capture_on_commit_callbacks(execute=True):
-        prompt_level = services.launch_run(admin_user, spec(cf=True))
+        prompt_level = launching.launch_run(admin_user, spec(cf=True))
     openai_server.requests.clear()
     with django_capture_on_commit_callbacks(execute=True):
-        pixel_level = services.launch_run(admin_user, spec(face_variant=SETTING))
+        pixel_level = launching.launch_run(admin_user, spec(face_variant=SETTING))
     for run in (original, prompt_level, pixel_level):
         run.refresh_from_db()
         assert run.status == Run.STATUS_FINISHED and run.outcome_counts == {"ok": 3}
@@ -96,7 +96,7 @@ def test_a_judge_run_on_variants_records_the_setting_and_sends_the_variant_bytes
 def test_launch_refuses_when_an_image_has_no_variant_and_changes_nothing(openai_server, anonymized, make_image):
     make_image("2017_run_not_anonymized", color=(1, 1, 1))
     with pytest.raises(ValueError, match=r"1 of the 4 selected images have no anonymized variant \(faces blur, threshold 0.5, margin 0.2\)"):
-        services.launch_run(None, spec(face_variant=SETTING))
+        launching.launch_run(None, spec(face_variant=SETTING))
     assert not Run.objects.exists()
 
 

@@ -3,57 +3,27 @@ defaults, follows the htmx progress card to the end, compares a variant with its
 revealed), launches a judge run on the anonymized images from the run form, exports with faces removed
 from the export form, and opens the three-way comparison page. Screenshots go to test-artifacts/.
 
-Skipped when /usr/bin/chromium is missing unless CPRT_REQUIRE_BROWSER=1.
+The `browser` fixture is tests/journeys/conftest.py's.
 """
 from __future__ import annotations
 
-import os
 import threading
-from pathlib import Path
 
 import pytest
 from django.db import connection
 
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # Playwright's sync API runs an event loop in this thread
-
-from annotations.faces import jobs  # noqa: E402
-from annotations.faces.models import AnonymizationJob, FaceVariant  # noqa: E402
-from inference.models import Run  # noqa: E402
-from scoring.models import ExportJob  # noqa: E402
-from tests import faces_helpers as photos  # noqa: E402
-from tests.conftest import PASSWORD, make_user  # noqa: E402
-from tests.fakes.fixtures import *  # noqa: E402,F401,F403
-from tests.permission_cases.scoring import add_results, make_run  # noqa: E402
-
-CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+from annotations.faces import jobs
+from annotations.faces.models import AnonymizationJob, FaceVariant
+from annotations.models import Image
+from inference.models import Run
+from scoring.models import ExportJob
+from tests.conftest import make_user
+from tests.fakes.fixtures import *  # noqa: F401,F403
+from tests.support import faces as photos
+from tests.support.browser import ARTIFACTS, log_in
+from tests.support.permission_cases.scoring import add_results, make_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
-
-
-@pytest.fixture
-def browser():
-    reason = None
-    if not os.path.exists(CHROMIUM):
-        reason = f"{CHROMIUM} is missing (apt-get install chromium)"
-    else:
-        try:
-            from playwright.sync_api import sync_playwright
-        except ImportError:
-            reason = "the playwright package is not installed"
-    if reason:
-        if os.environ.get("CPRT_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"CPRT_REQUIRE_BROWSER=1 but {reason}")
-        pytest.skip(reason)
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 @pytest.fixture
@@ -90,11 +60,7 @@ def test_anonymize_judge_export_and_compare(browser, live_server, openai_server,
     make_user("boss", "admin", superuser=True)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     base = live_server.url
-    page.goto(f"{base}/accounts/login/")
-    page.fill("input[name=username]", "boss")
-    page.fill("input[name=password]", PASSWORD)
-    page.keyboard.press("Enter")
-    page.wait_for_url(f"{base}/")
+    log_in(page, base, "boss")
 
     # 1. The anonymization form, submitted with its defaults (every split, blur, 0.5, 0.2).
     page.click("nav >> text=Faces")
@@ -147,8 +113,6 @@ def test_anonymize_judge_export_and_compare(browser, live_server, openai_server,
     assert pixel.status == Run.STATUS_FINISHED
     scores = dict(pixel.results.values_list("image_id", "score"))
     images = list(FaceVariant.objects.values_list("image", flat=True))
-    from annotations.models import Image
-
     rows = [Image.objects.get(pk=i) for i in images]
     original = make_run(model="gpt-5.1", strategy="zero_shot")
     add_results(original, [(img, "ok", min(1.0, scores[img.pk] + 0.2)) for img in rows])

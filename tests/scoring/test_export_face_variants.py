@@ -12,7 +12,7 @@ from scoring import cprt_bench, exports
 from scoring.forms import ExportJobForm
 from scoring.models import ExportJob, ScoringProfile
 from scoring.services import recompute_scores
-from tests import faces_helpers as photos
+from tests.support import faces as photos
 
 SETTING = {"method": "pixelate", "threshold": 0.5, "margin": 0.2}
 

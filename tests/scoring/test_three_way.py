@@ -5,7 +5,7 @@ import pytest
 
 from scoring.forms import ThreeWayForm
 from scoring.pixel_counterfactual import compare
-from tests.permission_cases.scoring import make_run
+from tests.support.permission_cases.scoring import make_run
 
 
 def test_compare_changes_levels_groups_and_largest_gaps():
