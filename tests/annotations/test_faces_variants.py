@@ -133,3 +133,16 @@ def test_unreadable_variant_fails_the_residual_pass_and_changes_nothing(db):
     variant.file.storage.delete(variant.file.name)
     with pytest.raises(variants.VariantError, match="is missing"):
         variants.residual_pass(variant)
+
+
+def test_two_workers_storing_the_same_setting_keep_one_row(db):
+    """Two executions that computed the same variant (a resume racing a slow worker): the unique
+    constraint keeps the first row, the second store returns it and writes no second row."""
+    image = photos.store("2017_astro_race", photos.encoded(photos.astronaut()))
+    with image.file.storage.open(image.file.name, "rb") as fh:
+        raw = fh.read()
+    computed = variants.compute(raw, "png", "fill", 0.5, 0.2)
+    first, created = variants.store(image, "fill", 0.5, 0.2, computed)
+    second, created_again = variants.store(image, "fill", 0.5, 0.2, computed)
+    assert created and not created_again and second.pk == first.pk
+    assert FaceVariant.objects.filter(image=image).count() == 1
