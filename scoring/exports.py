@@ -143,11 +143,16 @@ def run_export(job_id: int) -> dict:
     heartbeat = _Heartbeat(job.pk)
     heartbeat.start()
     try:
-        summary = cprt_bench.export_dataset(
-            work, job.splits, job.profile, include_annotations=job.include_annotations, include_images=job.include_images,
-            face_variant=job.face_variant,
-            progress=_ProgressWriter(job.pk), actor=job.created_by,
-        )
+        if job.kind == ExportJob.KIND_SFT:
+            from .sft.job import build as build_sft
+
+            summary = build_sft(job, work, _ProgressWriter(job.pk))
+        else:
+            summary = cprt_bench.export_dataset(
+                work, job.splits, job.profile, include_annotations=job.include_annotations, include_images=job.include_images,
+                face_variant=job.face_variant,
+                progress=_ProgressWriter(job.pk), actor=job.created_by,
+            )
         zip_path = hub_url = ""
         if job.destination == ExportJob.DESTINATION_ZIP:
             zip_path = zip_folder(work, folder / job.download_name).relative_to(Path(settings.CPRT_EXPORT_ROOT)).as_posix()

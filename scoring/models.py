@@ -125,8 +125,12 @@ class ExportJob(models.Model):
     ACTIVE_STATUSES = (STATUS_QUEUED, STATUS_RUNNING)
     DESTINATION_ZIP, DESTINATION_HUB = "zip", "hub"
     DESTINATIONS = [(DESTINATION_ZIP, "zip file to download"), (DESTINATION_HUB, "Hugging Face Hub dataset repository")]
+    KIND_DATASET, KIND_SFT = "dataset", "sft"
+    KINDS = [(KIND_DATASET, "CPRT-Bench dataset"), (KIND_SFT, "fine-tuning pairs (scoring/sft)")]
 
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    kind = models.CharField(max_length=16, choices=KINDS, default=KIND_DATASET)
+    options = models.JSONField(default=dict, blank=True, help_text="Fine-tuning pairs: format, prompt version, training split, faces, stages.")
     status = models.CharField(max_length=16, choices=STATUSES, default=STATUS_QUEUED, db_index=True)
     splits = models.JSONField(default=list, help_text="The splits exported, e.g. [\"train\", \"test\"].")
     profile = models.ForeignKey(ScoringProfile, on_delete=models.PROTECT, related_name="export_jobs")
@@ -169,6 +173,8 @@ class ExportJob(models.Model):
 
     @property
     def download_name(self) -> str:
+        if self.kind == self.KIND_SFT:
+            return f"cprt-sft-{self.options.get('format', 'pairs')}-{self.pk}.zip"
         return f"cprt-bench-export-{self.pk}.zip"
 
     @property

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from . import three_way_views, views
+from .sft import views as sft_views
 
 app_name = "scoring"
 urlpatterns = [
@@ -13,6 +14,7 @@ urlpatterns = [
     path("counterfactual/", views.counterfactual, name="counterfactual"),
     path("counterfactual/three-way/", three_way_views.three_way, name="three_way"),
     path("exports/", views.export_list, name="exports"),
+    path("exports/sft/", sft_views.sft_export_start, name="export_sft"),
     path("exports/<int:job_id>/", views.export_detail, name="export"),
     path("exports/<int:job_id>/progress/", views.export_progress, name="export_progress"),
     path("exports/<int:job_id>/download/", views.export_download, name="export_download"),

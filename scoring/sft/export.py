@@ -19,6 +19,7 @@ from annotations import taxonomy
 from annotations.models import Image
 from cprt_site.lib import audit
 from inference import prompts
+from scoring import cprt_bench
 from scoring.models import ScoringProfile
 
 from . import selection
@@ -35,8 +36,8 @@ MAX_LISTED = 200
 __all__ = ["SFTError", "LeakError", "export_sft", "check_options", "FORMATS", "TRAINING_SPLITS"]
 
 
-class SFTError(ValueError):
-    """An SFT export was refused before anything was written."""
+class SFTError(cprt_bench.ExportError):
+    """An SFT export was refused before anything was written (an ExportError, so the job page shows it as it is)."""
 
 
 def check_options(fmt: str, prompt_version: str | None, split: str, include_images: bool, faces: str) -> str:
@@ -138,11 +139,16 @@ def export_sft(
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-sft-", dir=out_dir.parent))
     try:
         writer = WRITERS[fmt](staging, include_images)
-        for part, source_split in ((TRAIN, split), (EVALUATION, EVALUATION_SPLIT)):
+        for part in (TRAIN, EVALUATION):
             _write_part(writer, part, items[part], judge, annotate, tax, reader, summary)
             advance(len(train_ids if part == TRAIN else eval_ids))
         writer.finish()
         summary["files"] = dict(writer.files)
+        summary["parts"] = [  # one row per part, as the job page shows them
+            {"part": part, "split": source, "pairs": summary["pairs"][part], "levels": [summary["levels"][part][lv] for lv in (1, 2, 3, 4)],
+             "excluded": summary["excluded_count"][part], "file": writer.files.get(part, "")}
+            for part, source in ((TRAIN, split), (EVALUATION, EVALUATION_SPLIT))
+        ]
         if not summary["pairs"][TRAIN]:
             raise SFTError(f"Nothing to export: every training pair was left out ({summary['excluded_count'][TRAIN]} listed).")
         excluded = [{"part": part, **row} for part, rows in writer.excluded.items() for row in rows]

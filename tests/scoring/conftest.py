@@ -26,3 +26,12 @@ def sft_world(db, make_image, set_labels, model_annotators):
     make_image("2017_105", split="train", color=(1, 1, 1))  # no labels: skipped and counted
     recompute_scores(profile)
     return profile
+
+
+@pytest.fixture
+def sft_export_root(settings, tmp_path):
+    """CPRT_EXPORT_ROOT under tmp_path, served like the real one."""
+    root = tmp_path / "exports"
+    settings.CPRT_EXPORT_ROOT = root
+    settings.CPRT_PROTECTED_ROOTS = {**settings.CPRT_PROTECTED_ROOTS, "exports": root}
+    return root

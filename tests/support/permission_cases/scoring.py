@@ -160,6 +160,8 @@ def cases(world):
         Case("scoring:exports", method="post", data={"splits": ["test"], "profile": profile_pk, "destination": "zip"}, expect=ADMIN_REDIRECT),
         Case("scoring:exports", method="post", data={"splits": ["validation"], "profile": profile_pk, "destination": "zip"}, expect=ADMIN_BAD),
         Case("scoring:exports", method="put", expect=ADMIN_WRONG_METHOD),
+        Case("scoring:export_sft", method="post", data={"sft-format": "hf", "sft-split": "test", "sft-profile": profile_pk}, expect=ADMIN_BAD),
+        Case("scoring:export_sft", expect=ADMIN_WRONG_METHOD),
         Case("scoring:export", kwargs=finished, expect=ADMIN_ONLY),
         Case("scoring:export", kwargs=queued, expect=ADMIN_ONLY),
         Case("scoring:export", kwargs={"job_id": 999999}, expect=ADMIN_NOT_FOUND),

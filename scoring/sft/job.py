@@ -1,0 +1,57 @@
+"""SFT exports launched from the browser, on the dataset export's job machinery (scoring/exports.py):
+the same ExportJob row (kind "sft", the SFT options in `options`), task, progress, heartbeat,
+reconciler, zip and download. This module only stores the job and builds its folder."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.db import transaction
+
+from cprt_site.lib import audit
+from scoring.models import ExportJob, ScoringProfile
+
+from . import export
+from .hygiene import LeakError
+
+
+def start_sft_export(actor, data: dict) -> ExportJob:
+    """Store a queued SFT job from the form's cleaned data, audit it, and dispatch it on commit.
+
+    `data`: format, prompt_version, split, profile (ScoringProfile), include_images, faces, annotation_stages.
+    """
+    from scoring import exports
+
+    if not isinstance(data["profile"], ScoringProfile):
+        raise ValueError("profile must be a scoring profile.")
+    version = export.check_options(data["format"], data["prompt_version"], data["split"], bool(data["include_images"]), data["faces"])
+    options = {
+        "format": data["format"], "prompt_version": version, "split": data["split"], "faces": data["faces"],
+        "annotation_stages": bool(data["annotation_stages"]),
+    }
+    with transaction.atomic():
+        job = ExportJob(
+            created_by=actor if getattr(actor, "is_authenticated", False) else None,
+            kind=ExportJob.KIND_SFT,
+            options=options,
+            splits=[data["split"], export.EVALUATION_SPLIT],
+            profile=data["profile"],
+            include_images=bool(data["include_images"]),
+            destination=ExportJob.DESTINATION_ZIP,
+        )
+        job.full_clean()
+        job.save()
+        audit(actor, "export.launch", job, kind=job.kind, profile=job.profile.label, include_images=job.include_images, **options)
+        transaction.on_commit(lambda: exports.dispatch(job.pk))
+    return job
+
+
+def build(job: ExportJob, folder: Path, progress) -> dict:
+    """The worker's side: write the job's SFT export into `folder` (called by scoring.exports.run_export)."""
+    o = job.options
+    try:
+        return export.export_sft(
+            folder, o["format"], o["prompt_version"], o["split"], job.profile, include_images=job.include_images,
+            annotation_stages=o.get("annotation_stages", False), faces=o.get("faces", "original"), progress=progress, actor=job.created_by,
+        )
+    except LeakError as exc:
+        raise export.SFTError(str(exc)) from None
