@@ -358,6 +358,7 @@ COMMANDS = {
     "score_labels": "JSON Lines on stdin",
     "create_reviewer": "a user name and an e-mail address",
     "export_hf": None,  # writes files; its arguments are choices and a profile name (test_export_hf.py)
+    "export_sft": None,  # writes files; every bad option is refused in tests/scoring/test_sft_export.py
     "seed_demo": None,  # no input
     "run_demo": None,  # a port number (test_demo.py)
     "anonymize_faces": None,  # its arguments are a choice and numbers (tests/annotations/test_faces_jobs.py)
@@ -690,6 +691,8 @@ FORM_ENDPOINTS = {
     "inference:run_estimate": FormEndpoint("admin", None, lambda: {k: str(v) for k, v in LAUNCH.items() if v not in ("", False)}, 200),
     "scoring:adjudicate": FormEndpoint("adjudicator", "image", lambda: {"attribute": "age", "value": "1", "note": "n"}),
     "faces:jobs": FormEndpoint("adjudicator", None, lambda: {"split": "", "method": "blur", "threshold": "0.5", "margin": "0.2"}),
+    "scoring:export_sft": FormEndpoint("admin", None, lambda: {"sft-format": "hf", "sft-prompt_version": "judge-v1", "sft-split": "train",
+                                                               "sft-faces": "original"}),
 }
 
 
