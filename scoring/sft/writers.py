@@ -228,7 +228,7 @@ OPENAI_PATHS = {TRAIN: "train.jsonl", EVALUATION: "evaluation-test.jsonl"}
 def openai_image_problem(data: bytes, ext: str) -> str | None:
     """Why OpenAI would refuse this image in a training file, or None."""
     if len(data) > OPENAI_MAX_IMAGE_BYTES:
-        return f"the image is {len(data) / 1024 / 1024:.1f} MB; OpenAI accepts at most 10 MB per image"
+        return f"the image is {len(data):,} bytes; OpenAI accepts at most 10 MB ({OPENAI_MAX_IMAGE_BYTES:,} bytes) per image"
     try:
         with PILImage.open(io.BytesIO(data)) as img:
             fmt, mode = (img.format or "").lower(), img.mode

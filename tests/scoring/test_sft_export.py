@@ -239,3 +239,41 @@ def test_progress_reaches_the_total(tmp_path, sft_world):
 @pytest.mark.django_db
 def test_the_world_covers_every_level(sft_world):
     assert sorted(level for level, _ in ground_truth(sft_world).values()) == [1, 1, 2, 3, 3, 4]
+
+
+@pytest.mark.django_db
+def test_a_scored_image_without_stored_bytes_is_listed_when_images_are_included(tmp_path, sft_world, make_image, set_labels, model_annotators):
+    bare = make_image("2017_106", split="train", with_file=False)
+    for annotator in model_annotators:
+        set_labels(bare, annotator, {"nudity": 1})
+    from scoring.services import recompute_scores
+
+    recompute_scores(sft_world)
+    summary = export.export_sft(tmp_path / "out", "hf", profile=sft_world, include_images=True)
+    assert summary["pairs"]["train"] == 4
+    assert summary["excluded"]["train"] == [{"id": "2017_106", "task": "judge", "reason": "image unavailable: no stored bytes"}]
+    listed = [json.loads(line) for line in (tmp_path / "out" / "excluded.jsonl").read_text().splitlines()]
+    assert listed == [{"part": "train", "id": "2017_106", "task": "judge", "reason": "image unavailable: no stored bytes"}]
+
+
+def _encoded(mode: str, fmt: str) -> bytes:
+    buf = io.BytesIO()
+    PILImage.new(mode, (8, 8)).save(buf, format=fmt)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize(
+    "data, problem",
+    [
+        (_encoded("RGB", "PNG"), None),
+        (_encoded("RGBA", "PNG"), None),
+        (_encoded("RGB", "JPEG"), None),
+        (_encoded("RGB", "WEBP"), None),
+        (_encoded("L", "PNG"), "the image mode is L; OpenAI accepts RGB or RGBA"),
+        (_encoded("P", "GIF"), "the image is gif; OpenAI accepts JPEG, PNG or WEBP"),
+        (b"not an image", "the image cannot be read (UnidentifiedImageError)"),
+        (b"\xff" * (10 * 1024 * 1024 + 1), "the image is 10,485,761 bytes; OpenAI accepts at most 10 MB (10,485,760 bytes) per image"),
+    ],
+)
+def test_openai_image_limits(data, problem):
+    assert writers.openai_image_problem(data, "png") == problem
