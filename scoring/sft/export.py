@@ -17,7 +17,7 @@ from typing import Callable
 
 from annotations import taxonomy
 from annotations.models import Image
-from cprt_site.lib import audit
+from core.audit import audit
 from inference import prompts
 from scoring import cprt_bench
 from scoring.models import ScoringProfile

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.db import transaction
 
-from cprt_site.lib import audit
+from core.audit import audit
 from scoring.models import ExportJob, ScoringProfile
 
 from . import export

@@ -11,7 +11,8 @@ from typing import Callable, Iterator
 
 from annotations import taxonomy
 from annotations.models import Annotator, Image
-from scoring import cprt_bench, engine
+from scoring import engine
+from scoring.cprt_bench.export import _export_rows
 from scoring.models import ScoringProfile
 
 from .hygiene import ImageRef
@@ -44,7 +45,7 @@ def ground_truth(
     preferred = set(profile.consensus_annotators.filter(kind=Annotator.KIND_GROUND_TRUTH).values_list("id", flat=True))
     for start in range(0, len(image_ids), CHUNK):
         chunk = image_ids[start:start + CHUNK]
-        rows = cprt_bench._export_rows(chunk, profile, tax, key_of, preferred, stats, set())
+        rows = _export_rows(chunk, profile, tax, key_of, preferred, stats, set())
         info = {
             vid: (pk, split, sha or "", file or "")
             for pk, vid, split, sha, file in Image.objects.filter(id__in=chunk).values_list("id", "vispr_id", "split", "sha256", "file")

@@ -6,7 +6,7 @@ from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from cprt_site.lib import ROLE_ADMIN, require_role
+from core.roles import ROLE_ADMIN, require_role
 from scoring.forms import ExportJobForm
 from scoring.models import ExportJob
 from scoring.views import EXPORTS_PAGE

@@ -2,56 +2,24 @@
 a real worker builds the job, the page follows its progress, and the admin downloads the zip.
 
 Debian's Chromium through Playwright (sync API) against live_server; screenshots in test-artifacts/.
-Skipped without /usr/bin/chromium unless CPRT_REQUIRE_BROWSER=1.
+The `browser` fixture (tests/journeys/conftest.py) skips without /usr/bin/chromium unless CPRT_REQUIRE_BROWSER=1.
 """
 from __future__ import annotations
 
-import os
 import zipfile
-from pathlib import Path
 
 import pytest
 
-# Playwright's sync API runs an event loop in this thread; the ORM calls in these tests are synchronous.
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
-from scoring.models import ExportJob, ScoringProfile  # noqa: E402
-from scoring.services import recompute_scores  # noqa: E402
-from tests.conftest import PASSWORD, make_user  # noqa: E402
-from tests.workers import celery_worker, purge_broker  # noqa: E402
-
-CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).resolve().parent.parent.parent / "test-artifacts"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+from scoring.models import ExportJob, ScoringProfile
+from scoring.services import recompute_scores
+from tests.conftest import make_user
+from tests.support.browser import ARTIFACTS, log_in
+from tests.support.workers import celery_worker, purge_broker
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 
-@pytest.fixture
-def chromium():
-    reason = None
-    if not os.path.exists(CHROMIUM):
-        reason = f"{CHROMIUM} is missing (apt-get install chromium)"
-    else:
-        try:
-            from playwright.sync_api import sync_playwright
-        except ImportError:
-            reason = "the playwright package is not installed"
-    if reason:
-        if os.environ.get("CPRT_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"CPRT_REQUIRE_BROWSER=1 but {reason}")
-        pytest.skip(reason)
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
-def test_submit_the_sft_form_with_defaults_and_download_the_pairs(chromium, live_server, make_image, set_labels, model_annotators,
+def test_submit_the_sft_form_with_defaults_and_download_the_pairs(browser, live_server, make_image, set_labels, model_annotators,
                                                                  settings, monkeypatch, tmp_path):
     root = tmp_path / "exports"
     monkeypatch.setenv("CPRT_EXPORT_ROOT", str(root))  # the worker process reads it from its environment
@@ -69,12 +37,8 @@ def test_submit_the_sft_form_with_defaults_and_download_the_pairs(chromium, live
     make_user("sft-admin", "admin")
     purge_broker()
 
-    page = chromium.new_page(accept_downloads=True)
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("input[name=username]", "sft-admin")
-    page.fill("input[name=password]", PASSWORD)
-    page.keyboard.press("Enter")
-    page.wait_for_url(f"{live_server.url}/")
+    page = browser.new_page(accept_downloads=True)
+    log_in(page, live_server.url, "sft-admin")
     page.goto(f"{live_server.url}/scoring/exports/")
     form = page.locator("form#sft-export")
     assert form.locator("input[name=sft-format][value=hf]").is_checked()

@@ -11,7 +11,8 @@ from django.core.management import CommandError, call_command
 from PIL import Image as PILImage
 
 from annotations import taxonomy
-from annotations.models import AuditEvent, Image
+from annotations.models import Image
+from core.models import AuditEvent
 from inference import prompts
 from inference.providers.base import ProviderReply
 from inference.schemas import JudgeAnswer, Stage1Answer, Stage2Answer

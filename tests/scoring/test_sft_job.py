@@ -9,12 +9,13 @@ import zipfile
 import pytest
 from django.urls import reverse
 
-from annotations.models import AuditEvent, Image
+from annotations.models import Image
+from core.models import AuditEvent
 from scoring import exports
 from scoring.models import ExportJob
 from scoring.tasks import run_export as run_export_task
 from tests.scoring.conftest import SFT_TEST, SFT_TRAIN
-from tests.workers import celery_worker, purge_broker, wait_for
+from tests.support.workers import celery_worker, purge_broker, wait_for
 
 DEFAULTS = {"sft-format": "hf", "sft-prompt_version": "judge-v1", "sft-split": "train", "sft-faces": "original"}
 
