@@ -60,8 +60,9 @@ def sft_card(summary: dict, profile, judge: dict, tax) -> str:
         lines += [
             "> **This export contains images.** They may show people, documents and other personal data: keep the",
             "> data private and share it only under the terms of the original image collection (VISPR).",
-            f"> Faces: {'face-anonymized variants where they exist, originals otherwise' if summary['faces'] == 'anonymized' else 'original images'}"
-            f" ({summary['images']['anonymized']} anonymized, {summary['images']['original']} original).",
+            "> Faces: " + (f"the face-anonymized variants under `{summary['faces']}` (images without one are left out and listed)"
+                           if summary["faces"] != "original" else "the original images")
+            + f" ({summary['images']['anonymized']} anonymized, {summary['images']['original']} original).",
             "",
         ]
     else:

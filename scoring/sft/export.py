@@ -25,7 +25,7 @@ from scoring.models import ScoringProfile
 from . import selection
 from .card import MARKER, sft_card
 from .hygiene import ImageRef, LeakError, check_disjoint
-from .images import FACES, FACES_ORIGINAL, ImageReader, ImageUnavailable
+from .images import FACES_ORIGINAL, ImageReader, ImageUnavailable
 from .pairs import JUDGE_STRATEGY, TASK_JUDGE, annotate_instructions, judge_instruction, pairs_for
 from .writers import EVALUATION, FORMATS, TRAIN, WRITERS
 
@@ -51,8 +51,6 @@ def check_options(fmt: str, prompt_version: str | None, split: str, include_imag
         raise SFTError(f"The {EVALUATION_SPLIT} split is the evaluation side and never training data: choose {' or '.join(TRAINING_SPLITS)}.")
     if split not in TRAINING_SPLITS:
         raise SFTError(f"Unknown training split {split!r}: use {' or '.join(TRAINING_SPLITS)}.")
-    if faces not in FACES:
-        raise SFTError(f"Unknown faces option {faces!r}: use {' or '.join(FACES)}.")
     if faces != FACES_ORIGINAL and not include_images:
         raise SFTError("Face-anonymized images only make sense with the images included.")
     if WRITERS[fmt].needs_images and not include_images:
@@ -171,6 +169,8 @@ def export_sft(
 
 def _write_part(writer, part: str, items, judge: dict, annotate: dict | None, tax, reader, summary: dict) -> None:
     writer.open(part)
+    if reader is not None:
+        reader.prepare(item.image_id for item in items)
     pairs = 0
     levels = {lv: 0 for lv in (1, 2, 3, 4)}
     for item in items:

@@ -8,7 +8,7 @@ from inference import prompts
 from scoring.models import ScoringProfile
 
 from . import export
-from .images import FACES_ANONYMIZED, FACES_ORIGINAL, ImageReader, ImageUnavailable
+from .images import FACES_ORIGINAL, ImageReader, ImageUnavailable, face_settings
 
 FORMAT_LABELS = {
     "hf": "Hugging Face dataset (TRL's vision-language chat format)",
@@ -28,8 +28,8 @@ class SFTExportForm(forms.Form):
     profile = forms.ModelChoiceField(queryset=ScoringProfile.objects.all(), empty_label=None, error_messages={
         "required": "Choose a scoring profile.", "invalid_choice": "Unknown scoring profile: choose one of the list."})
     include_images = forms.BooleanField(required=False, label="Include the images")
-    faces = forms.ChoiceField(choices=[(FACES_ORIGINAL, "original images"), (FACES_ANONYMIZED, "face-anonymized variants where they exist")],
-                              initial=FACES_ORIGINAL, label="Faces", error_messages={"invalid_choice": "Unknown faces option %(value)s."})
+    faces = forms.ChoiceField(choices=(), initial=FACES_ORIGINAL, label="Faces", error_messages={
+        "invalid_choice": "Unknown faces option %(value)s: choose the originals or an anonymization setting that has variants."})
     annotation_stages = forms.BooleanField(required=False, label="Also pairs for the two annotation stages")
 
     def __init__(self, data=None, **kwargs):
@@ -39,6 +39,9 @@ class SFTExportForm(forms.Form):
         present = set(Image.objects.values_list("split", flat=True).distinct())
         self.fields["split"].choices = [(s, s) for s in export.TRAINING_SPLITS if s in present]
         self.fields["split"].initial = Image.SPLIT_TRAIN
+        self.fields["faces"].choices = [(FACES_ORIGINAL, "original images")] + [
+            (key, f"face-anonymized variants: {label}") for key, label in face_settings()
+        ]
         active = ScoringProfile.objects.filter(is_active=True).first()
         if active is not None:
             self.fields["profile"].initial = active.pk
@@ -49,8 +52,8 @@ class SFTExportForm(forms.Form):
             return cleaned
         try:
             export.check_options(cleaned["format"], cleaned["prompt_version"], cleaned["split"], cleaned["include_images"], cleaned["faces"])
-            if cleaned["include_images"] and cleaned["faces"] == FACES_ANONYMIZED:
-                ImageReader(FACES_ANONYMIZED)
+            if cleaned["faces"] != FACES_ORIGINAL:
+                ImageReader(cleaned["faces"])
         except (export.SFTError, ImageUnavailable) as exc:
             raise forms.ValidationError(str(exc)) from None
         return cleaned

@@ -7,6 +7,7 @@ import json
 
 import datasets
 import pytest
+from django.core.files.base import ContentFile
 from django.core.management import CommandError, call_command
 from PIL import Image as PILImage
 
@@ -185,13 +186,14 @@ def test_the_evaluation_file_holds_exactly_the_test_split_and_no_training_id(tmp
         (["--format", "hf", "--split", "test"], "The test split is the evaluation side and never training data"),
         (["--format", "hf", "--split", "validation"], "Unknown training split 'validation'"),
         (["--format", "openai"], "The openai format embeds every image in the file (as a data URL): include the images"),
-        (["--format", "hf", "--faces", "anonymized"], "Face-anonymized images only make sense with the images included"),
-        (["--format", "hf", "--faces", "blurred", "--include-images"], "Unknown faces option 'blurred'"),
+        (["--format", "hf", "--faces", "blur:0.5:0.2"], "Face-anonymized images only make sense with the images included"),
+        (["--format", "hf", "--faces", "blur:0.5:0.2", "--include-images"], "Face-anonymized variants are not available in this installation"),
         (["--format", "hf", "--profile", "nope"], "No scoring profile named 'nope'"),
         (["--format", "hf", "--split", "other"], "Nothing to export: no image of the other split has a ground-truth score"),
     ],
 )
-def test_bad_options_and_an_empty_selection_are_refused_and_write_nothing(tmp_path, sft_world, args, message):
+def test_bad_options_and_an_empty_selection_are_refused_and_write_nothing(tmp_path, sft_world, monkeypatch, args, message):
+    monkeypatch.setattr(sft_images, "face_variants", lambda: None)  # the face-anonymization package absent
     events = AuditEvent.objects.count()
     with pytest.raises(CommandError) as refused:
         run(str(tmp_path / "out"), *args, *([] if "--profile" in args else ["--profile", "models"]))
@@ -213,20 +215,49 @@ def test_a_folder_that_is_not_an_sft_export_is_refused_and_a_previous_one_replac
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "out"]  # no staging folder left
 
 
+class FakeFaceVariants:
+    """What the SFT export uses of annotations.faces.variants (the face-anonymization package)."""
+
+    KEY, SETTING = "blur:0.5:0.2", {"method": "blur", "threshold": 0.5, "margin": 0.2}
+
+    def __init__(self, files: dict[int, str]):
+        self.files = files
+
+    def parse_setting_key(self, key):
+        if key != self.KEY:
+            raise ValueError("an anonymization setting is written method:threshold:margin (e.g. blur:0.5:0.2)")
+        return dict(self.SETTING)
+
+    def variant_files(self, image_ids, setting):
+        assert setting == self.SETTING
+        return {i: name for i, name in self.files.items() if i in set(image_ids)}
+
+    def available_settings(self):
+        return [(self.KEY, "faces blur, threshold 0.5, margin 0.2 (1 images)", 1)]
+
+
 @pytest.mark.django_db
-def test_anonymized_faces_come_through_the_seam_and_are_refused_without_it(tmp_path, sft_world, monkeypatch):
-    monkeypatch.setattr(sft_images, "anonymized_source", lambda: None)
+def test_face_anonymized_variants_come_through_the_seam_and_images_without_one_are_listed(tmp_path, sft_world, monkeypatch):
+    monkeypatch.setattr(sft_images, "face_variants", lambda: None)
     with pytest.raises(CommandError, match="Face-anonymized variants are not available in this installation"):
-        run(str(tmp_path / "out"), "--format", "llamafactory", "--profile", "models", "--include-images", "--faces", "anonymized")
+        run(str(tmp_path / "out"), "--format", "llamafactory", "--profile", "models", "--include-images", "--faces", "blur:0.5:0.2")
     assert list(tmp_path.iterdir()) == []
 
-    variant_of = {Image.objects.get(vispr_id="2017_101").pk: (b"ANONYMIZED-101", "jpg")}
-    monkeypatch.setattr(sft_images, "anonymized_source", lambda: variant_of.get)
-    summary = export.export_sft(tmp_path / "out", "llamafactory", profile=sft_world, include_images=True, faces="anonymized")
+    storage = Image._meta.get_field("file").storage
+    name = storage.save("variants/2017_101-blur.jpg", ContentFile(b"ANONYMIZED-101"))
+    fake = FakeFaceVariants({Image.objects.get(vispr_id="2017_101").pk: name})
+    monkeypatch.setattr(sft_images, "face_variants", lambda: fake)
+    with pytest.raises(CommandError, match=r"Unknown faces option 'blur:0\.9:0\.2'"):
+        run(str(tmp_path / "out"), "--format", "llamafactory", "--profile", "models", "--include-images", "--faces", "blur:0.9:0.2")
+    summary = export.export_sft(tmp_path / "out", "llamafactory", profile=sft_world, include_images=True, faces=fake.KEY)
     assert (tmp_path / "out" / "images" / "2017_101.jpg").read_bytes() == b"ANONYMIZED-101"
-    assert (tmp_path / "out" / "images" / "2017_102.png").read_bytes()[:4] == b"\x89PNG"
-    assert summary["images"] == {"anonymized": 1, "original": 5}
-    assert "face-anonymized variants where they exist, originals otherwise (1 anonymized, 5 original)" in (tmp_path / "out" / "README.md").read_text()
+    assert sorted(p.name for p in (tmp_path / "out" / "images").iterdir()) == ["2017_101.jpg"]  # never an original instead
+    assert summary["images"] == {"anonymized": 1, "original": 0} and summary["pairs"] == {"train": 1, "evaluation": 0}
+    assert {row["id"]: row["reason"] for row in summary["excluded"]["train"]} == {
+        vid: "image unavailable: no face-anonymized variant under blur:0.5:0.2" for vid in ("2017_102", "2017_103", "2017_104")
+    }
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert "the face-anonymized variants under `blur:0.5:0.2` (images without one are left out and listed) (1 anonymized, 0 original)" in card
 
 
 @pytest.mark.django_db

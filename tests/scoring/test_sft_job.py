@@ -61,14 +61,14 @@ def test_a_valid_launch_stores_audits_and_dispatches_an_sft_job_on_commit(client
         ({"sft-format": "csv"}, "Unknown format csv"),
         ({"sft-split": "test"}, "test cannot be training data: the test split is the evaluation side"),
         ({"sft-prompt_version": "judge-v0"}, "Unknown judge prompt version judge-v0."),
-        ({"sft-faces": "anonymized", "sft-include_images": "on"}, "Face-anonymized variants are not available in this installation"),
+        ({"sft-faces": "blur:0.5:0.2", "sft-include_images": "on"}, "Unknown faces option blur:0.5:0.2: choose the originals or an anonymization setting"),
         ({"sft-profile": "999999"}, "Unknown scoring profile: choose one of the list."),
     ],
 )
 def test_bad_input_is_refused_on_the_page_and_stores_nothing(client_as, admin_user, sft_world, monkeypatch, overrides, message):
     from scoring.sft import images as sft_images
 
-    monkeypatch.setattr(sft_images, "anonymized_source", lambda: None)
+    monkeypatch.setattr(sft_images, "face_variants", lambda: None)
     response = client_as(admin_user).post(reverse("scoring:export_sft"), {**DEFAULTS, "sft-profile": sft_world.pk, **overrides})
     assert response.status_code == 400
     assert message in response.content.decode().replace("&#x27;", "'")
@@ -153,3 +153,25 @@ def test_an_sft_export_launched_from_the_page_is_built_by_a_real_worker(client, 
     assert job.done == job.total == 6
     assert zip_names(client, job) == ["README.md", "evaluation-test.jsonl", "train.jsonl"]
     assert Image.objects.count() == 3 and json.loads(json.dumps(job.summary["pairs"])) == {"train": 2, "evaluation": 1}
+
+
+@pytest.mark.django_db
+def test_the_form_offers_the_anonymization_settings_that_have_variants(client_as, admin_user, sft_world, monkeypatch,
+                                                                      django_capture_on_commit_callbacks):
+    from types import SimpleNamespace
+
+    from scoring.sft import images as sft_images
+
+    fake = SimpleNamespace(available_settings=lambda: [("blur:0.5:0.2", "faces blur, threshold 0.5, margin 0.2 (4 images)", 4)],
+                           parse_setting_key=lambda key: {"method": "blur", "threshold": 0.5, "margin": 0.2}, variant_files=lambda ids, s: {})
+    monkeypatch.setattr(sft_images, "face_variants", lambda: fake)
+    monkeypatch.setattr(exports, "dispatch", lambda job_id: None)
+    client = client_as(admin_user)
+    page = client.get(reverse("scoring:exports")).content.decode()
+    assert '<option value="blur:0.5:0.2">face-anonymized variants: faces blur, threshold 0.5, margin 0.2 (4 images)</option>' in page
+    refused = client.post(reverse("scoring:export_sft"), {**DEFAULTS, "sft-profile": sft_world.pk, "sft-faces": "blur:0.5:0.2"})
+    assert refused.status_code == 400 and "Face-anonymized images only make sense with the images included." in refused.content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(reverse("scoring:export_sft"), {**DEFAULTS, "sft-profile": sft_world.pk, "sft-faces": "blur:0.5:0.2", "sft-include_images": "on"})
+    job = ExportJob.objects.get()
+    assert job.options["faces"] == "blur:0.5:0.2" and job.include_images

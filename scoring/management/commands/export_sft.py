@@ -7,7 +7,7 @@ from inference import prompts
 from scoring.models import ScoringProfile
 from scoring.sft import export
 from scoring.sft.hygiene import LeakError
-from scoring.sft.images import FACES, FACES_ORIGINAL
+from scoring.sft.images import FACES_ORIGINAL
 
 
 class Command(BaseCommand):
@@ -24,7 +24,8 @@ class Command(BaseCommand):
         parser.add_argument("--profile", help="scoring profile (default: the active profile)")
         parser.add_argument("--include-images", action="store_true",
                             help="write the image bytes (privacy-sensitive: they leave the system); the openai format needs them")
-        parser.add_argument("--faces", default=FACES_ORIGINAL, help=f"with --include-images: {' or '.join(FACES)} (default original)")
+        parser.add_argument("--faces", default=FACES_ORIGINAL, help="with --include-images: original (default) or an anonymization setting such as blur:0.5:0.2 "
+                                                                    "(its face-anonymized variants; images without one are left out and listed)")
         parser.add_argument("--annotation-stages", action="store_true", help="also write pairs for the two annotation stages")
 
     def handle(self, *args, out_dir, format, prompt_version, split, profile, include_images, faces, annotation_stages, **options):
