@@ -116,4 +116,5 @@ def _usage(fmt: str) -> list[str]:
         return [f"Point LLaMA-Factory's `dataset_dir` at this folder and set `dataset: {LLAMAFACTORY_NAMES[TRAIN]}`",
                 f"(and `eval_dataset: {LLAMAFACTORY_NAMES[EVALUATION]}` to evaluate); see the project README."]
     return ["Upload `train.jsonl` as the training file of an OpenAI fine-tuning job. `evaluation-test.jsonl` is the held-out",
-            "test split: keep it for evaluation after training."]
+            "test split: keep it for evaluation after training. OpenAI's documentation says its moderation skips training",
+            "images that show people or faces, which are many of these images: check the job's report of skipped examples."]
