@@ -12,6 +12,7 @@ from scoring.models import ExportJob, ScoringProfile
 
 from . import export
 from .hygiene import LeakError
+from .images import FACES_ORIGINAL, face_variants
 
 
 def start_sft_export(actor, data: dict) -> ExportJob:
@@ -36,6 +37,7 @@ def start_sft_export(actor, data: dict) -> ExportJob:
             splits=[data["split"], export.EVALUATION_SPLIT],
             profile=data["profile"],
             include_images=bool(data["include_images"]),
+            face_variant=face_variant_setting(data["faces"]),
             destination=ExportJob.DESTINATION_ZIP,
         )
         job.full_clean()
@@ -43,6 +45,14 @@ def start_sft_export(actor, data: dict) -> ExportJob:
         audit(actor, "export.launch", job, kind=job.kind, profile=job.profile.label, include_images=job.include_images, **options)
         transaction.on_commit(lambda: exports.dispatch(job.pk))
     return job
+
+
+def face_variant_setting(faces: str) -> dict:
+    """The job's `face_variant` (shown on the job page like the dataset export's): {} for the originals."""
+    if faces == FACES_ORIGINAL:
+        return {}
+    module = face_variants()
+    return dict(module.parse_setting_key(faces)) if module is not None else {}
 
 
 def build(job: ExportJob, folder: Path, progress) -> dict:

@@ -20,6 +20,7 @@ from inference.schemas import JudgeAnswer, Stage1Answer, Stage2Answer
 from scoring.models import ImageScore
 from scoring.sft import export, images as sft_images, writers
 from scoring.sft.pairs import stated_level
+from tests.conftest import png_bytes
 from tests.scoring.conftest import SFT_TEST, SFT_TRAIN
 from tests.scoring.openai_chat_finetune import ChatFineTuningLine
 
@@ -258,6 +259,21 @@ def test_face_anonymized_variants_come_through_the_seam_and_images_without_one_a
     }
     card = (tmp_path / "out" / "README.md").read_text()
     assert "the face-anonymized variants under `blur:0.5:0.2` (images without one are left out and listed) (1 anonymized, 0 original)" in card
+
+
+@pytest.mark.django_db
+def test_face_anonymized_variants_of_the_face_package_are_exported(tmp_path, sft_world):
+    from annotations.faces import variants
+    from annotations.images import clean_image
+
+    image = Image.objects.get(vispr_id="2017_104")
+    blurred = clean_image(png_bytes(color=(7, 7, 7)))
+    variant, _ = variants.store(image, "blur", 0.5, 0.2, variants.Computed(clean=blurred, boxes=[], residual_boxes=[]))
+    summary = export.export_sft(tmp_path / "out", "openai", profile=sft_world, include_images=True, faces="blur:0.5:0.2")
+    assert summary["pairs"] == {"train": 1, "evaluation": 0} and summary["images"] == {"anonymized": 1, "original": 0}
+    line = ChatFineTuningLine.model_validate_json((tmp_path / "out" / "train.jsonl").read_text())
+    assert line.messages[1].content[1].image_url.url == writers.data_url(blurred.data, "png")
+    assert variant.file.name.endswith(".png") and blurred.data != image.file.read()
 
 
 @pytest.mark.django_db

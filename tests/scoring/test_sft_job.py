@@ -175,3 +175,4 @@ def test_the_form_offers_the_anonymization_settings_that_have_variants(client_as
         client.post(reverse("scoring:export_sft"), {**DEFAULTS, "sft-profile": sft_world.pk, "sft-faces": "blur:0.5:0.2", "sft-include_images": "on"})
     job = ExportJob.objects.get()
     assert job.options["faces"] == "blur:0.5:0.2" and job.include_images
+    assert job.face_variant == {"method": "blur", "threshold": 0.5, "margin": 0.2}
