@@ -1,18 +1,24 @@
-# One command to run the demo, one to run the tests. Both create .venv and install on first use.
+# One command to run the demo, one to run the tests. Both create .venv on first use and install the
+# exact versions of uv.lock into it (uv sync --frozen); `uv lock --upgrade` moves the lock forward.
 PYTHON      ?= python3
 VENV        ?= .venv
 BIN         := $(VENV)/bin
 PORT        ?= 8000
 PYTEST_ARGS ?=
+# uv from PATH, else a pinned uv installed from PyPI into .uv/ (CI and fresh machines).
+UV_VERSION  ?= 0.13.9
+UV          ?= $(or $(shell command -v uv 2>/dev/null),$(CURDIR)/.uv/bin/uv)
+export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
+export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: install demo test check-worker worker web ci
+.PHONY: install demo test check-worker worker web ci lock
 
-$(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
+$(CURDIR)/.uv/bin/uv:
+	$(PYTHON) -m venv $(CURDIR)/.uv
+	$(CURDIR)/.uv/bin/python -m pip install --quiet "uv==$(UV_VERSION)"
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --upgrade pip >/dev/null
-	$(BIN)/python -m pip install -e '.[dev]'
+$(VENV)/.installed: pyproject.toml uv.lock | $(UV)
+	$(UV) sync --frozen --extra dev --python $(PYTHON)
 	touch $@
 
 install: $(VENV)/.installed
@@ -35,6 +41,10 @@ worker: install
 
 web: install
 	$(BIN)/python manage.py runserver 127.0.0.1:$(PORT)
+
+## make lock: re-resolve uv.lock after editing pyproject.toml (`uv lock --upgrade` moves every pin forward).
+lock: | $(UV)
+	$(UV) lock
 
 ## make ci: what CI runs (installs Chromium with apt; needs root, PostgreSQL and Redis).
 ci:
