@@ -22,9 +22,26 @@ SECRET_KEY = env.str("SECRET_KEY", default=_DEV_SECRET if DEBUG else "")
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
+
+
+def weak_secret(value: str, min_length: int) -> str:
+    """Why `value` is a placeholder rather than a secret ("" when it looks random enough)."""
+    if "change-me" in value.lower():
+        return 'contains "change-me" (the example value)'
+    if len(value) < min_length:
+        return f"is shorter than {min_length} characters"
+    if len(set(value)) < 5:
+        return "has fewer than 5 distinct characters"
+    return ""
+
+
+_MAKE_SECRET = "python -c 'import secrets; print(secrets.token_urlsafe(50))'"
 if not DEBUG:
-    if not SECRET_KEY or SECRET_KEY == _DEV_SECRET or len(SECRET_KEY) < 32:
-        raise ImproperlyConfigured("DEBUG is off: set SECRET_KEY to a random value of at least 32 characters.")
+    if not SECRET_KEY:
+        raise ImproperlyConfigured(f"DEBUG is off: set SECRET_KEY to a random value of at least 50 characters ({_MAKE_SECRET}).")
+    if SECRET_KEY == _DEV_SECRET or weak_secret(SECRET_KEY, 50):
+        reason = "is the development key" if SECRET_KEY == _DEV_SECRET else weak_secret(SECRET_KEY, 50)
+        raise ImproperlyConfigured(f"DEBUG is off and SECRET_KEY {reason}: set a random value of at least 50 characters ({_MAKE_SECRET}).")
     if not ALLOWED_HOSTS:
         raise ImproperlyConfigured("DEBUG is off: set ALLOWED_HOSTS (comma-separated host names).")
 
@@ -95,6 +112,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file, not memory, so that a real worker process started by a test sees the test database.
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-cprt.sqlite3")}
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=0)
+if not DEBUG:
+    # compose passes POSTGRES_PASSWORD to the app containers too (env_file); a database password that
+    # is set must not be a placeholder either (an empty one is left to the server's own auth rules).
+    for _name, _password in (("POSTGRES_PASSWORD", env.str("POSTGRES_PASSWORD", default="")), ("the password in DATABASE_URL", DATABASES["default"].get("PASSWORD") or "")):
+        if _password and weak_secret(_password, 16):
+            raise ImproperlyConfigured(f"DEBUG is off and {_name} {weak_secret(_password, 16)}: set a random value of at least 16 characters ({_MAKE_SECRET}).")
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -136,8 +159,9 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = DATA_DIR / "staticfiles"
-STATIC_ROOT.mkdir(exist_ok=True)
+# The image collects them at build time into /app/staticfiles (deploy/Dockerfile sets STATIC_ROOT).
+STATIC_ROOT = Path(env.str("STATIC_ROOT", default=str(DATA_DIR / "staticfiles"))).resolve()
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

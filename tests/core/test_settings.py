@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-STRONG_SECRET = "k3Jx9-QvR2mZ7pL0wYt4NbA8sEe1HdUcGf6iVo5_"  # 42 random-looking characters, test only
+STRONG_SECRET = "k3Jx9-QvR2mZ7pL0wYt4NbA8sEe1HdUcGf6iVo5_Tq2Wz7Xr4Ky1M"  # 53 random-looking characters, test only
 
 # Print what the tests look at, as JSON, after a full django.setup().
 PROBE = """
@@ -36,8 +37,12 @@ print(json.dumps({
 # Variables the tests control; anything inherited from the caller (CI sets some) is removed first.
 CONTROLLED = (
     "DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND",
-    "CELERY_TASK_ALWAYS_EAGER", "PRIVATE_IMAGE_ROOT", "PYTEST_XDIST_WORKER",
+    "CELERY_TASK_ALWAYS_EAGER", "PRIVATE_IMAGE_ROOT", "PYTEST_XDIST_WORKER", "POSTGRES_PASSWORD", "STATIC_ROOT",
 )
+EXAMPLE = {
+    match.group(1): match.group(2)
+    for match in re.finditer(r"^([A-Z][A-Z0-9_]*)=(.*)$", (ROOT / ".env.example").read_text(), re.MULTILINE)
+}
 
 
 def start_django(tmp_path, **variables) -> subprocess.CompletedProcess:
@@ -63,12 +68,47 @@ def test_production_without_secret_key_refuses(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "secret",
-    ["short-secret", "dev-insecure-secret-key-only-for-local-debug-use"],
-    ids=["short", "dev-default"],
+    "secret, reason",
+    [
+        ("short-secret", "shorter than 50 characters"),
+        ("k3Jx9-QvR2mZ7pL0wYt4NbA8sEe1HdUcGf6iVo5_", "shorter than 50 characters"),  # 40: passed the old 32
+        ("dev-insecure-secret-key-only-for-local-debug-use", "is the development key"),
+        ("change-me-to-a-random-string-of-at-least-32-characters-and-then-some", 'contains "change-me"'),
+        ("abababababababababababababababababababababababababababab", "fewer than 5 distinct characters"),
+    ],
+    ids=["short", "40-characters", "dev-default", "change-me", "four-distinct"],
 )
-def test_production_with_weak_secret_key_refuses(tmp_path, secret):
-    refused(start_django(tmp_path, DEBUG="0", SECRET_KEY=secret, ALLOWED_HOSTS="cprt.example.org"), "at least 32 characters")
+def test_production_with_weak_secret_key_refuses(tmp_path, secret, reason):
+    refused(start_django(tmp_path, DEBUG="0", SECRET_KEY=secret, ALLOWED_HOSTS="cprt.example.org"), reason)
+
+
+def test_the_example_env_file_does_not_start_production(tmp_path):
+    # A copied .env.example must not give production a known key: its SECRET_KEY is blank or refused.
+    assert EXAMPLE["DEBUG"] == "0"
+    variables = {k: v for k, v in EXAMPLE.items() if k in ("DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "POSTGRES_PASSWORD")}
+    refused(start_django(tmp_path, **variables), "SECRET_KEY")
+    assert not EXAMPLE["POSTGRES_PASSWORD"], "compose's ${POSTGRES_PASSWORD:?} check only refuses an empty value"
+
+
+@pytest.mark.parametrize(
+    "variables, reason",
+    [
+        ({"POSTGRES_PASSWORD": "change-me"}, 'POSTGRES_PASSWORD contains "change-me"'),
+        ({"POSTGRES_PASSWORD": "short-pw"}, "POSTGRES_PASSWORD is shorter than 16 characters"),
+        ({"DATABASE_URL": "postgres://cprt:change-me@db:5432/cprt"}, 'the password in DATABASE_URL contains "change-me"'),
+        ({"DATABASE_URL": "postgres://cprt:aaaaaaaaaaaaaaaaaaaa@db:5432/cprt"}, "fewer than 5 distinct characters"),
+    ],
+    ids=["postgres-change-me", "postgres-short", "url-change-me", "url-repeated"],
+)
+def test_production_with_placeholder_database_password_refuses(tmp_path, variables, reason):
+    refused(start_django(tmp_path, DEBUG="0", SECRET_KEY=STRONG_SECRET, ALLOWED_HOSTS="cprt.example.org", **variables), reason)
+
+
+def test_production_with_a_real_database_password_starts(tmp_path):
+    password = "Zq8-vN3pLx7Rt2Wm"
+    url = f"postgres://cprt:{password}@db:5432/cprt"
+    info = started(start_django(tmp_path, DEBUG="0", SECRET_KEY=STRONG_SECRET, ALLOWED_HOSTS="h", POSTGRES_PASSWORD=password, DATABASE_URL=url))
+    assert info["engine"] == "django.db.backends.postgresql"
 
 
 def test_production_without_allowed_hosts_refuses(tmp_path):

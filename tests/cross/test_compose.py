@@ -27,7 +27,11 @@ SERVICES = COMPOSE["services"]
 ENV_EXAMPLE = (ROOT / ".env.example").read_text()
 GPU_SERVICES = {"vllm", "gpu-worker"}
 # Services that answer no health probe: beat listens on nothing (`restart` brings it back).
-NO_HEALTHCHECK = {"beat"}
+NO_HEALTHCHECK = {"beat", "migrate"}
+# What an operator writes into .env over the example's blanks (test values only).
+FILLED_IN = {"SECRET_KEY": "k3Jx9-QvR2mZ7pL0wYt4NbA8sEe1HdUcGf6iVo5_Tq2Wz7Xr4Ky1M", "POSTGRES_PASSWORD": "Zq8-vN3pLx7Rt2Wm"}
+# The services that run the app image and need the migrated database.
+APP_SERVICES = {"web", "worker", "beat", "gpu-worker"}
 VARIABLE = re.compile(r"\$(?:\$|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\})")
 
 
@@ -66,8 +70,8 @@ def command_words(service: dict) -> list[str]:
 
 
 def service_environment(name: str) -> dict[str, str]:
-    """What the container's environment would be with .env copied from .env.example."""
-    env = env_example()
+    """What the container's environment would be with .env copied from .env.example and its secrets set."""
+    env = env_example() | FILLED_IN
     service = SERVICES[name]
     merged = dict(env) if service.get("env_file") else {}
     merged.update({key: interpolate(str(value), env) for key, value in (service.get("environment") or {}).items()})
@@ -75,7 +79,7 @@ def service_environment(name: str) -> dict[str, str]:
 
 
 def test_services_and_profiles():
-    assert set(SERVICES) == {"postgres", "redis", "web", "worker", "beat", "nginx", "vllm", "gpu-worker"}
+    assert set(SERVICES) == {"postgres", "redis", "migrate", "web", "worker", "beat", "nginx", "vllm", "gpu-worker"}
     for name, service in SERVICES.items():
         assert service.get("profiles", []) == (["gpu"] if name in GPU_SERVICES else []), name
 
@@ -94,13 +98,49 @@ def test_depends_on_waits_for_healthy_services():
         depends_on = service.get("depends_on", {})
         assert isinstance(depends_on, dict), f"{name}: depends_on needs conditions, not a list"
         for other, condition in depends_on.items():
+            if other == "migrate":
+                assert condition == {"condition": "service_completed_successfully"}, f"{name} -> migrate"
+                continue
             assert condition == {"condition": "service_healthy"}, f"{name} -> {other}"
             assert "healthcheck" in SERVICES[other], f"{name} waits for {other}, which has no health check"
             if name not in GPU_SERVICES:
                 assert other not in GPU_SERVICES, f"{name} would need the gpu profile ({other})"
     assert "web" in SERVICES["nginx"]["depends_on"]
-    for name in ("worker", "beat", "gpu-worker"):
-        assert "web" in SERVICES[name]["depends_on"], f"{name} must wait for the migrations (web)"
+    for name in APP_SERVICES:
+        assert SERVICES[name]["depends_on"]["migrate"] == {"condition": "service_completed_successfully"}, name
+
+
+def test_migrations_run_once_in_a_one_shot_service():
+    migrate = SERVICES["migrate"]
+    assert command_words(migrate) == ["python", "manage.py", "migrate", "--noinput"]
+    assert migrate["restart"] == "no", "a one-shot service must not be restarted once it exited"
+    assert migrate["depends_on"] == {"postgres": {"condition": "service_healthy"}}
+    assert migrate["build"] == SERVICES["web"]["build"] and migrate["image"] == SERVICES["web"]["image"]
+    for name in APP_SERVICES:
+        words = " ".join(command_words(SERVICES[name]))
+        assert "migrate" not in words and "collectstatic" not in words, f"{name} must not migrate or collect at start"
+
+
+def test_images_are_pinned():
+    for name, service in SERVICES.items():
+        if "image" in service and "build" not in service:
+            tag = service["image"].rpartition(":")[2]
+            assert ":" in service["image"] and tag not in ("latest", ""), f"{name}: {service['image']}"
+    assert re.fullmatch(r"vllm/vllm-openai:v\d+\.\d+\.\d+", SERVICES["vllm"]["image"])
+
+
+def test_dockerfile_installs_the_lock_before_the_code_and_collects_static():
+    steps = [line for line in (ROOT / "deploy" / "Dockerfile").read_text().splitlines() if line and not line.startswith((" ", "#"))]
+    base = steps[0].split()
+    assert base[0] == "FROM" and re.fullmatch(r"python:3\.11\.\d+-slim-\w+", base[1]), base
+    index = {prefix: next(i for i, s in enumerate(steps) if s.startswith(prefix)) for prefix in ("COPY pyproject.toml uv.lock", "RUN uv sync --frozen --no-install-project", "COPY . .")}
+    assert index["COPY pyproject.toml uv.lock"] < index["RUN uv sync --frozen --no-install-project"] < index["COPY . ."]
+    text = (ROOT / "deploy" / "Dockerfile").read_text()
+    assert "manage.py collectstatic" in text.split("COPY . .")[1]
+    assert "manage.py migrate" not in text
+    # The image's uv is the Makefile's.
+    uv = re.search(r"^UV_VERSION\s*\?=\s*(\S+)", (ROOT / "Makefile").read_text(), re.MULTILINE).group(1)
+    assert f'uv=={uv}' in text
 
 
 def celery_services() -> dict[str, list[str]]:
@@ -144,7 +184,7 @@ def test_web_runs_gunicorn_on_the_wsgi_application():
 def test_manage_py_commands_exist():
     commands = get_commands()
     used = [m.group(1) for s in SERVICES.values() for m in re.finditer(r"manage\.py (\S+)", " ".join(command_words(s)))]
-    assert used, "web should migrate and collect static files"
+    assert used == ["migrate"], "only the migrate service runs a management command"
     for command in used:
         assert command in commands, f"manage.py {command} does not exist"
 
@@ -231,7 +271,14 @@ def test_the_gpu_profile_serves_a_model_with_vllm():
     assert gpu["driver"] == "nvidia" and gpu["capabilities"] == ["gpu"]
 
 
-@pytest.mark.parametrize("name", ["web", "worker", "beat", "gpu-worker"])
+def test_the_example_values_do_not_pass_the_required_variable_check():
+    # Copying .env.example without filling it in must stop compose (`${POSTGRES_PASSWORD:?...}`).
+    with pytest.raises(AssertionError, match=r"POSTGRES_PASSWORD\} is required"):
+        interpolate(SERVICES["postgres"]["environment"]["POSTGRES_PASSWORD"], env_example())
+    assert not env_example()["SECRET_KEY"], ".env.example must not carry a usable SECRET_KEY"
+
+
+@pytest.mark.parametrize("name", sorted(APP_SERVICES))
 def test_app_services_share_the_database_broker_and_data(name):
     env = service_environment(name)
     assert env["DATABASE_URL"].startswith("postgres://cprt:") and env["DATABASE_URL"].endswith("@postgres:5432/cprt")
