@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+\nfrom .secrets import ScrubbedJSONField
 
 
 class Profile(models.Model):
@@ -32,7 +33,7 @@ class AuditEvent(models.Model):
     action = models.CharField(max_length=64, db_index=True)
     target_type = models.CharField(max_length=64, blank=True)
     target_id = models.CharField(max_length=64, blank=True)
-    data = models.JSONField(default=dict, blank=True)
+    data = ScrubbedJSONField(default=dict, blank=True)  # never holds a configured secret (core.secrets)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

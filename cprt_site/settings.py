@@ -323,10 +323,13 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 
+# Log records are scrubbed of configured secrets (messages and tracebacks) as they are created, and
+# again by the handler filter (core.secrets.scrub_filter), in every process that configures logging.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"scrub_secrets": {"()": "core.secrets.scrub_filter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["scrub_secrets"]}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {"httpx": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}},
 }

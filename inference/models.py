@@ -9,6 +9,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from core.secrets import ScrubbedJSONField, ScrubbedTextField
+
 
 class Run(models.Model):
     TASK_ANNOTATE, TASK_JUDGE = "annotate", "judge"
@@ -38,7 +40,7 @@ class Run(models.Model):
     tokens_in = models.BigIntegerField(default=0)
     tokens_out = models.BigIntegerField(default=0)
     estimated_cost_usd = models.DecimalField(max_digits=12, decimal_places=4, default=0)
-    error = models.TextField(blank=True)
+    error = ScrubbedTextField(blank=True)  # never holds a configured secret (core.secrets)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -100,8 +102,8 @@ class RunResult(models.Model):
     outcome = models.CharField(max_length=16, choices=OUTCOMES)
     score = models.FloatField(null=True, blank=True, help_text="Judge runs: the parsed severity in [0, 1].")
     reasoning = models.TextField(blank=True)
-    raw = models.JSONField(default=dict, help_text="Raw provider output(s), kept for every outcome.")
-    error = models.TextField(blank=True)
+    raw = ScrubbedJSONField(default=dict, help_text="Raw provider output(s), kept for every outcome.")
+    error = ScrubbedTextField(blank=True)  # never holds a configured secret (core.secrets)
     tokens_in = models.PositiveIntegerField(default=0)
     tokens_out = models.PositiveIntegerField(default=0)
     latency_ms = models.PositiveIntegerField(default=0)

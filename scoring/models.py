@@ -6,6 +6,8 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Q
 
+from core.secrets import ScrubbedTextField
+
 from . import engine
 
 
@@ -146,7 +148,7 @@ class ExportJob(models.Model):
     done = models.PositiveIntegerField(default=0)
     total = models.PositiveIntegerField(default=0)
     summary = models.JSONField(default=dict, blank=True, help_text="Rows per split and level, files written.")
-    error = models.TextField(blank=True)
+    error = ScrubbedTextField(blank=True)  # never holds a configured secret (core.secrets)
     zip_path = models.CharField(max_length=300, blank=True, help_text="The zip file, relative to CPRT_EXPORT_ROOT.")
     hub_url = models.CharField(max_length=500, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache, wraps
 from typing import Any
 
+from core.secrets import display_url, scrub
+
 
 @dataclass(frozen=True)
 class ModelRequest:
@@ -138,6 +140,11 @@ class Availability:
     available: bool
     reason: str = ""
     settings: dict = field(default_factory=dict)  # non-secret settings worth showing (base URL, limits)
+
+    def __post_init__(self):
+        # Shown on pages: a base URL loses its user and password, any other text its secrets.
+        self.reason = scrub(self.reason)
+        self.settings = {k: scrub(display_url(v)) if isinstance(v, str) else v for k, v in self.settings.items()}
 
 
 class Provider:

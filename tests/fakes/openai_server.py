@@ -67,8 +67,23 @@ def request_parts(payload: dict) -> tuple[str, bytes | None, dict, str]:
 
 
 class FakeOpenAIServer(FakeServer):
+    """`echo_authorization=STATUS`: answer every request with that error status and a body that
+    repeats the request's Authorization header and the bare key (as some proxies and gateways do)."""
+
+    def __init__(self, *args, echo_authorization: int | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.echo_authorization = echo_authorization
+
     def matches(self, path: str) -> bool:
         return path.endswith("/chat/completions")
+
+    def reply_for(self, path: str, payload: dict, headers: dict) -> Reply:
+        if self.echo_authorization is None:
+            return self.default_reply(path, payload)
+        authorization = headers.get("authorization", "")
+        key = authorization.split(" ", 1)[-1]
+        message = f"upstream rejected the request with Authorization: {authorization} (key {key})"
+        return error(self.echo_authorization, message, headers={"X-Echo-Authorization": authorization})
 
     def default_reply(self, path: str, payload: dict) -> Reply:
         text, image, schema, _name = request_parts(payload)

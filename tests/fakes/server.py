@@ -108,6 +108,10 @@ class FakeServer(LocalHTTPServer):
     def default_reply(self, path: str, payload: dict) -> Reply:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def reply_for(self, path: str, payload: dict, headers: dict) -> Reply:
+        """The unscripted answer; subclasses that answer from the request headers override it."""
+        return self.default_reply(path, payload)
+
     def matches(self, path: str) -> bool:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -163,7 +167,7 @@ class FakeServer(LocalHTTPServer):
             if not self.matches(path):
                 reply = Reply(status=404, body={"error": {"message": f"no route {path}"}})
             elif scripted is None:
-                reply = self.default_reply(path, payload)
+                reply = self.reply_for(path, payload, {k.lower(): v for k, v in handler.headers.items()})
             elif callable(scripted):
                 reply = scripted(path, payload)
             else:
