@@ -1,8 +1,10 @@
 """Safe image ingestion: size and pixel limits, full decode, re-encode without metadata, store by hash.
 
 Every way an image enters the system (import_vispr, the demo, uploads) goes through `clean_image`.
-Only JPEG and PNG bytes are accepted, whatever the file name says. Re-encoding drops EXIF/XMP/ICC
-text chunks, so GPS and camera data never reach storage. JPEGs stay JPEG (quality 95, orientation
+Only JPEG and PNG bytes are accepted, whatever the file name says. Re-encoding keeps the pixels and
+nothing else: EXIF, XMP, ICC, JPEG comments and every other APPn segment, PNG text and other ancillary
+chunks are dropped, so GPS and camera data never reach storage (only the JFIF header of a JPEG and the
+critical chunks of a PNG are written). JPEGs stay JPEG (quality 95, orientation
 applied first), everything else becomes PNG.
 """
 from __future__ import annotations
@@ -53,13 +55,18 @@ def clean_image(raw: bytes) -> CleanImage:
                 fmt = probe.format
                 probe.load()
                 img = ImageOps.exif_transpose(probe)
+                if fmt == "JPEG":
+                    img = img.convert("RGB")
+                elif img.mode not in ("RGB", "RGBA", "L", "LA"):
+                    img = img.convert("RGBA" if "A" in img.getbands() else "RGB")
+                # Pixels only: a new image from the raw pixel bytes carries no `info` (Pillow writes a
+                # JPEG comment, ICC profile, DPI... from `info` when it saves).
+                img = PILImage.frombytes(img.mode, img.size, img.tobytes())
                 out = io.BytesIO()
                 if fmt == "JPEG":
-                    img.convert("RGB").save(out, format="JPEG", quality=95, exif=b"")
+                    img.save(out, format="JPEG", quality=95)
                     ext = "jpg"
                 else:
-                    if img.mode not in ("RGB", "RGBA", "L", "LA"):
-                        img = img.convert("RGBA" if "A" in img.getbands() else "RGB")
                     img.save(out, format="PNG")
                     ext = "png"
     except ImageRejected:
