@@ -9,6 +9,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from core.accounts import ThrottledPasswordChangeMixin
 from core.files import protected_file_response
 from core.roles import ROLES, STAFF_ROLES, require_role
 
@@ -199,7 +200,7 @@ def preferences(request):
     return render(request, "annotations/preferences.html", {"form": form}, status=400 if form.errors else 200)
 
 
-class _PasswordChange(auth_views.PasswordChangeView):
+class _PasswordChange(ThrottledPasswordChangeMixin, auth_views.PasswordChangeView):
     template_name = "annotations/password_change.html"
     success_url = reverse_lazy("annotations:preferences")
 
@@ -208,7 +209,9 @@ class _PasswordChange(auth_views.PasswordChangeView):
         return super().form_valid(form)
 
     def form_invalid(self, form):
-        return self.render_to_response(self.get_context_data(form=form), status=400)
+        response = super().form_invalid(form)  # a wrong current password counts as a failed login
+        response.status_code = 400
+        return response
 
 
 password_change = require_role(*ROLES)(require_http_methods(["GET", "POST"])(_PasswordChange.as_view()))

@@ -223,7 +223,8 @@ CELERY_RESULT_EXPIRES = 24 * 3600
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        # Tokens die with a password change and are refused while the account is locked out.
+        "core.accounts.LockoutAwareTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
