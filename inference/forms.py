@@ -36,7 +36,7 @@ class LaunchForm(forms.Form):
     provider = forms.ChoiceField(choices=[(name, cls.label) for name, cls in PROVIDERS.items()])
     model_name = forms.CharField(
         max_length=200,
-        validators=[RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$", "Letters, digits and . _ : / @ + - only.")],
+        validators=[RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]*\Z", "Letters, digits and . _ : / @ + - only.")],
         help_text="As the provider names it, e.g. gpt-5.1, gemini-3-flash-preview, Qwen/Qwen2.5-VL-7B-Instruct.",
     )
     strategy = forms.ChoiceField(choices=[("", "— (annotate runs)")] + [(s, s) for s in prompts.STRATEGIES], required=False)

@@ -112,7 +112,7 @@ class ComputedMetrics(models.Model):
 
 
 # A Hugging Face repository id: owner/name, each part starting and ending with a letter or digit, no '--' or '..'.
-REPO_ID_PATTERN = r"^(?!.*(?:--|\.\.))[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?/[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?$"
+REPO_ID_PATTERN = r"^(?!.*(?:--|\.\.))[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?/[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?\Z"
 
 
 class ExportJob(models.Model):

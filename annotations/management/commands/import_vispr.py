@@ -8,13 +8,14 @@ Two kinds of files are not imported:
 - refused: a file named like an image whose bytes are not an acceptable one (empty, truncated, not
   a JPEG or PNG, over the byte or pixel limit, unreadable). One such file refuses the whole folder:
   nothing is written, and every refused file is listed with the reason (fix or remove them, run again);
-- skipped: files that are not candidates (other names, folders, links), ids already imported or
+- skipped: files that are not candidates (other names, folders, links, FIFOs and other non-regular files), ids already imported or
   registered in another split, a second file for the same id or with the same content. They are
   listed with the reason; the rest is imported, so running the command again is harmless.
 """
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +64,10 @@ def check_folder(folder: Path, split: str, parking: Path) -> tuple[list[Accepted
         if path.is_dir():
             skipped.append((name, "a folder (only the top level is imported)"))
             continue
+        if not stat.S_ISREG(path.lstat().st_mode):
+            # A FIFO, socket or device named x.jpg: reading it could block forever or never end.
+            skipped.append((name, "not a regular file (a FIFO, socket or device)"))
+            continue
         if path.suffix.lower() not in IMAGE_SUFFIXES:
             skipped.append((name, "not an image file name (.jpg, .jpeg or .png expected)"))
             continue
@@ -84,12 +89,15 @@ def check_folder(folder: Path, split: str, parking: Path) -> tuple[list[Accepted
                 skipped.append((name, f"{vispr_id} is registered in split {existing_split}, not {split}"))
                 continue
         try:
-            size = path.stat().st_size
-            if size > settings.CPRT_MAX_IMAGE_BYTES:
-                # Refused before reading: an oversized file never reaches memory.
-                refused.append((name, f"file is {size:,} bytes, over the {settings.CPRT_MAX_IMAGE_BYTES:,}-byte limit"))
+            raw = read_regular_file(path)
+            if raw is None:
+                skipped.append((name, "not a regular file (a FIFO, socket or device)"))
                 continue
-            clean = clean_image(path.read_bytes())
+            if isinstance(raw, int):
+                # Refused before reading: an oversized file never reaches memory.
+                refused.append((name, f"file is {raw:,} bytes, over the {settings.CPRT_MAX_IMAGE_BYTES:,}-byte limit"))
+                continue
+            clean = clean_image(raw)
         except ImageRejected as exc:
             refused.append((name, str(exc)))
             continue
@@ -107,6 +115,20 @@ def check_folder(folder: Path, split: str, parking: Path) -> tuple[list[Accepted
             Accepted(vispr_id, name, parked, clean.extension, clean.width, clean.height, clean.sha256, existing[0] if existing else None)
         )
     return accepted, skipped, refused
+
+
+def read_regular_file(path: Path) -> bytes | int | None:
+    """The bytes of `path`; its size instead when over the byte limit; None when it is not a regular
+    file by the time it is opened (non-blocking and without following links, so a FIFO swapped in
+    after the first check cannot hang the import)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        if info.st_size > settings.CPRT_MAX_IMAGE_BYTES:
+            return info.st_size
+        return fh.read()
 
 
 def _stored_with_hash(sha256: str) -> str | None:

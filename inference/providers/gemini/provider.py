@@ -46,7 +46,7 @@ _TIMEOUTS = tuple(mod.TimeoutException for mod in (_httpx2, _httpx) if mod is no
 REFUSAL_FINISH_REASONS = {
     "SAFETY", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "RECITATION",
 }
-_DELAY = re.compile(r"^(\d+(?:\.\d+)?)s$")
+_DELAY = re.compile(r"^(\d+(?:\.\d+)?)s\Z")
 
 
 @shared_client
