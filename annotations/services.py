@@ -27,6 +27,7 @@ from core.audit import audit
 
 from . import taxonomy
 from .signals import labels_changed
+from .history import save_with_coalesced_history
 from .models import Adjudication, Annotator, Image, Label, Labeling
 from core.models import Profile
 
@@ -240,7 +241,7 @@ def save_draft(labeling: Labeling, user, *, version: int, values: dict, rational
     """Replace the working copy (answers, rationales, note, flag) with what the form holds now."""
     current = _lock_for_edit(labeling, version)
     _apply_working_copy(current, user, values, rationales, note, flag)
-    current.save()
+    save_with_coalesced_history(current, user)  # one history row per burst of autosaves
     return current
 
 

@@ -189,6 +189,8 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
 CPRT_LABELINGS_PER_IMAGE = env.int("CPRT_LABELINGS_PER_IMAGE", default=2)
 # A draft with no answer, untouched this long, gives its slot back (beat task annotations.release_idle_drafts).
 CPRT_DRAFT_IDLE_HOURS = env.float("CPRT_DRAFT_IDLE_HOURS", default=24.0)
+# Draft autosaves by one user within this many seconds of each other share one history row (0: one per save).
+CPRT_HISTORY_COALESCE_S = env.float("CPRT_HISTORY_COALESCE_S", default=60.0)
 
 # Celery: filesystem broker under the data folder by default, redis:// in production.
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
