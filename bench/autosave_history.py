@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -65,13 +64,11 @@ def run_case(saves: int, window: str) -> dict:
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND")}
         env |= {"CPRT_DATA_DIR": data_dir, "DJANGO_SETTINGS_MODULE": "cprt_site.settings", "LOG_LEVEL": "WARNING",
                 "CPRT_HISTORY_COALESCE_S": window, "PYTHONPATH": str(ROOT)}
-        proc = subprocess.Popen([sys.executable, __file__, "--child", str(saves)], env=env, cwd=ROOT, stdout=subprocess.PIPE, text=True)
-        # Ended with us: SIGTERM (e.g. from `timeout`) stops the child too.
-        signal.signal(signal.SIGTERM, lambda *_: (proc.terminate(), sys.exit(143)))
-        out, _ = proc.communicate()
-        if proc.returncode != 0:
-            raise SystemExit(f"child failed with exit {proc.returncode}")
-        return json.loads(out.strip().splitlines()[-1])
+        # SIGTERM raises SystemExit here (bench/common.py); subprocess.run then kills the child.
+        done = subprocess.run([sys.executable, __file__, "--child", str(saves)], env=env, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"child failed with exit {done.returncode}")
+        return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main():
@@ -79,10 +76,11 @@ def main():
     parser.add_argument("--saves", type=int, default=200)
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
     if args.child:
-        sys.path.insert(0, str(ROOT))
         print(json.dumps(child(args.child)))
         return
+    import bench.common  # noqa: F401  (SIGTERM ends the child too)
     for window in ("0", "60"):
         result = run_case(args.saves, window)
         label = "one row per save (old)" if window == "0" else f"coalesced, {window} s window"

@@ -214,6 +214,7 @@ class Reviewer:
 def main():
     args = parse_args()
     sys.path.insert(0, str(ROOT))
+    import bench.common  # noqa: F401  (SIGTERM ends gunicorn too: see bench/common.py)
     data_dir = tempfile.mkdtemp(prefix="cprt-bench-labeling-")
     env = server_env(args, data_dir)
     os.environ.update({k: env[k] for k in env if k not in ("PATH",)})
