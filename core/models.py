@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-\nfrom .secrets import ScrubbedJSONField
+
+from .secrets import ScrubbedJSONField
 
 
 class Profile(models.Model):

@@ -20,7 +20,7 @@ from inference import prompts, services
 from inference.models import Run, RunResult
 from inference.selection import Selection
 from tests.fakes.openai_server import FakeOpenAIServer
-from tests.workers import celery_worker, purge_broker, wait_for
+from tests.support.workers import celery_worker, purge_broker, wait_for
 
 OPENAI_KEY = "sk-live-ECHOED-" + secrets.token_hex(12)
 VLLM_KEY = "vllm-ECHOED-" + secrets.token_hex(12)
@@ -54,7 +54,7 @@ def celery_results_dump() -> str:
 
 
 def pages_and_api(client, runs) -> str:
-    urls = ["/runs/", "/runs/rows/", "/runs/new/", "/runs/prompts/", "/api/runs/", "/admin/inference/run/", "/admin/inference/runresult/", "/admin/annotations/auditevent/"]
+    urls = ["/runs/", "/runs/rows/", "/runs/new/", "/runs/prompts/", "/api/runs/", "/admin/inference/run/", "/admin/inference/runresult/", "/admin/core/auditevent/"]
     for run in runs:
         urls += [f"/runs/{run.pk}/", f"/runs/{run.pk}/progress/", f"/api/runs/{run.pk}/", f"/admin/inference/run/{run.pk}/change/"]
         urls += [f"/admin/inference/runresult/{pk}/change/" for pk in RunResult.objects.filter(run=run).values_list("pk", flat=True)]

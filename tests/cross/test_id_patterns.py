@@ -22,7 +22,7 @@ from scoring.cprt_bench.reading import parse_row
 from scoring.models import ExportJob
 from tests.conftest import png_bytes
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # Anchored patterns where "$" is meant: a Markdown code fence around a multi-line model reply.
 DOLLAR_ALLOWED = {r"^```(?:json)?\s*\n(.*)\n```$"}
 

@@ -7,7 +7,7 @@ import pytest
 
 from annotations import services, taxonomy
 from annotations.models import Labeling
-from tests.labeling_helpers import claim
+from tests.support.labeling import claim
 
 pytestmark = pytest.mark.django_db
 
