@@ -16,7 +16,7 @@ from django.conf import settings as django_settings
 from django.db import connection
 
 from core.secrets import REDACTED, display_url, scrub
-from inference import prompts, services
+from inference import launching, prompts
 from inference.models import Run, RunResult
 from inference.selection import Selection
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -81,7 +81,7 @@ def test_scrub_replaces_configured_secrets_bearer_tokens_and_url_passwords(setti
 
 def test_log_records_are_scrubbed_for_every_handler(settings, caplog):
     settings.OPENAI_API_KEY = OPENAI_KEY
-    logger = logging.getLogger("inference.services")
+    logger = logging.getLogger("inference.execution")
     with caplog.at_level(logging.INFO):
         logger.warning("upstream said %s", {"error": f"Bearer {OPENAI_KEY}"})
         try:
@@ -141,8 +141,8 @@ def test_an_echoed_key_is_found_nowhere(make_image, admin_user, client_as, monke
         settings.VLLM_API_KEY, settings.VLLM_BASE_URL = VLLM_KEY, vllm_upstream.url + "/v1"
         purge_broker()
         judge = prompts.DEFAULT_VERSION["judge"]
-        fatal = services.launch_run(admin_user, services.LaunchSpec("judge", "openai", "gpt-5.1", "zero_shot", False, judge, Selection(), 2))
-        retried = services.launch_run(admin_user, services.LaunchSpec("judge", "vllm", "Qwen/Qwen2.5-VL-7B-Instruct", "zero_shot", False, judge, Selection(), 2))
+        fatal = launching.launch_run(admin_user, launching.LaunchSpec("judge", "openai", "gpt-5.1", "zero_shot", False, judge, Selection(), 2))
+        retried = launching.launch_run(admin_user, launching.LaunchSpec("judge", "vllm", "Qwen/Qwen2.5-VL-7B-Instruct", "zero_shot", False, judge, Selection(), 2))
         log_path = Path(django_settings.DATA_DIR) / f"secrets-worker-{secrets.token_hex(4)}.log"
         with celery_worker(queues="api,gpu", concurrency=2, log_path=log_path):
             wait_for(lambda: Run.objects.get(pk=fatal.pk).status == Run.STATUS_FAILED, timeout=90, what="the 401 run to fail")
