@@ -24,11 +24,10 @@ from annotations.faces import variants as face_variants
 from annotations.images import mime_type
 from annotations.models import Image, Label, Labeling
 
-from . import prompts
+from . import outcomes
 from .models import Run, RunResult
 from .providers import FatalProviderError, ProviderError, ProviderUnavailable, RetryableError, get_provider
 from .ratelimit import RateLimiter
-from .schemas import JudgeAnswer, Stage1Answer, Stage2Answer, ValidationError, describe_error
 from .lifecycle import mark_cancelled, fail_run, finish_if_complete, refresh_totals
 
 
@@ -110,22 +109,6 @@ def _call(ctx: Context, request, attempts: list):
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _classify(reply, model, context=None) -> tuple[str, object, str]:
-    """(outcome, validated answer or None, error text) for one reply."""
-    if reply.refusal:
-        return RunResult.OUTCOME_REFUSED, None, f"refused: {reply.refusal}"
-    if reply.parsed is None:
-        return RunResult.OUTCOME_UNPARSEABLE, None, reply.parse_error or "no JSON in the response"
-    try:
-        return RunResult.OUTCOME_OK, model.model_validate(reply.parsed, context=context), ""
-    except ValidationError as exc:
-        return RunResult.OUTCOME_UNPARSEABLE, None, describe_error(exc)
-
-
-def _reply_record(reply) -> dict:
-    return {"response": reply.raw, "text": reply.text, "refusal": reply.refusal, "finish_reason": reply.finish_reason}
-
-
 def process_image(ctx: Context, image_id: int, file_name: str) -> Outcome | None:
     """Ask the model about one image; never raises (an unexpected error becomes an `error` outcome).
     Returns None when the run was cancelled before an answer came back."""
@@ -136,31 +119,16 @@ def process_image(ctx: Context, image_id: int, file_name: str) -> Outcome | None
         if ctx.task == Run.TASK_JUDGE:
             prompt, schema = ctx.prompt_text["judge"], ctx.prompt_text["schemas"]["judge"]
             reply = _call(ctx, lambda: ctx.provider.judge(data, mime, prompt, schema), attempts)
-            out.raw = {"judge": _reply_record(reply)}
-            out.tokens_in, out.tokens_out, out.latency_ms = reply.tokens_in, reply.tokens_out, reply.latency_ms
-            out.outcome, answer, out.error = _classify(reply, JudgeAnswer)
-            if answer is not None:
-                out.score, out.reasoning = answer.score, answer.reasoning
+            outcomes.apply_judge(out, reply)
         else:
             p1, s1 = ctx.prompt_text["stage1"], ctx.prompt_text["schemas"]["stage1"]
             reply1 = _call(ctx, lambda: ctx.provider.annotate_stage1(data, mime, p1, s1), attempts)
-            out.raw = {"stage1": _reply_record(reply1)}
-            out.tokens_in, out.tokens_out, out.latency_ms = reply1.tokens_in, reply1.tokens_out, reply1.latency_ms
-            out.outcome, stage1, out.error = _classify(reply1, Stage1Answer, {"keys": ctx.keys})
+            stage1 = outcomes.apply_stage1(out, reply1, ctx.keys)
             if stage1 is not None:
-                out.error = ""
                 p2, s2 = ctx.prompt_text["stage2"], ctx.prompt_text["schemas"]["stage2"]
-                answers = {k: v.model_dump() for k, v in stage1.answers.items()}
-                user_text = prompts.stage2_user_text(p2["user"], answers)
+                user_text = outcomes.stage2_text(ctx.prompt_text, stage1)
                 reply2 = _call(ctx, lambda: ctx.provider.annotate_stage2(user_text, p2, s2), attempts)
-                out.raw["stage2"] = _reply_record(reply2)
-                out.tokens_in += reply2.tokens_in
-                out.tokens_out += reply2.tokens_out
-                out.latency_ms += reply2.latency_ms
-                out.outcome, stage2, error = _classify(reply2, Stage2Answer, {"keys": ctx.keys})
-                out.error = f"stage 2: {error}" if error else ""
-                if stage2 is not None:
-                    out.labels = {k: (v, stage1.answers[k].reasoning) for k, v in stage2.labels.items()}
+                outcomes.apply_stage2(out, stage1, reply2, ctx.keys)
     except Stopped:
         return None
     except GaveUp as exc:

@@ -72,7 +72,8 @@ class GeminiProvider(Provider):
             raise ProviderUnavailable("GEMINI_API_KEY is not set in the worker's environment.")
         return _client(settings.GEMINI_API_KEY, settings.GEMINI_BASE_URL, settings.CPRT_PROVIDER_TIMEOUT_S)
 
-    def generate(self, request: ModelRequest) -> ProviderReply:
+    def contents_and_config(self, request: ModelRequest) -> tuple[list, types.GenerateContentConfig]:
+        """What generate_content gets (also one inline request of a batch)."""
         parts = []
         if request.image is not None:
             parts.append(types.Part.from_bytes(data=request.image, mime_type=request.mime or "image/jpeg"))
@@ -84,40 +85,46 @@ class GeminiProvider(Provider):
             automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
             **self.request_params(),
         )
+        return [types.Content(role="user", parts=parts)], config
+
+    def generate(self, request: ModelRequest) -> ProviderReply:
+        contents, config = self.contents_and_config(request)
         started = time.monotonic()
         try:
             client = self.client()  # keep a reference for the whole call (see _client)
-            response = client.models.generate_content(
-                model=self.model_name, contents=[types.Content(role="user", parts=parts)], config=config
-            )
+            response = client.models.generate_content(model=self.model_name, contents=contents, config=config)
         except genai_errors.APIError as exc:
             raise _api_error(exc) from None
         except _TIMEOUTS as exc:
             raise RetryableError(f"timed out after {settings.CPRT_PROVIDER_TIMEOUT_S:g}s", {"error": str(exc)}) from None
         except _TRANSIENT as exc:
             raise RetryableError(f"connection error: {exc}", {"error": str(exc)}) from None
-        latency_ms = int((time.monotonic() - started) * 1000)
-        raw = response.model_dump(mode="json", exclude_none=True, exclude={"sdk_http_response", "parsed"})
-        usage = response.usage_metadata
-        tokens_in = (usage.prompt_token_count or 0) if usage else 0
-        tokens_out = ((usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0)) if usage else 0
-        common = {"raw": raw, "tokens_in": tokens_in, "tokens_out": tokens_out, "latency_ms": latency_ms}
-        feedback = response.prompt_feedback
-        if feedback is not None and feedback.block_reason is not None:
-            reason = _enum_name(feedback.block_reason)
-            detail = f": {feedback.block_reason_message}" if feedback.block_reason_message else ""
-            return ProviderReply(text=None, refusal=f"prompt blocked ({reason}){detail}", **common)
-        if not response.candidates:
-            return ProviderReply(text=None, **common)
-        candidate = response.candidates[0]
-        finish = _enum_name(candidate.finish_reason) if candidate.finish_reason is not None else ""
-        text = None
-        if candidate.content is not None and candidate.content.parts:
-            pieces = [p.text for p in candidate.content.parts if p.text is not None and not p.thought]
-            text = "".join(pieces) if pieces else None
-        if finish in REFUSAL_FINISH_REASONS:
-            return ProviderReply(text=text, refusal=f"response blocked ({finish})", finish_reason=finish, **common)
-        return ProviderReply(text=text, finish_reason=finish, **common)
+        return reply_from_response(response, int((time.monotonic() - started) * 1000))
+
+
+def reply_from_response(response: types.GenerateContentResponse, latency_ms: int = 0) -> ProviderReply:
+    """A GenerateContentResponse (online, or one response of a batch) -> ProviderReply."""
+    raw = response.model_dump(mode="json", exclude_none=True, exclude={"sdk_http_response", "parsed"})
+    usage = response.usage_metadata
+    tokens_in = (usage.prompt_token_count or 0) if usage else 0
+    tokens_out = ((usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0)) if usage else 0
+    common = {"raw": raw, "tokens_in": tokens_in, "tokens_out": tokens_out, "latency_ms": latency_ms}
+    feedback = response.prompt_feedback
+    if feedback is not None and feedback.block_reason is not None:
+        reason = _enum_name(feedback.block_reason)
+        detail = f": {feedback.block_reason_message}" if feedback.block_reason_message else ""
+        return ProviderReply(text=None, refusal=f"prompt blocked ({reason}){detail}", **common)
+    if not response.candidates:
+        return ProviderReply(text=None, **common)
+    candidate = response.candidates[0]
+    finish = _enum_name(candidate.finish_reason) if candidate.finish_reason is not None else ""
+    text = None
+    if candidate.content is not None and candidate.content.parts:
+        pieces = [p.text for p in candidate.content.parts if p.text is not None and not p.thought]
+        text = "".join(pieces) if pieces else None
+    if finish in REFUSAL_FINISH_REASONS:
+        return ProviderReply(text=text, refusal=f"response blocked ({finish})", finish_reason=finish, **common)
+    return ProviderReply(text=text, finish_reason=finish, **common)
 
 
 def _enum_name(value) -> str:

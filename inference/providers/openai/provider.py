@@ -54,7 +54,8 @@ class OpenAICompatibleProvider(Provider):
         api_key, base_url = self.credentials()
         return _client(api_key, base_url, settings.CPRT_PROVIDER_TIMEOUT_S)
 
-    def generate(self, request: ModelRequest) -> ProviderReply:
+    def chat_body(self, request: ModelRequest) -> dict:
+        """The Chat Completions request body (also one line of a batch file)."""
         content: list[dict] = [{"type": "text", "text": request.user}]
         if request.image is not None:
             data, mime = self.prepare_image(request.image, request.mime or "image/jpeg")
@@ -65,9 +66,12 @@ class OpenAICompatibleProvider(Provider):
             "type": "json_schema",
             "json_schema": {"name": request.schema_name, "schema": request.schema, "strict": True},
         }
+        return {"model": self.model_name, "messages": messages, "response_format": response_format, **self.request_params()}
+
+    def generate(self, request: ModelRequest) -> ProviderReply:
+        body = self.chat_body(request)
         started = time.monotonic()
         try:
-            body = {"model": self.model_name, "messages": messages, "response_format": response_format, **self.request_params()}
             response = self.client().post("/chat/completions", body=body, cast_to=httpx2.Response)
         except openai.APITimeoutError as exc:
             raise RetryableError(f"timed out after {settings.CPRT_PROVIDER_TIMEOUT_S:g}s", {"error": str(exc)}) from None
@@ -87,6 +91,11 @@ def parse_completion(response, latency_ms: int = 0) -> ProviderReply:
         raise RetryableError("the server's response is not JSON", {"text": response.text[:4000]}, response.status_code) from None
     if not isinstance(raw, dict):
         raise RetryableError("the server's response is not a JSON object", {"body": raw}, response.status_code)
+    return reply_from_body(raw, latency_ms)
+
+
+def reply_from_body(raw: dict, latency_ms: int = 0) -> ProviderReply:
+    """A Chat Completions body (online, or a batch output line's `response.body`) -> ProviderReply."""
     usage = raw.get("usage") if isinstance(raw.get("usage"), dict) else {}
     tokens_in = usage.get("prompt_tokens") if isinstance(usage.get("prompt_tokens"), int) else 0
     tokens_out = usage.get("completion_tokens") if isinstance(usage.get("completion_tokens"), int) else 0
