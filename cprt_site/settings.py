@@ -287,11 +287,22 @@ VLLM_MAX_RPM = env.int("VLLM_MAX_RPM", default=0)
 VLLM_MAX_PIXELS = _at_least("VLLM_MAX_PIXELS", env.int("VLLM_MAX_PIXELS", default=1_003_520), 1024)
 # Redis for the shared rate limiter; empty: the broker when it is Redis, else a SQLite file (one host).
 CPRT_RATE_LIMIT_URL = env.str("CPRT_RATE_LIMIT_URL", default="")
+# Batch runs (inference/batch): per-file limits (the providers' own caps apply too), Gemini's inline
+# size, the poll interval, the providers' completion window, when a dead poller's ingest claim lapses.
+CPRT_BATCH_MAX_REQUESTS = _at_least("CPRT_BATCH_MAX_REQUESTS", env.int("CPRT_BATCH_MAX_REQUESTS", default=50_000), 1)
+CPRT_BATCH_MAX_BYTES = _at_least("CPRT_BATCH_MAX_BYTES", env.int("CPRT_BATCH_MAX_BYTES", default=200 * 1024 * 1024), 1024)
+CPRT_BATCH_GEMINI_INLINE_MAX_BYTES = _at_least("CPRT_BATCH_GEMINI_INLINE_MAX_BYTES", env.int("CPRT_BATCH_GEMINI_INLINE_MAX_BYTES", default=20 * 1024 * 1024), 0)
+CPRT_BATCH_POLL_S = _at_least("CPRT_BATCH_POLL_S", env.float("CPRT_BATCH_POLL_S", default=60.0), 1.0)
+CPRT_BATCH_WINDOW_H = _at_least("CPRT_BATCH_WINDOW_H", env.float("CPRT_BATCH_WINDOW_H", default=24.0), 0.0)
+CPRT_BATCH_INGEST_STALE_S = _at_least("CPRT_BATCH_INGEST_STALE_S", env.float("CPRT_BATCH_INGEST_STALE_S", default=600.0), 1.0)
+# vLLM batch runs: "offline" (batch_export / run_batch / batch_ingest on a GPU machine) or "api".
+VLLM_BATCH_MODE = env.str("VLLM_BATCH_MODE", default="offline")
 
 # Periodic jobs (celery beat): the apps own the tasks, the project owns the schedule.
 CELERY_BEAT_SCHEDULE = {
     "annotations.release_idle_drafts": {"task": "annotations.release_idle_drafts", "schedule": 3600.0, "options": {"queue": "default"}},
     "inference.reconcile_runs": {"task": "inference.reconcile_runs", "schedule": CPRT_RECONCILE_EVERY_S, "options": {"queue": "default"}},
+    "inference.poll_batches": {"task": "inference.poll_batches", "schedule": CPRT_BATCH_POLL_S, "options": {"queue": "default"}},
     "scoring.reconcile_exports": {"task": "scoring.reconcile_exports", "schedule": 60.0, "options": {"queue": "default"}},
     "annotations.reconcile_face_jobs": {"task": "annotations.reconcile_face_jobs", "schedule": 60.0, "options": {"queue": "default"}},
 }

@@ -36,13 +36,14 @@ class LaunchSpec:
     selection: Selection
     concurrency: int
     face_variant: dict = field(default_factory=dict)  # judge the anonymized variants under this setting
+    mode: str = "online"  # or "batch": the provider's batch API (inference.batch)
 
 
 def plan(spec: LaunchSpec) -> dict:
     """What a launch would do: image ids, selection description, prompt texts, estimate."""
     ids, described = select_image_ids(spec.selection)
     prompt_text = prompts.render(spec.task, spec.prompt_version, spec.strategy, spec.counterfactual_faces)
-    estimate = pricing.estimate(spec.task, spec.provider, spec.model_name, len(ids), prompt_text)
+    estimate = pricing.estimate(spec.task, spec.provider, spec.model_name, len(ids), prompt_text, spec.mode)
     return {"image_ids": ids, "selection": described, "prompt_text": prompt_text, "estimate": estimate}
 
 
@@ -75,6 +76,7 @@ def launch_run(user, spec: LaunchSpec) -> Run:
             selection=planned["selection"],
             image_ids=planned["image_ids"],
             concurrency=spec.concurrency,
+            mode=spec.mode,
             annotator=annotator,
             total_images=len(planned["image_ids"]),
             request_params=request_params,
@@ -83,9 +85,25 @@ def launch_run(user, spec: LaunchSpec) -> Run:
         )
         audit(user, "run.launch", run, task=run.task, provider=run.provider, model=run.model_name,
               strategy=run.strategy, counterfactual_faces=run.counterfactual_faces, face_variant=run.face_variant, prompt_version=run.prompt_version,
-              images=run.total_images, selection=run.selection, concurrency=run.concurrency)
-        transaction.on_commit(lambda: dispatch(run.pk))
+              images=run.total_images, selection=run.selection, concurrency=run.concurrency, mode=run.mode)
+        transaction.on_commit(lambda: dispatch(run.pk) if run.mode == Run.MODE_ONLINE else start_batch(run.pk))
     return run
+
+
+def start_batch(run_id: int) -> None:
+    """After a batch launch commits: the first step (submission) on a worker of the provider's queue."""
+    from .tasks import batch_step
+
+    run = Run.objects.only("provider").get(pk=run_id)
+    batch_step.apply_async(args=[run_id], queue=queue_for(run.provider))
+
+
+def resubmit_batch(run_id: int) -> None:
+    """Failed batch requests into a follow-up batch, on a worker (the upload can take a while)."""
+    from .tasks import batch_resubmit
+
+    run = Run.objects.only("provider").get(pk=run_id)
+    batch_resubmit.apply_async(args=[run_id], queue=queue_for(run.provider))
 
 
 def lane_widths(concurrency: int) -> list[int]:

@@ -28,8 +28,8 @@ def refresh_totals(run_id: int) -> None:
         counts[row["outcome"]] = row["n"]
         tokens_in += row["ti"] or 0
         tokens_out += row["to"] or 0
-    run = Run.objects.only("provider", "model_name").get(pk=run_id)
-    usd = pricing.cost(run.provider, run.model_name, tokens_in, tokens_out)
+    run = Run.objects.only("provider", "model_name", "mode").get(pk=run_id)
+    usd = pricing.cost(run.provider, run.model_name, tokens_in, tokens_out, run.mode)
     Run.objects.filter(pk=run_id).update(
         outcome_counts=counts, tokens_in=tokens_in, tokens_out=tokens_out, estimated_cost_usd=usd if usd is not None else 0
     )
@@ -71,6 +71,10 @@ def _heartbeat_is_stale(run: Run, seconds: float) -> bool:
 
 def cancel_run(user, run: Run) -> bool:
     """Ask running chunks to stop (they check within a heartbeat); False if the run is not active."""
+    if run.mode == Run.MODE_BATCH:
+        from .batch.control import cancel
+
+        return cancel(user, run)
     if not run.is_active:
         return False
     Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE_STATUSES).update(status=Run.STATUS_CANCELLING)
@@ -83,6 +87,8 @@ def cancel_run(user, run: Run) -> bool:
 
 
 def can_resume(run: Run) -> bool:
+    if run.mode == Run.MODE_BATCH and run.batches.filter(phase__in=("building", "active")).exists():
+        return False  # its requests are at the provider; cancel first
     if run.status in (Run.STATUS_CANCELLED, Run.STATUS_FAILED):
         return True
     if run.status == Run.STATUS_FINISHED:
@@ -108,7 +114,8 @@ def reconcile() -> dict:
     """Periodic (Celery beat): re-dispatch runs whose workers went quiet; close finished or cancelled ones."""
     redispatched, finished, cancelled = [], [], []
     stale = settings.CPRT_RUN_STALE_S
-    for run in Run.objects.filter(status__in=[Run.STATUS_QUEUED, Run.STATUS_RUNNING]):
+    # Batch runs are looked after by their own poller (inference.batch.lifecycle.poll_all).
+    for run in Run.objects.filter(status__in=[Run.STATUS_QUEUED, Run.STATUS_RUNNING]).exclude(mode=Run.MODE_BATCH):
         if not _heartbeat_is_stale(run, stale):
             continue
         missing = run.missing_image_ids()
@@ -118,7 +125,7 @@ def reconcile() -> dict:
             redispatched.append(run.pk)
         elif finish_if_complete(run.pk) == Run.STATUS_FINISHED:
             finished.append(run.pk)
-    for run in Run.objects.filter(status=Run.STATUS_CANCELLING):
+    for run in Run.objects.filter(status=Run.STATUS_CANCELLING).exclude(mode=Run.MODE_BATCH):
         if _heartbeat_is_stale(run, 3 * settings.CPRT_RUN_HEARTBEAT_S + 5):
             mark_cancelled(run.pk)
             cancelled.append(run.pk)

@@ -34,6 +34,9 @@ class Run(models.Model):
     selection = models.JSONField(default=dict, help_text="How the images were chosen (split, sample, seed, filter).")
     image_ids = models.JSONField(default=list, help_text="The frozen list of selected image ids.")
     concurrency = models.PositiveSmallIntegerField(default=4)
+    MODE_ONLINE, MODE_BATCH = "online", "batch"
+    MODES = [(MODE_ONLINE, "online (request by request)"), (MODE_BATCH, "batch (provider batch API, half price, up to 24 h)")]
+    mode = models.CharField(max_length=8, choices=MODES, default=MODE_ONLINE)
     annotator = models.ForeignKey("annotations.Annotator", null=True, blank=True, on_delete=models.PROTECT, related_name="runs")
     status = models.CharField(max_length=16, choices=STATUSES, default=STATUS_QUEUED, db_index=True)
     total_images = models.PositiveIntegerField(default=0)
@@ -70,6 +73,13 @@ class Run(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE_STATUSES
+
+    @property
+    def batch_summary(self) -> dict:
+        """Batch runs: the provider batches, failed requests, whether a retry is possible (for the run page)."""
+        from .batch.status import summary
+
+        return summary(self)
 
     @property
     def done_count(self) -> int:
@@ -115,3 +125,6 @@ class RunResult(models.Model):
             models.CheckConstraint(condition=Q(score__isnull=True) | Q(score__gte=0, score__lte=1), name="result_score_0_to_1"),
         ]
         indexes = [models.Index(fields=["run", "outcome"])]
+
+
+from .batch.models import BatchRequest, ProviderBatch  # noqa: E402,F401 - batch-mode models live in inference.batch

@@ -33,6 +33,9 @@ PRICES: dict[str, dict[str, tuple[float, float]]] = {
 }
 PRICES_AS_OF = "2025-12 (list prices, standard tier)"
 
+# Batch APIs (OpenAI Batch API, Gemini batch mode) bill this fraction of the standard price.
+BATCH_PRICE_FACTOR = {"openai": 0.5, "gemini": 0.5, "vllm": 1.0}
+
 # Launch-time guesses of tokens per request.
 IMAGE_TOKENS = {"openai": 800, "gemini": 600, "vllm": 1300}
 OUTPUT_TOKENS = {"judge": 150, "stage1": 1500, "stage2": 250}
@@ -47,11 +50,12 @@ def price_for(provider: str, model_name: str) -> tuple[float, float] | None:
     return best[1] if best else None
 
 
-def cost(provider: str, model_name: str, tokens_in: int, tokens_out: int) -> Decimal | None:
+def cost(provider: str, model_name: str, tokens_in: int, tokens_out: int, mode: str = "online") -> Decimal | None:
     price = price_for(provider, model_name)
     if price is None:
         return None
-    usd = (tokens_in * price[0] + tokens_out * price[1]) / 1_000_000
+    factor = BATCH_PRICE_FACTOR.get(provider, 1.0) if mode == "batch" else 1.0
+    usd = factor * (tokens_in * price[0] + tokens_out * price[1]) / 1_000_000
     return Decimal(str(round(usd, 4)))
 
 
@@ -59,7 +63,7 @@ def _text_tokens(*texts: str) -> int:
     return sum(len(t) for t in texts) // 4 + 1
 
 
-def estimate(task: str, provider: str, model_name: str, n_images: int, prompt_text: dict) -> dict:
+def estimate(task: str, provider: str, model_name: str, n_images: int, prompt_text: dict, mode: str = "online") -> dict:
     """Requests, tokens and cost for a run over `n_images`, before it starts."""
     image_tokens = IMAGE_TOKENS.get(provider, 1000)
     if task == "judge":
@@ -74,8 +78,13 @@ def estimate(task: str, provider: str, model_name: str, n_images: int, prompt_te
         per_out = OUTPUT_TOKENS["stage1"] + OUTPUT_TOKENS["stage2"]
         requests = 2 * n_images
     tokens_in, tokens_out = per_in * n_images, per_out * n_images
-    usd = cost(provider, model_name, tokens_in, tokens_out)
+    online = cost(provider, model_name, tokens_in, tokens_out, "online")
+    batch = cost(provider, model_name, tokens_in, tokens_out, "batch")
+    usd = batch if mode == "batch" else online
     return {
+        "mode": mode,
+        "cost_online_usd": float(online) if online is not None else None,
+        "cost_batch_usd": float(batch) if batch is not None else None,
         "images": n_images,
         "requests": requests,
         "tokens_in": tokens_in,

@@ -34,3 +34,31 @@ def run_chunk(run_id, image_ids, concurrency=None) -> dict:
 @shared_task(name="inference.reconcile_runs")
 def reconcile_runs() -> dict:
     return lifecycle.reconcile()
+
+
+@shared_task(name="inference.batch_step", acks_late=True)
+def batch_step(run_id) -> dict:
+    from .batch import lifecycle as batch_lifecycle
+
+    return batch_lifecycle.step(_run_id(run_id))
+
+
+@shared_task(name="inference.batch_resubmit", acks_late=True)
+def batch_resubmit(run_id) -> int:
+    from .batch import lifecycle as batch_lifecycle
+
+    return batch_lifecycle.resubmit_failed(_run_id(run_id))
+
+
+@shared_task(name="inference.poll_batches")
+def poll_batches() -> dict:
+    """Periodic (CELERY_BEAT_SCHEDULE): one step of every active batch run."""
+    from .batch import lifecycle as batch_lifecycle
+
+    return batch_lifecycle.poll_all()
+
+
+def _run_id(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"a batch task needs a positive integer run id, got {value!r}")
+    return value

@@ -1,0 +1,118 @@
+"""A batch run's status, cancel and retry: what the run pages and `inference.lifecycle` call.
+
+Kept apart from `lifecycle` (submission, polling, ingest), which imports the execution layer: the
+run lifecycle (`inference.lifecycle.cancel_run`) and the models reach batch runs through this module
+without importing execution (the layers contract in pyproject.toml).
+"""
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from core.audit import audit
+
+from .. import launching
+from ..lifecycle import finish_if_complete, mark_cancelled, refresh_totals
+from ..models import Run
+from ..providers import ProviderUnavailable
+from . import conf
+from .clients import client_for
+from .models import BatchRequest, ProviderBatch
+from .status import OPEN_PHASES, can_retry, failed_count  # noqa: F401 - re-exported
+
+
+
+def _end_unsent(batch: ProviderBatch, message: str) -> None:
+    with transaction.atomic():
+        ProviderBatch.objects.filter(pk=batch.pk).update(phase=ProviderBatch.ENDED, error=message[:4000])
+        BatchRequest.objects.filter(batch=batch, state=BatchRequest.SUBMITTED).update(state=BatchRequest.FAILED, error=message[:2000])
+
+
+def stage2_due(run: Run) -> list[int]:
+    """Images whose stage-1 answers are back and valid, with no stage-2 request yet."""
+    asked = BatchRequest.objects.filter(run=run, stage="stage2").values("image_id")
+    return list(BatchRequest.objects.filter(run=run, stage="stage1", state=BatchRequest.DONE).exclude(reply={})
+                .exclude(image_id__in=asked).values_list("image_id", flat=True))
+
+
+def settle(run_id: int) -> str:
+    """Totals, and the run's status once nothing is open at the provider."""
+    refresh_totals(run_id)
+    run = Run.objects.get(pk=run_id)
+    open_batches = ProviderBatch.objects.filter(run=run, phase__in=OPEN_PHASES)
+    overdue = open_batches.filter(phase=ProviderBatch.ACTIVE, expires_at__lt=timezone.now())
+    if overdue.exists():
+        ids = ", ".join(overdue.values_list("provider_batch_id", flat=True)[:5])
+        _note(run, f"Batches still pending after the provider's {conf.window_hours():g} h window: {ids}. "
+                   "They may still finish or expire; cancel the run to stop waiting.")
+    elif open_batches.exists():
+        return run.status
+    elif run.status == Run.STATUS_CANCELLING:
+        mark_cancelled(run_id)
+    elif run.status == Run.STATUS_RUNNING:
+        failed = BatchRequest.objects.filter(run=run, state=BatchRequest.FAILED).count()
+        if failed:
+            _note(run, f"{failed} batch requests failed or expired; retry them online or in a follow-up batch.")
+        elif not stage2_due(run) and not BatchRequest.objects.filter(run=run, state=BatchRequest.ONLINE).exists():
+            finish_if_complete(run_id)
+    return Run.objects.values_list("status", flat=True).get(pk=run_id)
+
+
+def _note(run: Run, message: str) -> None:
+    if run.error != message:
+        Run.objects.filter(pk=run.pk).update(error=message)
+
+
+# --- cancel and retry ----------------------------------------------------------------------------
+
+def _cancel_at_provider(batch: ProviderBatch, client) -> None:
+    try:
+        status = client.cancel(batch.provider_batch_id)
+    except Exception as exc:  # noqa: BLE001 - the next poll shows the provider's state anyway
+        ProviderBatch.objects.filter(pk=batch.pk).update(error=f"cancel failed: {exc}"[:4000])
+        return
+    ProviderBatch.objects.filter(pk=batch.pk).update(provider_state=status.state, counts=status.counts)
+
+
+def cancel(user, run: Run) -> bool:
+    """Cancel the provider batches; results that came back are still ingested (paid for), then the run is cancelled."""
+    if not run.is_active:
+        return False
+    Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE_STATUSES).update(status=Run.STATUS_CANCELLING)
+    ProviderBatch.objects.filter(run=run, phase__in=OPEN_PHASES).update(cancel_requested=True)
+    for batch in ProviderBatch.objects.filter(run=run, phase=ProviderBatch.BUILDING, submit_claimed_at__isnull=True):
+        if ProviderBatch.objects.filter(pk=batch.pk, submit_claimed_at__isnull=True).update(submit_claimed_at=timezone.now()):
+            _end_unsent(batch, "cancelled before submission")
+    active = list(ProviderBatch.objects.filter(run=run, phase=ProviderBatch.ACTIVE))
+    if active:
+        try:
+            client = client_for(run.provider, run.model_name)
+        except ProviderUnavailable:
+            client = None
+        for batch in active:
+            if batch.provider_batch_id.startswith("offline:"):  # nobody to tell: its output will not be ingested
+                _end_unsent(batch, "cancelled (offline batch)")
+            elif client is not None:
+                _cancel_at_provider(batch, client)
+    audit(user, "run.cancel", run, mode="batch", provider_batches=[b.provider_batch_id for b in active])
+    settle(run.pk)
+    return True
+
+
+def retry(user, run: Run, how: str) -> int:
+    """Retry the failed or expired requests: `online` (the normal chunk path) or `batch` (a follow-up batch)."""
+    if how not in ("online", "batch"):
+        raise ValueError("Retry how? Choose online or batch.")
+    if not can_retry(run):
+        raise ValueError(f"Run #{run.pk} has no failed batch requests to retry (or batches are still open).")
+    failed = list(BatchRequest.objects.filter(run=run, state=BatchRequest.FAILED).values_list("image_id", "stage"))
+    with transaction.atomic():
+        Run.objects.filter(pk=run.pk).update(error="")
+        if how == "online":
+            ids = sorted({image_id for image_id, _ in failed})
+            BatchRequest.objects.filter(run=run, state=BatchRequest.FAILED).update(state=BatchRequest.ONLINE)
+            transaction.on_commit(lambda: launching.dispatch(run.pk, ids))
+        else:
+            transaction.on_commit(lambda: launching.resubmit_batch(run.pk))
+        audit(user, "run.batch_retry", run, how=how, requests=len(failed))
+    return len(failed)

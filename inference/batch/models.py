@@ -1,0 +1,70 @@
+"""Batch-mode bookkeeping: the provider batches of a run, and one ledger row per request.
+
+`ProviderBatch` is one batch at the provider (one uploaded file or one inline list). Its ingest is
+claimed with a conditional UPDATE (`ingest_token`), so that two pollers, a redelivered task or a
+restarted worker never ingest the same output twice. `BatchRequest` is one (run, image, stage)
+request: it moves submitted -> done | failed in the same transaction as the result it produces,
+from the batch it was last submitted in only. The RunResult unique constraint is the last guard.
+"""
+from __future__ import annotations
+
+from django.db import models
+
+
+class ProviderBatch(models.Model):
+    STAGES = [("judge", "judge"), ("stage1", "stage 1"), ("stage2", "stage 2")]
+    # Our view of the provider's state: "building" until the provider accepted it.
+    BUILDING, ACTIVE, ENDED = "building", "active", "ended"
+
+    run = models.ForeignKey("inference.Run", on_delete=models.CASCADE, related_name="batches")
+    stage = models.CharField(max_length=8, choices=STAGES)
+    round = models.PositiveSmallIntegerField(default=0, help_text="0: first submission; 1+: follow-up batches of failed requests.")
+    part = models.PositiveSmallIntegerField(default=0, help_text="Index of this file among the round's parts (provider per-file limits).")
+    phase = models.CharField(max_length=8, default=BUILDING, db_index=True)
+    provider_batch_id = models.CharField(max_length=200, blank=True)
+    input_file_id = models.CharField(max_length=200, blank=True)
+    output_file_id = models.CharField(max_length=200, blank=True)
+    error_file_id = models.CharField(max_length=200, blank=True)
+    provider_state = models.CharField(max_length=40, blank=True, help_text="As the provider names it.")
+    request_count = models.PositiveIntegerField(default=0)
+    input_bytes = models.PositiveBigIntegerField(default=0)
+    counts = models.JSONField(default=dict, blank=True, help_text="Counts the provider reports (total, completed, failed).")
+    ingest_token = models.CharField(max_length=40, blank=True, help_text="Set by the poller that claimed the ingest.")
+    ingest_claimed_at = models.DateTimeField(null=True, blank=True)
+    ingested_at = models.DateTimeField(null=True, blank=True)
+    ingest_report = models.JSONField(default=dict, blank=True, help_text="Stored, failed and refused lines (with reasons).")
+    submit_claimed_at = models.DateTimeField(null=True, blank=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="End of the provider's completion window.")
+    polled_at = models.DateTimeField(null=True, blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "stage", "round", "part"]
+        constraints = [models.UniqueConstraint(fields=["run", "stage", "round", "part"], name="one_provider_batch_per_part")]
+
+    def __str__(self):
+        return f"run {self.run_id} {self.stage} r{self.round} p{self.part} {self.provider_batch_id or '(unsent)'}"
+
+
+class BatchRequest(models.Model):
+    SUBMITTED, DONE, FAILED, ONLINE = "submitted", "done", "failed", "online"
+    STATES = [(s, s) for s in (SUBMITTED, DONE, FAILED, ONLINE)]
+
+    run = models.ForeignKey("inference.Run", on_delete=models.CASCADE, related_name="batch_requests")
+    image = models.ForeignKey("annotations.Image", on_delete=models.CASCADE, related_name="+")
+    stage = models.CharField(max_length=8, choices=ProviderBatch.STAGES)
+    batch = models.ForeignKey(ProviderBatch, on_delete=models.CASCADE, related_name="requests")
+    state = models.CharField(max_length=10, choices=STATES, default=SUBMITTED)
+    attempts = models.PositiveSmallIntegerField(default=1)
+    error = models.TextField(blank=True)
+    # Stage 1 of an annotate run: the reply record and parsed answers, kept until stage 2 is back.
+    reply = models.JSONField(default=dict, blank=True)
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "image", "stage"], name="one_batch_request_per_stage")]
+        indexes = [models.Index(fields=["batch", "state"]), models.Index(fields=["run", "stage", "state"])]
