@@ -1,9 +1,11 @@
-"""A fake Gemini API server: POST /v1beta/models/{model}:generateContent (the REST wire format)."""
+"""A fake Gemini API server: POST /v1beta/models/{model}:generateContent (the REST wire format), plus
+the batch, upload and download endpoints (`gemini_batches`)."""
 from __future__ import annotations
 
 import base64
 import json
 
+from .gemini_batches import GeminiBatchesMixin
 from .server import FakeServer, Reply, model_answer, schema_kind
 
 
@@ -63,7 +65,7 @@ def request_parts(payload: dict) -> tuple[str, bytes | None, dict]:
     return text, image, schema
 
 
-class FakeGeminiServer(FakeServer):
+class FakeGeminiServer(GeminiBatchesMixin, FakeServer):
     def matches(self, path: str) -> bool:
         return path.endswith(":generateContent")
 

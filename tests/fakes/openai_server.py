@@ -1,4 +1,5 @@
-"""A fake OpenAI Chat Completions server (also what vLLM speaks): POST /v1/chat/completions.
+"""A fake OpenAI Chat Completions server (also what vLLM speaks): POST /v1/chat/completions, plus the
+Files and Batches endpoints (`openai_batches`).
 
 Run standalone for benchmarks: `python -m tests.fakes.openai_server --port 8911 --delay 0.2 --processes 4`.
 """
@@ -10,6 +11,7 @@ import base64
 import json
 import time
 
+from .openai_batches import OpenAIBatchesMixin
 from .server import FakeServer, Reply, model_answer, schema_kind, serve_forever
 
 
@@ -66,7 +68,7 @@ def request_parts(payload: dict) -> tuple[str, bytes | None, dict, str]:
     return text, image, fmt.get("schema") or {}, fmt.get("name", "")
 
 
-class FakeOpenAIServer(FakeServer):
+class FakeOpenAIServer(OpenAIBatchesMixin, FakeServer):
     """`echo_authorization=STATUS`: answer every request with that error status and a body that
     repeats the request's Authorization header and the bare key (as some proxies and gateways do)."""
 

@@ -115,6 +115,10 @@ class FakeServer(LocalHTTPServer):
     def matches(self, path: str) -> bool:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def route(self, method: str, path: str, headers, raw: bytes) -> Reply | None:
+        """Other endpoints (files, batches): a Reply, or None for the model endpoint's JSON path."""
+        return None
+
     # --- lifecycle -------------------------------------------------------------------------
     def start(self, port: int = 0) -> "FakeServer":
         server = self
@@ -127,7 +131,10 @@ class FakeServer(LocalHTTPServer):
                 pass
 
             def do_GET(self):
-                if self.path.rstrip("/") == "/_stats":
+                routed = server.route("GET", self.path, self.headers, b"")
+                if routed is not None:
+                    server._send(self, routed)
+                elif self.path.rstrip("/") == "/_stats":
                     server._send(self, Reply(body=server.stats()))
                 else:
                     server._send(self, Reply(status=404, body={"error": "not found"}))
@@ -135,6 +142,10 @@ class FakeServer(LocalHTTPServer):
             def do_POST(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
+                routed = server.route("POST", self.path, self.headers, raw)
+                if routed is not None:
+                    server._send(self, routed)
+                    return
                 try:
                     payload = json.loads(raw or b"{}")
                 except json.JSONDecodeError:
