@@ -362,6 +362,8 @@ COMMANDS = {
     "seed_demo": None,  # no input
     "run_demo": None,  # a port number (test_demo.py)
     "anonymize_faces": None,  # its arguments are a choice and numbers (tests/annotations/test_faces_jobs.py)
+    "batch_export": None,  # a run id and an output path (tests/inference/test_batch_offline.py)
+    "batch_ingest": None,  # a run_batch output file: malformed lines in tests/inference/test_batch_offline.py
 }
 
 

@@ -40,4 +40,7 @@ def cases(world):
         Case("inference:run_resume", kwargs=run, method="post", expect=ADMIN_REDIRECT),
         Case("inference:run_resume", kwargs=run, expect=ADMIN_405),
         Case("inference:run_resume", kwargs=missing, method="post", expect=ADMIN_404),
+        Case("inference:run_batch_retry", kwargs=run, method="post", data={"how": "online"}, expect=ADMIN_REDIRECT),
+        Case("inference:run_batch_retry", kwargs=run, expect=ADMIN_405),
+        Case("inference:run_batch_retry", kwargs=missing, method="post", expect=ADMIN_404),
     ]
