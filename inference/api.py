@@ -40,7 +40,7 @@ class RunSerializer(serializers.ModelSerializer):
         model = Run
         fields = [
             "id", "task", "provider", "model_name", "strategy", "counterfactual_faces", "face_variant", "prompt_version", "selection",
-            "concurrency", "status", "total_images", "done_count", "percent_done", "outcome_counts", "tokens_in",
+            "concurrency", "mode", "status", "total_images", "done_count", "percent_done", "outcome_counts", "tokens_in",
             "tokens_out", "estimated_cost_usd", "estimate", "error", "created_by", "created_at", "started_at",
             "finished_at", "is_active", "can_resume",
         ]
@@ -70,6 +70,7 @@ class RunLaunch(StrictSerializer):
     sample_size = StrictIntegerField(min_value=1, max_value=1_000_000, required=False, allow_null=True)
     seed = StrictIntegerField(min_value=0, max_value=MAX_INT, required=False, allow_null=True)
     concurrency = StrictIntegerField(min_value=1, max_value=MAX_CONCURRENCY)
+    mode = StrictCharField(max_length=8, required=False, help_text="online (default) or batch (the provider's batch API).")
 
 
 def _form_errors(form) -> dict:

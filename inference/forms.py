@@ -55,6 +55,7 @@ class LaunchForm(forms.Form):
     seed = forms.IntegerField(initial=0, min_value=0, max_value=2**31 - 1, required=False)
     face_variant = forms.ChoiceField(required=False, label="Images judged", help_text=(
         "Judge runs: the original images, or their face-anonymized variants (the pixel-level counterfactual)."))
+    mode = forms.ChoiceField(choices=Run.MODES, initial=Run.MODE_ONLINE, required=False, help_text="Batch: the provider's batch API (OpenAI, Gemini; half the price, results within 24 h); stage 2 of an annotate run goes when stage 1 is back.")
     concurrency = forms.IntegerField(initial=8, min_value=1, max_value=MAX_CONCURRENCY, help_text="Requests in flight for the whole run (split into lanes of at most CPRT_RUN_LANE_CONCURRENCY, one per worker process).")
 
     def __init__(self, *args, **kwargs):
@@ -90,6 +91,8 @@ class LaunchForm(forms.Form):
         if version not in versions:
             self.add_error("prompt_version", f"{version} is not a {task} prompt; choose one of {', '.join(versions)}.")
         data["prompt_version"] = version
+        if data.get("face_variant") and data.get("mode") == Run.MODE_BATCH:
+            self.add_error("mode", "Runs on anonymized images are online only (batch request files carry the originals).")
         if data.get("attribute") and data.get("attribute_value") is None:
             self.add_error("attribute_value", "Say which consensus value the attribute must have.")
         if data.get("attribute_value") is not None and not data.get("attribute"):
@@ -128,4 +131,5 @@ class LaunchForm(forms.Form):
             ),
             concurrency=d["concurrency"],
             face_variant=face_variants.parse_setting_key(d["face_variant"]) if d.get("face_variant") else {},
+            mode=d.get("mode") or Run.MODE_ONLINE,
         )

@@ -113,6 +113,22 @@ def run_resume(request, run_id: int):
     return _back(request, run)
 
 
+@require_role(ROLE_ADMIN)
+@require_POST
+def run_batch_retry(request, run_id: int):
+    """Retry a batch run's failed or expired requests, online or as a follow-up batch (the admin's choice)."""
+    from .batch import control
+
+    run = get_run_for_admin(request.user, run_id)
+    try:
+        n = control.retry(request.user, run, request.POST.get("how", ""))
+    except ValueError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.info(request, f"Run #{run.pk}: retrying {n} failed requests {request.POST['how']}.")
+    return _back(request, run)
+
+
 def _back(request, run: Run):
     if request.htmx:
         run.refresh_from_db()
