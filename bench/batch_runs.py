@@ -41,7 +41,7 @@ def measured(fn):
 def one(n: int, directory: str) -> dict:
     from django.db import transaction
 
-    from inference import prompts, services
+    from inference import launching, prompts
     from inference.batch import lifecycle
     from inference.batch.clients import client_for
     from inference.batch.ingest import ingest_lines
@@ -50,9 +50,9 @@ def one(n: int, directory: str) -> dict:
     from inference.selection import Selection
     from tests.fakes.openai_server import FakeOpenAIServer
 
-    spec = services.LaunchSpec("judge", "openai", "gpt-5.1", "zero_shot", False, prompts.DEFAULT_VERSION["judge"],
+    spec = launching.LaunchSpec("judge", "openai", "gpt-5.1", "zero_shot", False, prompts.DEFAULT_VERSION["judge"],
                                Selection(split="test", sample_size=n, seed=1), 8, mode="batch")
-    run = services.launch_run(None, spec)
+    run = launching.launch_run(None, spec)
     client = client_for("openai", "gpt-5.1")
     parts, build_s, build_mib = measured(lambda: write_parts(run, "judge", model_requests(run, "judge", run.image_ids), client.line, directory))
 
@@ -112,9 +112,9 @@ def main() -> None:
 
     from annotations.models import Image
     from bench.common import make_run_images
-    from inference.batch import lifecycle
+    from inference import launching
 
-    lifecycle.start = lambda run_id: None  # this bench drives the phases itself; nothing is sent anywhere
+    launching.start_batch = lambda run_id: None  # this bench drives the phases itself; nothing is sent anywhere
     call_command("migrate", verbosity=0)
     have = Image.objects.count()
     if have < args.images:
