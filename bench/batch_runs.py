@@ -58,7 +58,7 @@ def one(n: int, directory: str) -> dict:
 
     def record():
         with transaction.atomic():
-            return [lifecycle._record(run, "judge", 0, i, part, False) for i, part in enumerate(parts)]
+            return [lifecycle.record(run, "judge", 0, i, part, False) for i, part in enumerate(parts)]
 
     batches, record_s, record_mib = measured(record)
     model = FakeOpenAIServer()

@@ -22,7 +22,7 @@ from .status import OPEN_PHASES, can_retry, failed_count  # noqa: F401 - re-expo
 
 
 
-def _end_unsent(batch: ProviderBatch, message: str) -> None:
+def end_unsent(batch: ProviderBatch, message: str) -> None:
     with transaction.atomic():
         ProviderBatch.objects.filter(pk=batch.pk).update(phase=ProviderBatch.ENDED, error=message[:4000])
         BatchRequest.objects.filter(batch=batch, state=BatchRequest.SUBMITTED).update(state=BatchRequest.FAILED, error=message[:2000])
@@ -65,7 +65,7 @@ def _note(run: Run, message: str) -> None:
 
 # --- cancel and retry ----------------------------------------------------------------------------
 
-def _cancel_at_provider(batch: ProviderBatch, client) -> None:
+def cancel_at_provider(batch: ProviderBatch, client) -> None:
     try:
         status = client.cancel(batch.provider_batch_id)
     except Exception as exc:  # noqa: BLE001 - the next poll shows the provider's state anyway
@@ -82,7 +82,7 @@ def cancel(user, run: Run) -> bool:
     ProviderBatch.objects.filter(run=run, phase__in=OPEN_PHASES).update(cancel_requested=True)
     for batch in ProviderBatch.objects.filter(run=run, phase=ProviderBatch.BUILDING, submit_claimed_at__isnull=True):
         if ProviderBatch.objects.filter(pk=batch.pk, submit_claimed_at__isnull=True).update(submit_claimed_at=timezone.now()):
-            _end_unsent(batch, "cancelled before submission")
+            end_unsent(batch, "cancelled before submission")
     active = list(ProviderBatch.objects.filter(run=run, phase=ProviderBatch.ACTIVE))
     if active:
         try:
@@ -91,9 +91,9 @@ def cancel(user, run: Run) -> bool:
             client = None
         for batch in active:
             if batch.provider_batch_id.startswith("offline:"):  # nobody to tell: its output will not be ingested
-                _end_unsent(batch, "cancelled (offline batch)")
+                end_unsent(batch, "cancelled (offline batch)")
             elif client is not None:
-                _cancel_at_provider(batch, client)
+                cancel_at_provider(batch, client)
     audit(user, "run.cancel", run, mode="batch", provider_batches=[b.provider_batch_id for b in active])
     settle(run.pk)
     return True

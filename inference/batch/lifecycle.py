@@ -1,4 +1,5 @@
-"""A batch run's life: submit, poll (Celery beat, no worker waits), ingest, stage 2, cancel, retry.
+"""A batch run's life: submit, poll (Celery beat, no worker waits), ingest, stage 2. Status, cancel
+and retry are in `control` (importable by the run lifecycle without the execution layer).
 
 `step(run_id)` does everything that is due for one run and is safe to run twice or concurrently:
 * submission: the ProviderBatch row and its BatchRequest rows are created in one transaction
@@ -25,7 +26,7 @@ from ..models import Run
 from ..providers import ProviderError, ProviderUnavailable
 from ..lifecycle import fail_run
 from . import conf
-from .control import OPEN_PHASES, _cancel_at_provider, _end_unsent, settle, stage2_due  # noqa: F401 - re-exported
+from .control import OPEN_PHASES, cancel_at_provider, end_unsent, settle, stage2_due  # noqa: F401 - re-exported
 from .clients import client_for
 from .ingest import ingest_lines
 from .models import BatchRequest, ProviderBatch
@@ -52,7 +53,7 @@ def submit(run: Run, stage: str, image_ids: list[int], client=None, retry: bool 
                       if ProviderBatch.objects.filter(run=run, stage=stage).exists() else 0)
         try:
             with transaction.atomic():
-                batches = [_record(run, stage, next_round, i, part, retry) for i, part in enumerate(parts)]
+                batches = [record(run, stage, next_round, i, part, retry) for i, part in enumerate(parts)]
         except IntegrityError:
             log.info("run %s: %s round %s was recorded by another worker", run.pk, stage, next_round)
             return []
@@ -62,7 +63,7 @@ def submit(run: Run, stage: str, image_ids: list[int], client=None, retry: bool 
     return sent
 
 
-def _record(run: Run, stage: str, round_: int, index: int, part, retry: bool) -> ProviderBatch:
+def record(run: Run, stage: str, round_: int, index: int, part, retry: bool) -> ProviderBatch:
     batch = ProviderBatch.objects.create(run=run, stage=stage, round=round_, part=index,
                                          request_count=len(part.image_ids), input_bytes=part.bytes)
     if retry:
@@ -84,7 +85,7 @@ def send(batch: ProviderBatch, client, path: str) -> bool:
     try:
         batch_id, file_id, status = client.submit(path, batch.request_count, {"cprt_batch": str(batch.pk), "cprt_run": str(batch.run_id)})
     except (ProviderError, ProviderUnavailable, OSError) as exc:
-        _end_unsent(batch, f"submission failed: {exc}")
+        end_unsent(batch, f"submission failed: {exc}")
         return False
     expires = status.expires_at or now + timedelta(hours=conf.window_hours())
     ProviderBatch.objects.filter(pk=batch.pk).update(
@@ -94,7 +95,7 @@ def send(batch: ProviderBatch, client, path: str) -> bool:
     audit(None, "run.batch_submit", batch.run, stage=batch.stage, round=batch.round, part=batch.part,
           provider_batch=batch_id, requests=batch.request_count, bytes=batch.input_bytes)
     if ProviderBatch.objects.filter(pk=batch.pk, cancel_requested=True).exists():
-        _cancel_at_provider(ProviderBatch.objects.get(pk=batch.pk), client)
+        cancel_at_provider(ProviderBatch.objects.get(pk=batch.pk), client)
     return True
 
 
@@ -115,7 +116,7 @@ def _resend_stale(run: Run, client) -> None:
             if parts:
                 send(batch, client, parts[0].path)
             else:
-                _end_unsent(batch, "none of its images is left")
+                end_unsent(batch, "none of its images is left")
 
 
 # --- polling and ingest ------------------------------------------------------------------------

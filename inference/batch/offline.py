@@ -59,7 +59,7 @@ def export_file(run: Run, out_path: str) -> ProviderBatch | None:
         last = ProviderBatch.objects.filter(run=run, stage=stage).aggregate(r=Max("round"))["r"]
         try:
             with transaction.atomic():
-                batch = lifecycle._record(run, stage, 0 if last is None else last + 1, 0, parts[0], retry)
+                batch = lifecycle.record(run, stage, 0 if last is None else last + 1, 0, parts[0], retry)
                 ProviderBatch.objects.filter(pk=batch.pk).update(
                     phase=ProviderBatch.ACTIVE, provider_batch_id=f"{OFFLINE_PREFIX}{batch.pk}", provider_state="exported",
                     submit_claimed_at=timezone.now(), submitted_at=timezone.now())
