@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, seria
 
 
 def blank_consensus_value(page):
-    # The consensus-value select has no blank option on this branch (issue 12 fixes it): give it one.
+    # Before issue 14's fix the consensus-value select had no blank option; make sure it has one.
     page.evaluate("""() => { const s = document.querySelector('select[name=attribute_value]');
                              if (![...s.options].some(o => o.value === '')) s.add(new Option('—', ''), 0); s.value = ''; }""")
 
