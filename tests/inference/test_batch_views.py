@@ -60,3 +60,12 @@ def test_api_launches_in_batch_mode(admin_client, openai_server, images, monkeyp
     assert response.json()["mode"] == "batch" and Run.objects.get().mode == "batch"
     refused = admin_client.post("/api/runs/", {**body, "mode": 3}, content_type="application/json")
     assert refused.status_code == 400 and Run.objects.count() == 1
+
+
+def test_batch_mode_is_refused_for_runs_on_anonymized_images(admin_client, openai_server, images):
+    from annotations.faces.models import FaceVariant
+
+    FaceVariant.objects.create(image=images[0], file="variant.png", width=1, height=1, sha256="0" * 64, detector="test",
+                               method="blur", threshold=0.5, margin=0.2)
+    response = admin_client.post(reverse("inference:run_new"), {**VALID, "face_variant": "blur:0.5:0.2"})
+    assert response.status_code == 400 and "online only" in response.content.decode() and not Run.objects.exists()
