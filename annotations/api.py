@@ -27,7 +27,7 @@ from core.api import (
 )
 from core.roles import STAFF_ROLES, role_of
 
-from . import services, taxonomy
+from . import blind, services, taxonomy
 from .hooks import consensus_scores
 from .access import get_image_for_user, get_labeling_for_user
 from .forms import MAX_NOTE, MAX_RATIONALE
@@ -39,7 +39,7 @@ from .models import Annotator, Image, Label, Labeling
 
 class ImageQuery(StrictSerializer):
     split = serializers.ChoiceField(choices=[s for s, _ in Image.SPLITS], required=False)
-    level = serializers.IntegerField(min_value=1, max_value=4, required=False, help_text="Consensus level under the active profile.")
+    level = serializers.IntegerField(min_value=1, max_value=4, required=False, help_text="Consensus level under the active profile. Reviewers: among the images they have submitted only.")
     attribute = serializers.CharField(max_length=64, required=False, help_text="Consensus (active profile) has this attribute = 1. Staff only.")
     annotator = serializers.IntegerField(min_value=1, max_value=MAX_INT, required=False, help_text="Has labels from this annotator id. Reviewers: their own id only.")
     page = serializers.IntegerField(min_value=1, max_value=MAX_INT, required=False)
@@ -60,7 +60,7 @@ class ImageSerializer(serializers.Serializer):
     has_file = serializers.BooleanField()
     unsuitable = serializers.BooleanField()
     batch = serializers.IntegerField(source="batch_id", allow_null=True)
-    level = serializers.SerializerMethodField(help_text="Consensus level under the active profile (null: no consensus yet).")
+    level = serializers.SerializerMethodField(help_text="Consensus level under the active profile (null: no consensus yet, or a reviewer who has not submitted their labeling of this image).")
     score = serializers.SerializerMethodField(help_text="Consensus severity score under the active profile.")
     bytes_url = serializers.SerializerMethodField()
 
@@ -109,9 +109,9 @@ def visible_labels(user, image: Image, own: Labeling | None) -> list[dict]:
     image is submitted.
     """
     labels = Label.objects.filter(image=image).select_related("annotator", "attribute").order_by("annotator__kind", "annotator_id", "attribute__order")
-    staff = role_of(user) in STAFF_ROLES
+    staff = blind.sees_everything(user)
     own_annotator = own.annotator_id if own is not None else None
-    if not staff and (own is None or own.status != Labeling.STATUS_SUBMITTED):
+    if not blind.may_see_others_labels(user, own):
         labels = labels.filter(annotator_id=own_annotator) if own_annotator else labels.none()
     humans: dict = {}
     out = []
@@ -149,6 +149,8 @@ class ImageList(ApiView):
             if profile is None:
                 images = images.none()
             else:
+                # Blind rule: a reviewer filters only among the images whose consensus they may see.
+                images = images.filter(blind.consensus_filter(request.user))
                 images = consensus_scores().filter_images(profile, images, level=q.get("level"), attribute=q.get("attribute"))
         if "annotator" in q:
             if not staff and not Annotator.objects.filter(pk=q["annotator"], user=request.user).exists():
@@ -156,7 +158,11 @@ class ImageList(ApiView):
             images = images.filter(pk__in=Label.objects.filter(annotator_id=q["annotator"]).values("image"))
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(images, request, view=self)
-        scores = consensus_scores().scores_for(profile, [i.pk for i in page]) if profile is not None else {}
+        scores = {}
+        if profile is not None:
+            visible = blind.consensus_visible_ids(request.user, [i.pk for i in page])
+            shown = [i.pk for i in page if visible is None or i.pk in visible]
+            scores = consensus_scores().scores_for(profile, shown) if shown else {}
         data = ImageSerializer(page, many=True, context={"scores": scores}).data
         return paginator.get_paginated_response(data)
 
@@ -169,7 +175,8 @@ class ImageDetail(ApiView):
         image = get_image_for_user(request.user, image_id)
         own = _own_labeling(request.user, image)
         profile = consensus_scores().active_profile()
-        scores = consensus_scores().scores_for(profile, [image.pk]) if profile is not None else {}
+        visible = profile is not None and blind.may_see_consensus(request.user, image)
+        scores = consensus_scores().scores_for(profile, [image.pk]) if visible else {}
         context = {"scores": scores, "my_labeling": own, "labels": visible_labels(request.user, image, own)}
         return Response(ImageDetailSerializer(image, context=context).data)
 
@@ -241,7 +248,7 @@ class LabelingSerializer(serializers.Serializer):
 
 class LabelingDetailSerializer(LabelingSerializer):
     locked = serializers.BooleanField(help_text="An adjudicator decided on this image: read-only.")
-    editable = serializers.BooleanField()
+    editable = serializers.BooleanField(help_text="A draft on an image no adjudicator decided on; a submitted labeling is frozen.")
     rows = RowSerializer(many=True, help_text="Every question; suggestions and other annotators' answers as the labeling page shows them.")
 
 
@@ -261,7 +268,7 @@ def labeling_detail(labeling: Labeling) -> dict:
         for r in group.rows
     ]
     locked = services.is_locked(labeling)
-    labeling.locked, labeling.editable, labeling.rows = locked, not locked and labeling.status != Labeling.STATUS_SKIPPED, rows
+    labeling.locked, labeling.editable, labeling.rows = locked, not locked and labeling.status == Labeling.STATUS_DRAFT, rows
     return LabelingDetailSerializer(labeling).data
 
 
@@ -354,7 +361,7 @@ class LabelingDetail(ApiView):
 
 class LabelingSubmit(ApiView):
     @extend_schema(request=LabelingWrite, responses={200: LabelingDetailSerializer, **_LABELING_ERRORS},
-                   examples=[_WRITE_EXAMPLE], summary="Submit every answer (again, to change a submitted labeling)")
+                   examples=[_WRITE_EXAMPLE], summary="Submit every answer (a submitted labeling is frozen)")
     def post(self, request, labeling_id: int):
         return write_labeling(self, request, labeling_id, services.submit)
 

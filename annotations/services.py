@@ -4,7 +4,8 @@ Views stay thin and call these functions; the rules live here so that tests and 
 through one code path:
 - each image needs `settings.CPRT_LABELINGS_PER_IMAGE` human labelings; a draft holds a slot, a
   skipped labeling gives it back; claims lock the image row so two reviewers cannot take one slot;
-- blind labeling: others' labels are shown only after the reviewer has submitted;
+- blind labeling (annotations/blind.py): others' labels are shown only after the reviewer has
+  submitted, and a submitted labeling is frozen;
 - optimistic versions: every save names the version it was loaded with, a stale one is refused;
 - an image with an Adjudication is read-only for its labelings.
 """
@@ -213,12 +214,24 @@ def is_locked(labeling: Labeling) -> bool:
     return Adjudication.objects.filter(image_id=labeling.image_id).exists()
 
 
+def is_editable(labeling: Labeling) -> bool:
+    """Only a draft on an image no adjudicator has decided on: submitted labelings are frozen (blind rule)."""
+    return labeling.status == Labeling.STATUS_DRAFT and not is_locked(labeling)
+
+
 def _lock_for_edit(labeling: Labeling, version: int) -> Labeling:
     current = Labeling.objects.select_for_update().get(pk=labeling.pk)
     if current.status == Labeling.STATUS_SKIPPED:
         raise LabelingError("You skipped this image; a skipped labeling cannot be changed.")
     if is_locked(current):
         raise LabelingLocked("An adjudicator has decided on this image, so its labelings are read-only now.")
+    if current.status == Labeling.STATUS_SUBMITTED:
+        # Blind rule (annotations/blind.py): after submitting, the reviewer may see the others' labels,
+        # so their own must not change any more: a correction goes through an adjudicator.
+        raise LabelingLocked(
+            "You submitted this labeling, so it is final: other annotators' labels are shown to you now, and an "
+            "answer changed after seeing them would no longer be independent. Ask an adjudicator to correct it."
+        )
     if current.version != version:
         raise StaleVersion(version, current.version)
     return current
@@ -344,7 +357,7 @@ def page_rows(labeling: Labeling, values: dict | None = None, rationales: dict |
     values = labeling.draft_values if values is None else values
     rationales = labeling.draft_rationales if rationales is None else rationales
     rows = {a.key: Row(a.key, a.level, a.question, _as_value(values.get(a.key)), rationales.get(a.key, "")) for a in tax.attributes}
-    info = {"suggestions_from": [], "compared_with": [], "unsubmitted_changes": False}
+    info = {"suggestions_from": [], "compared_with": []}
     submitted = labeling.status == Labeling.STATUS_SUBMITTED
     batch = labeling.image.batch
     if not submitted and batch is not None and batch.show_model_suggestions:
@@ -362,21 +375,18 @@ def page_rows(labeling: Labeling, values: dict | None = None, rationales: dict |
     if submitted:
         humans: dict = {}
         names = {}
-        own = {}
         for label in (
             Label.objects.filter(image_id=labeling.image_id)
             .select_related("annotator", "attribute")
             .order_by("annotator__kind", "annotator_id")
         ):
             if label.annotator_id == labeling.annotator_id:
-                own[label.attribute.key] = label.value
                 continue
             name = _annotator_label(label.annotator, humans)
             names[name] = True
             if label.attribute.key in rows:
                 rows[label.attribute.key].others.append((name, VALUE_NAMES.get(label.value, label.value)))
         info["compared_with"] = list(names)
-        info["unsubmitted_changes"] = {k: float(v) for k, v in labeling.draft_values.items()} != own
     groups = [LevelGroup(n, tax.level_names.get(n, f"Level {n}"), [r for r in rows.values() if r.level == n]) for n in (1, 2, 3, 4)]
     return groups, info
 

@@ -13,7 +13,7 @@ from core.accounts import ThrottledPasswordChangeMixin
 from core.files import protected_file_response
 from core.roles import ROLES, STAFF_ROLES, require_role
 
-from . import services, taxonomy
+from . import blind, services, taxonomy
 from .hooks import consensus_scores
 from .images import mime_type
 from .access import get_image_for_user, get_labeling_for_user
@@ -24,12 +24,20 @@ from .models import Annotator, Image, Labeling
 @require_role(*ROLES)
 @require_GET
 def home(request):
-    """The image list with each image's consensus level and score under the active profile."""
+    """The image list with each image's consensus level and score under the active profile, where the
+    blind rule lets the user see it (reviewers: only images whose labeling they have submitted)."""
     profile = consensus_scores().active_profile()
     images = Image.objects.order_by("vispr_id")
     page = Paginator(images, 48).get_page(request.GET.get("page"))
-    scores = consensus_scores().scores_for(profile, [i.pk for i in page.object_list]) if profile is not None else {}
-    rows = [(image, scores.get(image.id)) for image in page.object_list]
+    ids = [image.pk for image in page.object_list]
+    visible = blind.consensus_visible_ids(request.user, ids)
+    shown = ids if visible is None else [i for i in ids if i in visible]
+    scores = consensus_scores().scores_for(profile, shown) if profile is not None and shown else {}
+    # Where a tile leads: staff to the review page; a reviewer to their own labeling of it, if any.
+    mine = {} if visible is None else dict(
+        Labeling.objects.filter(annotator__user=request.user, image_id__in=ids).values_list("image_id", "pk"))
+    rows = [{"image": image, "score": scores.get(image.id), "visible": image.id in shown, "labeling_id": mine.get(image.id)}
+            for image in page.object_list]
     return render(request, "annotations/home.html", {"page": page, "rows": rows, "profile": profile})
 
 
@@ -162,7 +170,7 @@ def _render_labeling(request, labeling, form=None, errors=None, status=200):
         "groups": groups,
         "info": info,
         "locked": locked,
-        "editable": not locked and labeling.status != Labeling.STATUS_SKIPPED,
+        "editable": not locked and labeling.status == Labeling.STATUS_DRAFT,
         "note": note,
         "flag": flag,
         "version": version,

@@ -47,8 +47,8 @@ def tile(html: str, vispr_id: str) -> str:
     return match.group(1)
 
 
-def test_home_lists_images_with_level_score_and_provisional_badge(client_as, reviewer_a, scored):
-    response = client_as(reviewer_a).get(reverse("home"))
+def test_home_lists_images_with_level_score_and_provisional_badge(client_as, adjudicator, scored):
+    response = client_as(adjudicator).get(reverse("home"))
     assert response.status_code == 200
     html = response.content.decode()
     assert scored["profile"].provisional
@@ -60,11 +60,30 @@ def test_home_lists_images_with_level_score_and_provisional_badge(client_as, rev
     assert "no consensus yet" in tile(html, "2017_00000003")
 
 
-def test_home_without_a_provisional_profile_shows_no_badge(client_as, reviewer_a, scored):
+def test_home_without_a_provisional_profile_shows_no_badge(client_as, adjudicator, scored):
     ScoringProfile.objects.filter(pk=scored["profile"].pk).update(provisional=False)
-    html = client_as(reviewer_a).get(reverse("home")).content.decode()
+    html = client_as(adjudicator).get(reverse("home")).content.decode()
     assert "provisional boundaries" not in html
     assert "level 1" in tile(html, "2017_00000001")
+
+
+def test_home_is_blind_for_a_reviewer_until_they_submit(client_as, reviewer_a, scored):
+    """Blind rule: a reviewer sees an image's consensus only once their own labeling of it is submitted."""
+    from annotations.services import claim_next, submit
+    from tests.labeling_helpers import answers
+
+    html = client_as(reviewer_a).get(reverse("home")).content.decode()
+    for vispr_id in ("2017_00000001", "2017_00000002", "2017_00000003"):
+        assert "level " not in tile(html, vispr_id) and 'class="score"' not in tile(html, vispr_id)
+    labeling = claim_next(reviewer_a)
+    assert labeling.image == scored["severe"]
+    html = client_as(reviewer_a).get(reverse("home")).content.decode()
+    assert "level " not in tile(html, "2017_00000001")  # a draft is not a submission
+    values = {k[len("value-"):]: float(v) for k, v in answers("0", biometrics="1").items()}
+    submit(labeling, reviewer_a, version=labeling.version, values=values, rationales={})
+    html = client_as(reviewer_a).get(reverse("home")).content.decode()
+    assert "level " in tile(html, "2017_00000001")
+    assert "level " not in tile(html, "2017_00000002")
 
 
 def test_home_paginates(client_as, reviewer_a, make_image):

@@ -43,7 +43,8 @@ def _measure(client, labeling):
     counts["submit"] = len(ctx)
     labeling.refresh_from_db()
     with CaptureQueriesContext(connection) as ctx:
-        assert client.post(reverse("annotations:labeling_submit", kwargs={"labeling_id": labeling.pk}), form_data(labeling, default="1")).status_code == 302
+        # A submitted labeling is frozen (blind rule): the refusal must stay cheap too.
+        assert client.post(reverse("annotations:labeling_submit", kwargs={"labeling_id": labeling.pk}), form_data(labeling, default="1")).status_code == 403
     counts["resubmit"] = len(ctx)
     with CaptureQueriesContext(connection) as ctx:
         assert client.get(page).status_code == 200  # submitted: others' labels are shown

@@ -232,22 +232,28 @@ def test_stale_submit_is_409_with_reload_link_and_overwrites_nothing(client_as, 
     assert not Label.objects.exists()
 
 
-def test_reopen_and_change_submitted_labeling_records_old_and_new(client_as, reviewer_a, adjudicator, labeling):
+def test_submitted_labeling_is_frozen_so_a_placeholder_cannot_copy_the_majority(client_as, reviewer_a, reviewer_b, labeling):
+    """The placeholder hole: submit anything, see everyone's labels, resubmit the majority. Closed: after
+    submitting, others' labels are shown and the labeling never changes again (page, draft and API)."""
+    other = claim(reviewer_b)
+    client_as(reviewer_b).post(url("labeling_submit", other), form_data(other, default="1"))
     client = client_as(reviewer_a)
-    client.post(url("labeling_submit", labeling), form_data(labeling))
+    client.post(url("labeling_submit", labeling), form_data(labeling))  # the placeholder: every answer No
     labeling.refresh_from_db()
     body = client.get(url("labeling", labeling)).content.decode()
-    assert "Submit changes" in body and "until an adjudicator decides" in body
-    response = client.post(url("labeling_submit", labeling), form_data(labeling, age="1"))
-    assert response.status_code == 302
-    assert labels_of(labeling)["age"] == 1.0
-    change = Label.history.filter(attribute__key="age", history_type="~").get()
-    assert change.history_user == reviewer_a and change.value == 1.0 and change.prev_record.value == 0.0
-    # The history page shows it to adjudicators: who, old -> new.
-    history = client_as(adjudicator).get(reverse("annotations:image_history", kwargs={"image_id": labeling.image_id}))
-    assert history.status_code == 200
-    first = history.context["changes"].object_list[0]
-    assert (first.user, first.attribute, first.kind, first.old_value, first.new_value) == ("reviewer_a", "age", "changed", 0.0, 1.0)
+    assert "reviewer #1: Yes" in body and "is final" in body and 'data-editable="0"' in body
+    assert 'data-action="submit"' not in body
+    response = client.post(url("labeling_submit", labeling), form_data(labeling, default="1"))
+    assert response.status_code == 403 and "is final" in response.content.decode()
+    response = client.post(url("labeling_draft", labeling), form_data(labeling, default="1"))
+    assert response.status_code == 403 and "is final" in response.json()["error"]
+    api = reverse("api:labeling-submit", kwargs={"labeling_id": labeling.pk})
+    response = client.post(api, {"version": labeling.version, "values": {k: 1 for k in taxonomy.active().keys}}, content_type="application/json")
+    assert response.status_code == 423
+    assert set(labels_of(labeling).values()) == {0.0}
+    assert not Label.history.filter(history_type="~").exists()
+    labeling.refresh_from_db()
+    assert labeling.version == 2 and labeling.status == "submitted"
 
 
 def test_adjudicated_image_makes_labeling_read_only(client_as, reviewer_a, adjudicator, labeling):

@@ -1,6 +1,9 @@
 """One table-driven permission test over every URL pattern, for every persona (STYLE.md rule 7)."""
 from __future__ import annotations
 
+import re
+
+import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from tests.support.permission_cases import LOGIN, PERSONAS, all_cases
@@ -44,3 +47,100 @@ def test_permission_matrix(world, client):
             if not ok:
                 failures.append(f"{case.method.upper()} {url} as {persona}: expected {want}, got {got}")
     assert not failures, "\n".join(failures)
+
+
+# --- the "blind" column ---------------------------------------------------------------------------------
+# For every URL a reviewer can reach, the response about an image they have not submitted carries nothing
+# derived from other annotators' labels of it (annotations/blind.py). Every image of the matrix gets
+# another annotator's labels with a traceable rationale and a consensus with a traceable score; then every
+# case is requested as each reviewer and the body is searched for those values.
+
+BLIND_PERSONAS = ("reviewer_a", "reviewer_b")
+LEVEL_WORDS = re.compile(r"\blevel [1-4]\b")  # the home page's "level 3" (taxonomy headings say "Level 3")
+
+
+@pytest.fixture
+def blind_world(world):
+    from annotations import taxonomy
+    from annotations.models import Annotator, Image, Label
+    from scoring.models import ImageScore, ScoringProfile
+
+    profile = ScoringProfile.active()
+    profile.activate()
+    other = Annotator.for_model("openai", "secret-model", "annotate-v1")
+    secrets = {}
+    for k, image in enumerate(Image.objects.order_by("pk")):
+        rationale = f"SECRET-RATIONALE-{image.pk}"
+        Label.objects.bulk_create([Label(image=image, annotator=other, attribute_id=a, value=1.0, rationale=rationale)
+                                   for a in taxonomy.attribute_ids().values()])
+        score = round(0.987654 - 0.0113 * k, 6)
+        ImageScore.objects.create(image=image, profile=profile, binary_labels={key: 1 for key in taxonomy.active().keys},
+                                  n1=3, n2=5, n3=7, n4=7, level=1 + k % 4, score=score)
+        secrets[image.pk] = [rationale, f"{score:.3f}", repr(score)]
+    world["blind_secrets"] = secrets
+    return world
+
+
+def _submitted_image_ids(user) -> set[int]:
+    from annotations.models import Labeling
+
+    return set(Labeling.objects.filter(annotator__user=user, status="submitted").values_list("image_id", flat=True))
+
+
+def _json_leaks(data, hidden: set[int]) -> list[str]:
+    """Objects about a hidden image (by "id" or "image") that carry a level, a score or another annotator's label."""
+    leaks, stack = [], [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            image_id = item.get("id") if "vispr_id" in item else item.get("image")
+            if image_id in hidden:
+                for key in ("level", "score", "counts", "binary_labels"):
+                    if item.get(key) is not None:
+                        leaks.append(f"image {image_id} has {key}={item[key]!r}")
+                for label in item.get("labels") or []:
+                    if label.get("annotator") != "you":
+                        leaks.append(f"image {image_id} shows a label by {label.get('annotator')}")
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return leaks
+
+
+def _list_leaks(url: str, data, hidden: set[int]) -> list[str]:
+    """A list filtered by consensus (?level=) must not include a hidden image: being listed is the leak."""
+    if "level=" not in url or not isinstance(data, dict):
+        return []
+    return [f"image {row['id']} listed under a consensus filter" for row in data.get("results", []) if row.get("id") in hidden]
+
+
+def test_blind_column(blind_world, client):
+    from annotations.models import Image
+
+    world = blind_world
+    failures, checked = [], 0
+    all_ids = set(Image.objects.values_list("pk", flat=True))
+    for case in all_cases(world):
+        url = reverse(case.url_name, kwargs=case.kwargs) + (f"?{case.query}" if case.query else "")
+        for persona in BLIND_PERSONAS:
+            client.logout()
+            client.force_login(world[persona])
+            response = getattr(client, case.method)(url, data=case.data or {})
+            content_type = response.get("Content-Type", "")
+            if response.status_code >= 500 or not content_type.startswith(("text/html", "application/json")):
+                continue
+            checked += 1
+            hidden = all_ids - _submitted_image_ids(world[persona])
+            body = response.content.decode()
+            where = f"{case.method.upper()} {url} as {persona}"
+            for image_id in hidden:
+                for secret in world["blind_secrets"][image_id]:
+                    if secret in body:
+                        failures.append(f"{where}: carries {secret!r} of image {image_id}, not submitted by them")
+            if content_type.startswith("application/json"):
+                data = response.json()
+                failures += [f"{where}: {leak}" for leak in _json_leaks(data, hidden) + _list_leaks(url, data, hidden)]
+            elif LEVEL_WORDS.search(body) and not (all_ids - hidden):
+                failures.append(f"{where}: shows a consensus level ({LEVEL_WORDS.search(body).group(0)!r}) with nothing submitted")
+    assert checked > 20, f"only {checked} reviewer responses were checked"
+    assert not failures, "\n".join(sorted(set(failures)))

@@ -54,6 +54,8 @@ def cases(world):
     return [
         Case("api:image-list", expect=API_ALL),
         Case("api:image-list", query="level=7", expect=_roles(400)),
+        # Consensus filters: a reviewer filters only among the images they have submitted (the blind column).
+        *[Case("api:image-list", query=f"level={n}", expect=API_ALL) for n in (1, 2, 3, 4)],
         Case("api:image-list", method="post", expect=_roles(405)),
         Case("api:image-detail", kwargs=image, expect=API_ALL),
         Case("api:image-detail", kwargs={"image_id": 999999}, expect=_roles(404)),
