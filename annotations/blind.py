@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from django.db.models import Q
 
-from cprt_site.lib import STAFF_ROLES, role_of
+from core.roles import STAFF_ROLES, role_of
 
 from .models import Labeling
 

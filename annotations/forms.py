@@ -112,7 +112,8 @@ class StrictCheckbox(forms.BooleanField):
 
 class PreferencesForm(forms.ModelForm):
     blur_images_by_default = StrictCheckbox(required=False, label="Blur images by default (reveal each with a click or the b key)")
+    stay_after_submit = StrictCheckbox(required=False, label="After submitting, stay on the image to compare with others' labels (instead of opening the next image)")
 
     class Meta:
         model = Profile
-        fields = ["blur_images_by_default"]
+        fields = ["blur_images_by_default", "stay_after_submit"]

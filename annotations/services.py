@@ -311,6 +311,31 @@ def skip(labeling: Labeling, user) -> Labeling:
     return current
 
 
+@transaction.atomic
+def unskip(labeling: Labeling, user) -> Labeling:
+    """Take a skipped image back as a draft (undo a skip, or reopen it from the skipped list), answers kept,
+    if the image still has a free slot and no adjudicator has decided on it."""
+    current = Labeling.objects.select_for_update().get(pk=labeling.pk)
+    if current.status != Labeling.STATUS_SKIPPED:
+        raise LabelingError(f"Only a skipped image can be taken back; this labeling is {current.status}.")
+    Image.objects.select_for_update().filter(pk=current.image_id).first()  # serialise with claims of the same image
+    if is_locked(current):
+        raise LabelingLocked("An adjudicator has decided on this image, so it cannot be labeled any more.")
+    if _slots_taken(current.image_id) >= labelings_per_image():
+        raise LabelingError("Other reviewers have taken every slot of this image since you skipped it; it needs no more labels.")
+    current.status = Labeling.STATUS_DRAFT
+    current.version += 1
+    current._history_user = user
+    current.save()
+    audit(user, "labeling.unskip", current, image_id=current.image_id)
+    return current
+
+
+def stay_after_submit(user) -> bool:
+    profile = getattr(user, "profile", None)
+    return bool(profile is not None and profile.stay_after_submit)
+
+
 # --- what the labeling page shows ----------------------------------------------------------------
 
 

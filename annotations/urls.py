@@ -12,6 +12,7 @@ urlpatterns = [
     path("labelings/<int:labeling_id>/draft", views.labeling_draft, name="labeling_draft"),
     path("labelings/<int:labeling_id>/submit", views.labeling_submit, name="labeling_submit"),
     path("labelings/<int:labeling_id>/skip", views.labeling_skip, name="labeling_skip"),
+    path("labelings/<int:labeling_id>/unskip", views.labeling_unskip, name="labeling_unskip"),
     path("account/preferences", views.preferences, name="preferences"),
     path("account/password", views.password_change, name="password_change"),
 ]

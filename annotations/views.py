@@ -76,6 +76,8 @@ def queue(request):
             "progress": services.progress(request.user),
             "drafts": mine.filter(status=Labeling.STATUS_DRAFT).order_by("created_at")[:50],
             "recent": mine.filter(status=Labeling.STATUS_SUBMITTED).order_by("-submitted_at")[:20],
+            "skipped": mine.filter(status=Labeling.STATUS_SKIPPED).order_by("-updated_at")[:50],
+            "undo_skip": _undo_skip(request),
             "k": services.labelings_per_image(),
         },
     )
@@ -124,8 +126,12 @@ def labeling_submit(request, labeling_id: int):
         return render(request, "annotations/conflict.html", {"labeling": labeling, "message": exc.message}, status=409)
     except services.LabelingError as exc:
         return _render_labeling(request, labeling, form=form, errors=[exc.message], status=exc.status)
-    messages.success(request, f"Submitted your labels for image {labeling.image.vispr_id}. Other annotators' labels, where there are any, are now shown beside each question.")
-    return redirect("annotations:labeling", labeling_id=labeling.pk)
+    if services.stay_after_submit(request.user):
+        messages.success(request, f"Submitted your labels for image {labeling.image.vispr_id}. Other annotators' labels, where there are any, are now shown beside each question.")
+        return redirect("annotations:labeling", labeling_id=labeling.pk)
+    messages.success(request, f"Submitted your labels for image {labeling.image.vispr_id}; here is the next image. "
+                              "Your submitted labelings (with the others' labels) are listed on the Label page.")
+    return _claim_and_redirect(request)
 
 
 @require_role(*ROLES)
@@ -138,7 +144,35 @@ def labeling_skip(request, labeling_id: int):
         messages.error(request, exc.message)
         return redirect("annotations:labeling", labeling_id=labeling.pk)
     messages.info(request, f"Skipped image {labeling.image.vispr_id}.")
+    request.session[UNDO_SKIP_KEY] = labeling.pk  # the next page offers "Undo skip" once
     return _claim_and_redirect(request)
+
+
+@require_role(*ROLES)
+@require_POST
+def labeling_unskip(request, labeling_id: int):
+    """Undo a skip (or reopen an image from the skipped list): the labeling becomes a draft again, answers kept."""
+    labeling = get_labeling_for_user(request.user, labeling_id)
+    request.session.pop(UNDO_SKIP_KEY, None)
+    try:
+        labeling = services.unskip(labeling, request.user)
+    except services.LabelingError as exc:
+        messages.error(request, exc.message)
+        return redirect("annotations:queue")
+    # Leave the draft claimed by the last "next image" for later: it stays in the drafts list.
+    messages.info(request, f"Image {labeling.image.vispr_id} is back as your draft.")
+    return redirect("annotations:labeling", labeling_id=labeling.pk)
+
+
+UNDO_SKIP_KEY = "cprt_undo_skip"
+
+
+def _undo_skip(request):
+    """The labeling just skipped (shown once as an "Undo skip" button), or None."""
+    labeling_id = request.session.pop(UNDO_SKIP_KEY, None)
+    if labeling_id is None:
+        return None
+    return Labeling.objects.filter(pk=labeling_id, annotator__user=request.user, status=Labeling.STATUS_SKIPPED).select_related("image").first()
 
 
 def _claim_and_redirect(request):
@@ -178,7 +212,9 @@ def _render_labeling(request, labeling, form=None, errors=None, status=200):
         "errors": errors or [],
         "missing": form.missing if form is not None else [],
         "blur": services.blur_default(request.user),
+        "stay_after_submit": services.stay_after_submit(request.user),
         "progress": services.progress(request.user, fresh=False),
+        "undo_skip": _undo_skip(request),
     }
     return render(request, "annotations/labeling.html", context, status=status)
 

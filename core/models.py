@@ -19,6 +19,9 @@ class Profile(models.Model):
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="profile")
     role = models.CharField(max_length=16, choices=ROLES, default="reviewer")
     blur_images_by_default = models.BooleanField(default=True)
+    stay_after_submit = models.BooleanField(
+        default=False, help_text="After submitting, stay on the image (showing others' labels) instead of opening the next one."
+    )
 
     class Meta:
         db_table = "annotations_profile"  # created by annotations; moved here without copying data

@@ -1,5 +1,6 @@
 /* Keyboard-first labeling page: move between questions, answer with n/u/y (0/5/1), autosave drafts,
-   reveal/blur the image, submit with Enter or s, skip with k. Loaded by templates/annotations/labeling.html;
+   reveal/blur the image, submit with Enter or s (the server then opens the next image), skip with k
+   (asks first when the draft holds work). A focused control keeps its own keys. Loaded by templates/annotations/labeling.html;
    no inline script, all configuration comes from data- attributes so a strict CSP can forbid inline code. */
 (function () {
   "use strict";
@@ -147,17 +148,37 @@
       }
     }
 
+    // A draft with answers (or a rationale, note or flag) is work: skipping it asks first.
+    function hasWork() {
+      if (rows.some(isAnswered)) return true;
+      return Array.prototype.some.call(form.querySelectorAll("input[type=text], textarea, select"), function (el) { return el.value.trim() !== ""; });
+    }
+
+    function confirmSkip() {
+      if (!editable || !hasWork()) return true;
+      return window.confirm("Skip this image? Your answers are kept, and you can undo the skip or reopen the image from the Label page.");
+    }
+
     function skip() {
       var button = document.querySelector('[data-action="skip"]');
       if (button) button.click();
     }
 
+    var skipForm = document.querySelector("[data-skip-form]");
+    if (skipForm) skipForm.addEventListener("submit", function (e) {
+      if (!confirmSkip()) { e.preventDefault(); return; }
+      flush();  // the kept answers are the newest ones
+    });
+
     document.querySelectorAll('[data-action="toggle-blur"]').forEach(function (el) {
       el.addEventListener("click", function (e) { e.preventDefault(); toggleBlur(); });
     });
 
+    // Focus and the current row are one thing: whatever gets focus inside a row makes it current.
+    function highlight(i) { current = i; rows.forEach(function (r, j) { r.classList.toggle("current", j === i); }); }
     rows.forEach(function (row, i) {
-      row.addEventListener("click", function () { current = i; rows.forEach(function (r, j) { r.classList.toggle("current", j === i); }); });
+      row.addEventListener("click", function () { highlight(i); });
+      row.addEventListener("focusin", function () { highlight(i); });
     });
 
     form.addEventListener("change", function (e) {
@@ -186,7 +207,10 @@
         }
         return;
       }
-      if (e.key === "Enter" && t.matches && t.matches("button, a")) return;  // let focused controls work
+      // Never take a focused control's own keys: Enter/Space on a button or link, Space and arrows on an answer.
+      if ((e.key === "Enter" || e.key === " ") && t.matches && t.matches("button, a, summary")) return;
+      if (t.matches && t.matches("input[type=radio], input[type=checkbox]") &&
+          (e.key === " " || e.key.indexOf("Arrow") === 0)) return;
       var row = rows[current];
       switch (e.key) {
         case "ArrowDown": e.preventDefault(); setCurrent(current + 1); return;

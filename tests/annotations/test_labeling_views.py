@@ -176,7 +176,7 @@ def test_submit_writes_labels_with_history_and_rescores(client_as, reviewer_a, l
     data["rationale-biometrics"] = "clear face"
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         response = client_as(reviewer_a).post(url("labeling_submit", labeling), data)
-    assert response.status_code == 302 and response["Location"] == url("labeling", labeling)
+    assert response.status_code == 302 and response["Location"] == reverse("annotations:queue")  # no next image
     assert len(callbacks) == 1
     labeling.refresh_from_db()
     assert labeling.status == "submitted" and labeling.submitted_at is not None and labeling.version == 2
@@ -324,6 +324,47 @@ def test_skip_gives_the_slot_back_and_moves_on(client_as, reviewer_a, labeling, 
     assert labeling.status == "skipped"
     nxt = Labeling.objects.get(annotator__user=reviewer_a, image=second)
     assert response.status_code == 302 and response["Location"] == url("labeling", nxt)
+
+
+def test_submit_opens_the_next_image_unless_the_preference_says_stay(client_as, reviewer_a, labeling, make_image):
+    second = make_image("2017_00000200")
+    client = client_as(reviewer_a)
+    response = client.post(url("labeling_submit", labeling), form_data(labeling))
+    nxt = Labeling.objects.get(annotator__user=reviewer_a, image=second)
+    assert response.status_code == 302 and response["Location"] == url("labeling", nxt)
+    assert client.post(reverse("annotations:preferences"), {"blur_images_by_default": "on", "stay_after_submit": "on"}).status_code == 302
+    response = client.post(url("labeling_submit", nxt), form_data(nxt))
+    assert response.status_code == 302 and response["Location"] == url("labeling", nxt)
+
+
+def test_skip_can_be_undone_once_then_reopened_from_the_skipped_list(client_as, reviewer_a, labeling, make_image):
+    make_image("2017_00000200")
+    client = client_as(reviewer_a)
+    client.post(url("labeling_draft", labeling), {"version": 1, "value-age": "1"})
+    page = client.post(url("labeling_skip", labeling), follow=True).content.decode()
+    assert f'action="{url("labeling_unskip", labeling)}"' in page and "Undo skip" in page
+    queue = client.get(reverse("annotations:queue")).content.decode()
+    assert "Undo skip" not in queue  # offered once
+    assert "Skipped" in queue and f'action="{url("labeling_unskip", labeling)}"' in queue and "1 answers kept" in queue
+    response = client.post(url("labeling_unskip", labeling))
+    assert response.status_code == 302 and response["Location"] == url("labeling", labeling)
+    labeling.refresh_from_db()
+    assert labeling.status == "draft" and labeling.draft_values == {"age": 1.0}
+    assert AuditEvent.objects.filter(action="labeling.unskip").count() == 1
+
+
+def test_unskip_is_refused_when_the_slots_are_gone(client_as, reviewer_a, labeling, settings):
+    from tests.conftest import make_user
+
+    client = client_as(reviewer_a)
+    client.post(url("labeling_skip", labeling))
+    settings.CPRT_LABELINGS_PER_IMAGE = 1
+    taker = claim(make_user("taker", "reviewer"))
+    assert taker.image_id == labeling.image_id
+    page = client.post(url("labeling_unskip", labeling), follow=True).content.decode()
+    assert "taken every slot" in page
+    labeling.refresh_from_db()
+    assert labeling.status == "skipped"
 
 
 def test_submitted_labeling_cannot_be_skipped(client_as, reviewer_a, labeling):

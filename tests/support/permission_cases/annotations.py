@@ -18,11 +18,12 @@ def setup(world):
     from tests.conftest import png_bytes
 
     annotator = Annotator.for_user(world["reviewer_a"])
-    for name in ("labeling_page", "labeling_draft", "labeling_submit", "labeling_skip"):
+    for name in ("labeling_page", "labeling_draft", "labeling_submit", "labeling_skip", "labeling_unskip"):
         image = Image(vispr_id=f"perm_{name}", split="test", source="permission-test")
         attach(image, clean_image(png_bytes(color=(len(name), 1, 2))))
         image.save()
         world[name] = Labeling.objects.create(image=image, annotator=annotator)
+    Labeling.objects.filter(pk=world["labeling_unskip"].pk).update(status=Labeling.STATUS_SKIPPED)
 
 
 def cases(world):
@@ -47,6 +48,8 @@ def cases(world):
         Case("annotations:labeling_submit", kwargs={"labeling_id": submit.pk}, expect=ROLES_405),
         Case("annotations:labeling_skip", kwargs={"labeling_id": skip.pk}, method="post", expect=owner_only(302)),
         Case("annotations:labeling_skip", kwargs={"labeling_id": skip.pk}, expect=ROLES_405),
+        Case("annotations:labeling_unskip", kwargs={"labeling_id": world["labeling_unskip"].pk}, method="post", expect=owner_only(302)),
+        Case("annotations:labeling_unskip", kwargs={"labeling_id": world["labeling_unskip"].pk}, expect=ROLES_405),
         Case("annotations:image_history", kwargs={"image_id": page.image_id}, expect=STAFF_ONLY),
         Case("annotations:image_history", kwargs={"image_id": 999999}, expect=matrix(reviewer_a=403, reviewer_b=403, adjudicator=404, admin=404)),
         Case("annotations:image_history", kwargs={"image_id": page.image_id}, method="post", expect=matrix(reviewer_a=403, reviewer_b=403, adjudicator=405, admin=405)),
