@@ -1,27 +1,46 @@
-"""The `browser` fixture: Debian's Chromium through Playwright (sync API).
+"""Shared fixtures of the browser tests and journeys (Playwright on Debian's Chromium, against pytest-django's live server).
 
-Skipped when /usr/bin/chromium is missing unless CPRT_REQUIRE_BROWSER=1, which turns the skip into a
-failure (CI with a browser must not silently skip).
+- `browser`: one Chromium per module (tests open their own pages or contexts in it). Skipped when /usr/bin/chromium or Playwright is missing, unless
+  CPRT_REQUIRE_BROWSER=1 (CI), which makes the skip a failure.
+- `journey`: logs personas in through the login form once and keeps their pages (`journey.page_for(username)`),
+  watches every page it opens and fails the test at the end if any page logged a console error, raised an
+  uncaught exception, violated the Content Security Policy or got a 4xx/5xx response (for the page or any
+  resource it loaded) that the test did not announce with `journey.expect_status(...)`.
+  `journey.visit(page, path, name)` opens a page, checks its status and writes a full-page screenshot at
+  1280 px to test-artifacts/journeys/<name>.png.
+
+Other engineers' browser tests can reuse these fixtures by living in this folder.
 """
 from __future__ import annotations
 
 import os
-
+import re
+from contextlib import contextmanager
 import pytest
-
-from tests.support.browser import ARTIFACTS
 
 # Playwright's sync API runs an event loop in this thread; the ORM calls in these tests are synchronous.
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
+from tests.conftest import PASSWORD  # noqa: E402
+from tests.support.browser import ARTIFACTS as ALL_ARTIFACTS  # noqa: E402
+
 CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = ALL_ARTIFACTS / "journeys"
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
+WIDTH, HEIGHT = 1280, 900
+# Records CSP violations in the page (Chromium also logs them as console errors; this catches report-only ones too).
+CSP_PROBE = """
+window.__cprtCsp = [];
+document.addEventListener("securitypolicyviolation", function (e) {
+  window.__cprtCsp.push(e.violatedDirective + " blocked " + (e.blockedURI || "inline"));
+});
+"""
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def browser():
     reason = None
     if not os.path.exists(CHROMIUM):
@@ -35,10 +54,126 @@ def browser():
         if os.environ.get("CPRT_REQUIRE_BROWSER") == "1":
             pytest.fail(f"CPRT_REQUIRE_BROWSER=1 but {reason}")
         pytest.skip(reason)
-    ARTIFACTS.mkdir(exist_ok=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             yield browser
         finally:
             browser.close()
+
+
+class Journey:
+    def __init__(self, browser, base_url: str):
+        self.browser = browser
+        self.base = base_url
+        self.problems: list[str] = []
+        self.allowed: set[int] = set()
+        self.pages: dict[str, object] = {}
+        self.contexts: list = []
+        self.visited: list[str] = []
+
+    # --- watching -------------------------------------------------------------------------------------
+
+    def watch(self, page):
+        page.on("console", lambda msg: self._console(page, msg))
+        page.on("pageerror", lambda exc: self.problems.append(f"{page.url}: uncaught exception: {exc}"))
+        page.on("response", lambda response: self._response(response))
+        return page
+
+    def _console(self, page, msg):
+        if msg.type != "error":
+            return
+        text = msg.text
+        if "Failed to load resource" in text and self.allowed:
+            status = re.search(r"status of (\d{3})", text)
+            if status and int(status.group(1)) in self.allowed:
+                return
+        self.problems.append(f"{page.url}: console error: {text}")
+
+    def _response(self, response):
+        if response.status >= 400 and response.status not in self.allowed:
+            self.problems.append(f"HTTP {response.status} for {response.request.method} {response.url}")
+
+    @contextmanager
+    def expect_status(self, *statuses: int):
+        """Within the block, these statuses are what the test wants (a refused form), not a problem."""
+        before = set(self.allowed)
+        self.allowed |= set(statuses)
+        try:
+            yield
+        finally:
+            self.allowed = before
+
+    def check(self, page):
+        """CSP violations recorded in the page so far, and every problem seen until now, fail here."""
+        try:
+            csp = page.evaluate("window.__cprtCsp || []")
+        except Exception:  # the page is navigating; its violations were logged to the console as well
+            csp = []
+        self.problems += [f"{page.url}: CSP violation: {v}" for v in csp]
+        assert not self.problems, "\n".join(self.problems)
+
+    # --- pages ----------------------------------------------------------------------------------------
+
+    def new_page(self, width: int = WIDTH, height: int = HEIGHT, context=None):
+        if context is None:
+            context = self.browser.new_context(viewport={"width": width, "height": height})
+            context.add_init_script(CSP_PROBE)
+            context.set_default_timeout(15_000)
+            self.contexts.append(context)
+        return self.watch(context.new_page())
+
+    def log_in(self, username: str, password: str = PASSWORD):
+        """A fresh context logged in through the login form (typed, then Enter); returns its page."""
+        page = self.new_page()
+        self.visit(page, "/accounts/login/", f"login-{username}", shot=not self.visited)
+        page.fill("input[name=username]", username)
+        page.fill("input[name=password]", password)
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+        assert "/accounts/login/" not in page.url, f"login as {username} failed: {page.inner_text('main')[:300]}"
+        self.check(page)
+        return page
+
+    def page_for(self, username: str):
+        """The logged-in page of `username`, shared by every step of the module's journeys."""
+        if username not in self.pages:
+            self.pages[username] = self.log_in(username)
+        return self.pages[username]
+
+    def visit(self, page, path: str, name: str | None = None, status: int = 200, shot: bool = True):
+        with self.expect_status(status) if status >= 400 else _nothing():
+            response = page.goto(self.base + path if path.startswith("/") else path)
+            page.wait_for_load_state("load")
+        assert response is not None and response.status == status, (
+            f"{path}: HTTP {response.status if response else None}, expected {status}: {page.inner_text('body')[:400]}")
+        self.visited.append(path)
+        if shot and name:
+            self.shot(page, name)
+        self.check(page)
+        return response
+
+    def shot(self, page, name: str):
+        page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+    def close(self):
+        for context in self.contexts:
+            context.close()
+
+
+@contextmanager
+def _nothing():
+    yield
+
+
+@pytest.fixture
+def journey(browser, live_server):
+    j = Journey(browser, live_server.url)
+    try:
+        yield j
+        for page in list(j.pages.values()):
+            j.check(page)
+        assert not j.problems, "\n".join(j.problems)
+    finally:
+        j.close()
