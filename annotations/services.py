@@ -498,6 +498,23 @@ def labeling_events(image: Image) -> list:
     return events
 
 
+def adjudication_history(image: Image) -> list[dict]:
+    """Every recorded adjudication of the image (set or changed), newest first, with the value before and after."""
+    rows = Adjudication.history.filter(image_id=image.pk).select_related("history_user", "attribute").order_by("history_date", "history_id")
+    last: dict = {}
+    out = []
+    kinds = {"+": "set", "~": "changed", "-": "removed"}
+    for row in rows:
+        old = last.get(row.attribute_id)
+        last[row.attribute_id] = None if row.history_type == "-" else row.value
+        out.append({"when": row.history_date, "user": row.history_user.username if row.history_user else "(system)",
+                    "attribute": row.attribute.key if row.attribute else f"attribute {row.attribute_id}",
+                    "kind": kinds.get(row.history_type, row.history_type), "old_value": old,
+                    "new_value": None if row.history_type == "-" else row.value, "note": row.note})
+    out.reverse()
+    return out
+
+
 def profile_for(user) -> Profile:
     """The user's Profile; superusers created without one get an admin profile on first use."""
     profile = getattr(user, "profile", None)

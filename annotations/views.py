@@ -228,7 +228,8 @@ def image_history(request, image_id: int):
     return render(
         request,
         "annotations/image_history.html",
-        {"image": image, "changes": changes, "events": services.labeling_events(image)},
+        {"image": image, "changes": changes, "events": services.labeling_events(image),
+         "adjudications": services.adjudication_history(image)},
     )
 
 

@@ -235,12 +235,31 @@ def _review_context(request, image, form=None) -> dict:
             "key": key, "level": attribute.level, "question": attribute.question, "cells": cells,
             "disputed": len(binaries) > 1, "consensus": None if score is None else score.binary_labels.get(key),
             "adjudication": adjudications.get(key),
+            # What "Set" writes unless changed: the current final label (adjudication, else consensus), never a silent 0.
+            "default": _label_text(adjudications[key].value) if key in adjudications
+            else ("" if score is None or score.binary_labels.get(key) is None else str(score.binary_labels[key])),
         })
     return {
         "image": image, "profile": profile, "score": score, "annotators": [(n, kinds[n]) for n in annotators], "rows": rows,
         "blur": _blur(request), "form": form or AdjudicationForm(attribute_keys=attributes.keys()),
         "label_choices": [("0", "0"), ("0.5", "0.5"), ("1", "1")],
+        "neighbours": _disputed_neighbours(profile, image.pk),
     }
+
+
+def _label_text(value: float) -> str:
+    return {0.0: "0", 0.5: "0.5", 1.0: "1"}.get(value, str(value))
+
+
+def _disputed_neighbours(profile, image_id: int) -> dict:
+    """The previous and next image of the disagreement queue (impact order) around this one."""
+    ids = [r["image_id"] for r in services.filter_disputes(services.disagreement_queue(profile)["rows"], sort="impact")]
+    if image_id in ids:
+        i = ids.index(image_id)
+        prev_id, next_id = (ids[i - 1] if i > 0 else None), (ids[i + 1] if i + 1 < len(ids) else None)
+    else:
+        prev_id, next_id = None, (ids[0] if ids else None)
+    return {"previous": prev_id, "next": next_id, "position": ids.index(image_id) + 1 if image_id in ids else None, "total": len(ids)}
 
 
 @require_role(*STAFF_ROLES)

@@ -1,0 +1,48 @@
+"""The review page's links and defaults: previous/next disputed image, history link, "set final label"
+selects on the current final label (not 0); the history page lists adjudications."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from scoring.models import ScoringProfile
+from scoring.services import recompute_scores
+from tests.permission_cases.scoring import label_everything, make_images
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def disputed_pair(model_annotators):
+    images = make_images(2, prefix="2017_82", with_published=False)
+    gpt, gem = model_annotators
+    label_everything(images, gpt, lambda i, k: 1.0 if k in ("gov_ids", "age") else 0.0)
+    label_everything(images, gem, lambda i, k: 1.0 if k == "age" else 0.0)
+    profile = ScoringProfile.active()
+    profile.consensus_annotators.set([gpt, gem])
+    recompute_scores(profile)
+    return images
+
+
+def _selected(html: str, key: str) -> str:
+    select = re.search(rf'<select name="value" aria-label="final label of {key}">(.*?)</select>', html, re.S).group(1)
+    return re.search(r'<option value="([^"]*)" selected>', select).group(1)
+
+
+def test_review_defaults_to_the_current_final_label_and_links_neighbours_and_history(client_as, adjudicator, disputed_pair):
+    first, second = disputed_pair
+    client = client_as(adjudicator)
+    html = client.get(reverse("scoring:review", args=[first.pk])).content.decode()
+    assert _selected(html, "age") == "1" and _selected(html, "gov_ids") == "0"  # the consensus, not a blanket 0
+    assert f'href="{reverse("annotations:image_history", args=[first.pk])}"' in html
+    links = {re.search(r'href="/scoring/images/(\d+)/review/" rel="(prev|next)"', m).group(2): int(re.search(r"images/(\d+)/", m).group(1))
+             for m in re.findall(r'<a href="/scoring/images/\d+/review/" rel="(?:prev|next)"', html)}
+    assert set(links.values()) <= {second.pk} and links  # one neighbour, the other disputed image
+    client.post(reverse("scoring:adjudicate", args=[first.pk]), {"attribute": "gov_ids", "value": "0.5", "note": "partly"})
+    html = client.get(reverse("scoring:review", args=[first.pk])).content.decode()
+    assert _selected(html, "gov_ids") == "0.5"
+    history = client.get(reverse("annotations:image_history", args=[first.pk])).content.decode()
+    table = re.search(r'<table class="history adjudications">(.*?)</table>', history, re.S).group(1)
+    assert "gov_ids" in table and "partly" in table and "adjudicator" in table and "0.5" in table
