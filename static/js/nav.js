@@ -1,15 +1,23 @@
-/* Marks the navigation link of the current page (aria-current="page"): the link whose path is the
-   longest prefix of this page's path. No inline script, so the strict CSP holds. */
+/* Marks the navigation link of the current page (aria-current="page"): the link to exactly this path, else
+   the longest link path this page's path starts with, leaving out a section's index ("/scoring/") when other
+   links live under it, so that a review page under /scoring/ does not mark the leaderboard.
+   No inline script, so the strict CSP holds. */
 (function () {
   "use strict";
   function mark() {
-    var here = window.location.pathname, best = null, bestLength = 0;
-    document.querySelectorAll(".nav a[href]").forEach(function (a) {
-      var path = new URL(a.href, window.location.href).pathname;
-      var matches = path === "/" ? here === "/" : here.indexOf(path) === 0;
-      if (matches && path.length > bestLength) { best = a; bestLength = path.length; }
+    var here = window.location.pathname;
+    var links = Array.prototype.map.call(document.querySelectorAll(".nav a[href]"), function (a) {
+      return { el: a, path: new URL(a.href, window.location.href).pathname };
     });
-    if (best) best.setAttribute("aria-current", "page");
+    var best = links.filter(function (l) { return l.path === here; })[0];
+    if (!best) {
+      links.forEach(function (l) {
+        var isIndex = links.some(function (o) { return o !== l && o.path.indexOf(l.path) === 0 && o.path !== l.path; });
+        if (l.path === "/" || isIndex || here.indexOf(l.path) !== 0) return;
+        if (!best || l.path.length > best.path.length) best = l;
+      });
+    }
+    if (best) best.el.setAttribute("aria-current", "page");
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", mark);
   else mark();
