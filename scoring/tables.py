@@ -230,8 +230,10 @@ def predictions_table(rows: list[dict]) -> Table:
 
 def extremes_table(rows: list[dict], k: int = 10) -> Table:
     valid = [r for r in rows if r["error"] is not None]
-    under = sorted(valid, key=lambda r: r["error"])[:k]
-    over = sorted(valid, key=lambda r: -r["error"])[:k]
+    # Split by the sign of the error (predicted - ground truth): an image is under- or over-estimated, never both,
+    # and an exact prediction is neither.
+    under = sorted((r for r in valid if r["error"] < 0), key=lambda r: r["error"])[:k]
+    over = sorted((r for r in valid if r["error"] > 0), key=lambda r: -r["error"])[:k]
     out = [{"kind": "under-estimated", **r} for r in under] + [{"kind": "over-estimated", **r} for r in over]
     return Table("extremes", f"Most under- and over-estimated images (top {k} each)", [("kind", "")] + PREDICTION_COLUMNS, out)
 

@@ -46,3 +46,14 @@ def test_review_defaults_to_the_current_final_label_and_links_neighbours_and_his
     history = client.get(reverse("annotations:image_history", args=[first.pk])).content.decode()
     table = re.search(r'<table class="history adjudications">(.*?)</table>', history, re.S).group(1)
     assert "gov_ids" in table and "partly" in table and "adjudicator" in table and "0.5" in table
+
+
+def test_extremes_are_split_by_the_sign_of_the_error():
+    from scoring.tables import extremes_table
+
+    rows = [{"error": e, "image": str(i)} for i, e in enumerate([-0.3, -0.1, 0.0, 0.05, 0.2])]
+    table = extremes_table(rows, k=10)
+    kinds = {}
+    for row in table.rows:
+        kinds.setdefault(row["kind"], []).append(row["error"])
+    assert kinds == {"under-estimated": [-0.3, -0.1], "over-estimated": [0.2, 0.05]}
