@@ -1,6 +1,8 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import include, path
+from django.http import HttpResponsePermanentRedirect
 
 from annotations import views as annotation_views
 
@@ -9,6 +11,8 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    # Pages without our base template (the Django admin) make the browser ask for /favicon.ico.
+    path("favicon.ico", lambda request: HttpResponsePermanentRedirect(static("favicon.svg"))),
     path("", include("annotations.urls")),
     path("scoring/", include("scoring.urls")),
     path("runs/", include("inference.urls")),

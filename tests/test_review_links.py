@@ -57,3 +57,10 @@ def test_extremes_are_split_by_the_sign_of_the_error():
     for row in table.rows:
         kinds.setdefault(row["kind"], []).append(row["error"])
     assert kinds == {"under-estimated": [-0.3, -0.1], "over-estimated": [0.2, 0.05]}
+
+
+def test_favicon_is_served_and_a_failed_login_keeps_the_user_name(client, reviewer_a):
+    response = client.get("/favicon.ico")
+    assert response.status_code == 301 and "favicon" in response["Location"]
+    page = client.post(reverse("login"), {"username": "reviewer_a", "password": "wrong"}).content.decode()
+    assert 'name="username"' in page and 'value="reviewer_a"' in page

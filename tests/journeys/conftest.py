@@ -120,7 +120,7 @@ class Journey:
         if context is None:
             context = self.browser.new_context(viewport={"width": width, "height": height})
             context.add_init_script(CSP_PROBE)
-            context.set_default_timeout(15_000)
+            context.set_default_timeout(30_000)  # the shared CI machine can be slow; a real hang still fails
             self.contexts.append(context)
         return self.watch(context.new_page())
 
