@@ -23,6 +23,7 @@ from annotations.models import Annotator, Image, Label, Labeling
 from core.models import Profile
 from core.audit import audit
 
+from .runs import seed_runs
 from .drawing import DEMO_SEED, HEIGHT, SCENES, WIDTH, intended_labels, noisy, obvious_keys, render, split_of, vispr_id  # noqa: F401 (the demo's public names)
 
 DEMO_SOURCE = "demo"
@@ -144,6 +145,7 @@ def seed(force: bool = False, log: Callable[[str], None] = lambda _msg: None) ->
         if set(profile.consensus_annotators.values_list("id", flat=True)) != {m.id for m in models}:
             profile.consensus_annotators.set(models)
         result = recompute_scores(profile)
+        counts["runs"] = len(seed_runs(log))  # demo judge and annotate runs over the scored images
         if counts["images"] or counts["labels"] or created_accounts:
             audit(None, "demo.seed", profile, **counts, accounts=created_accounts)
     log(

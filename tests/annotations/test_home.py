@@ -70,7 +70,7 @@ def test_home_without_a_provisional_profile_shows_no_badge(client_as, adjudicato
 def test_home_is_blind_for_a_reviewer_until_they_submit(client_as, reviewer_a, scored):
     """Blind rule: a reviewer sees an image's consensus only once their own labeling of it is submitted."""
     from annotations.services import claim_next, submit
-    from tests.labeling_helpers import answers
+    from tests.support.labeling import answers
 
     html = client_as(reviewer_a).get(reverse("home")).content.decode()
     for vispr_id in ("2017_00000001", "2017_00000002", "2017_00000003"):

@@ -8,7 +8,7 @@ from annotations.models import Adjudication
 from scoring.models import ScoringProfile
 from scoring.services import recompute_scores
 from tests.conftest import make_user
-from tests.permission_cases.scoring import label_everything, make_images
+from tests.support.permission_cases.scoring import label_everything, make_images
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 

@@ -1,5 +1,5 @@
 """The admin's journey in Chromium, against the fake OpenAI-compatible server (tests/fakes) and a real Celery
-worker (tests/workers.py): launch a judge run and an annotate run from /runs/new/ with the default form plus
+worker (tests/support/workers.py): launch a judge run and an annotate run from /runs/new/ with the default form plus
 what a person fills, watch them finish, cancel and resume a run, open its metrics, export and download the
 dataset, and make an API token."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from scoring.models import ExportJob
 from tests.conftest import make_user
 from tests.fakes.fixtures import FAKE_KEY
 from tests.fakes.openai_server import FakeOpenAIServer
-from tests.workers import celery_worker, purge_broker, wait_for
+from tests.support.workers import celery_worker, purge_broker, wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 

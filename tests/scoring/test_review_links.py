@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from scoring.models import ScoringProfile
 from scoring.services import recompute_scores
-from tests.permission_cases.scoring import label_everything, make_images
+from tests.support.permission_cases.scoring import label_everything, make_images
 
 pytestmark = pytest.mark.django_db
 

@@ -1,0 +1,58 @@
+"""The demo's runs: four judge runs (two strategies, with and without counterfactual faces) and one annotate
+run, marked as demo data, idempotent, and the run, metrics, leaderboard and counterfactual pages show them."""
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from annotations.models import Label
+from inference.models import Run, RunResult
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def seeded(settings):
+    settings.DEBUG = True
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    call_command("seed_demo", stdout=io.StringIO())
+
+
+def test_demo_seeds_marked_runs_once(seeded):
+    runs = Run.objects.order_by("pk")
+    judge = runs.filter(task="judge")
+    assert sorted(judge.values_list("strategy", "counterfactual_faces")) == [
+        ("taxonomy", False), ("taxonomy", True), ("zero_shot", False), ("zero_shot", True)]
+    annotate = runs.get(task="annotate")
+    assert all(r.status == "finished" and r.selection.get("demo") and r.prompt_version == "demo-v1" for r in runs)
+    n_images = runs.first().total_images
+    assert n_images > 0 and all(r.results.count() == n_images for r in runs)
+    assert not RunResult.objects.exclude(reasoning__startswith="demo:").exists()
+    assert annotate.annotator.is_demo and Label.objects.filter(annotator=annotate.annotator).count() == n_images * 22
+    # The counterfactual instruction lowers the prediction where the consensus sees a face, and only there.
+    plain = dict(judge.get(strategy="taxonomy", counterfactual_faces=False).results.values_list("image_id", "score"))
+    cf = dict(judge.get(strategy="taxonomy", counterfactual_faces=True).results.values_list("image_id", "score"))
+    assert sum(cf.values()) < sum(plain.values())
+    before = Run.objects.count(), RunResult.objects.count(), Label.objects.count()
+    call_command("seed_demo", stdout=io.StringIO())
+    assert (Run.objects.count(), RunResult.objects.count(), Label.objects.count()) == before
+
+
+def test_demo_pages_show_the_runs(seeded, client):
+    from django.contrib.auth import get_user_model
+
+    client.force_login(get_user_model().objects.get(username="admin"))
+    run = Run.objects.filter(task="judge").first()
+    annotate = Run.objects.get(task="annotate")
+    page = client.get(reverse("inference:run_list")).content.decode()
+    assert page.count(">demo</span>") == 5
+    page = client.get(reverse("inference:run_detail", args=[run.pk])).content.decode()
+    assert "demo data" in page and reverse("scoring:run", args=[run.pk]) in page and "None yet" not in page
+    page = client.get(reverse("scoring:run", args=[run.pk])).content.decode()
+    assert "demo data" in page and reverse("inference:run_detail", args=[run.pk]) in page
+    assert "yes:" in client.get(reverse("inference:run_detail", args=[annotate.pk])).content.decode()
+    assert client.get(reverse("scoring:leaderboard")).content.decode().count("gpt-5.1") >= 4
+    assert client.get(reverse("scoring:counterfactual")).status_code == 200
