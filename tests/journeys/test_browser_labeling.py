@@ -75,8 +75,9 @@ def test_label_everything_with_the_keyboard(browser, live_server, make_image):
     page.wait_for_selector("html[data-labeling-ready='1']", state="attached")
     assert page.is_checked(f"input[name='value-{changed}'][value='1']")
 
-    page.keyboard.press("Enter")
-    page.wait_for_selector("[data-status]:has-text('submitted')")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")  # submits and opens the next image: none is left here, so the Label page
+    assert page.url.endswith("/label/") and "Submitted your labels for image 2017_00000042" in page.inner_text(".messages")
     shot(page, "4-submitted")
     labeling = Labeling.objects.get(image=image)
     assert labeling.status == "submitted"
