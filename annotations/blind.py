@@ -7,7 +7,7 @@ image's batch turns them on, see services.page_rows). Adjudicators and admins se
 
 And once a reviewer has submitted (and so may see the others' labels), their labeling is frozen:
 `services._lock_for_edit` refuses every change to a submitted labeling; a correction goes through
-an adjudicator. docs/permissions.md states the rule; tests/test_permissions.py checks every page and
+an adjudicator. docs/permissions.md states the rule; tests/cross/test_permissions.py checks every page and
 API response a reviewer can reach against it (the "blind" column).
 
 Every page, partial, API serializer, filter and download that shows a consensus-derived value asks
