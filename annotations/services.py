@@ -111,7 +111,9 @@ def _open_drafts(annotator: Annotator) -> QuerySet[Labeling]:
 def claim_next(user) -> Labeling | None:
     """The user's oldest open draft, or a new draft on an image that still needs labels; None when none is left.
 
-    The claim locks the chosen image row (PostgreSQL: FOR UPDATE SKIP LOCKED, so concurrent claims
+    Claims of one reviewer are serialised on their annotator row, and the open draft is looked up
+    again under that lock, so parallel requests (several tabs) get the same draft. The claim locks
+    the chosen image row (PostgreSQL: FOR UPDATE SKIP LOCKED, so concurrent claims
     spread over different images; SQLite: the IMMEDIATE transaction serialises writers) and counts the
     image's slots again under the lock, because the queue query may have read a snapshot older than
     a claim that committed while it ran.
@@ -125,6 +127,12 @@ def claim_next(user) -> Labeling | None:
         image = None
         try:
             with transaction.atomic():
+                # One claim at a time per reviewer (their annotator row is the lock): parallel "next
+                # image" requests from several tabs must resume one draft, not open one each.
+                Annotator.objects.select_for_update().filter(pk=annotator.pk).first()
+                draft = _open_drafts(annotator).first()
+                if draft is not None:
+                    return draft
                 # Lowest id first: reviewers fill an image's slots before the next image is started.
                 candidates = queue_for(annotator).exclude(pk__in=tried).order_by("pk")
                 image = candidates.select_for_update(skip_locked=True, of=("self",)).first()

@@ -7,7 +7,7 @@ import time
 from typing import Iterable
 
 import numpy as np
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from annotations import taxonomy
 from annotations.models import Adjudication, Annotator, Attribute, Image, Label, TaxonomyVersion
@@ -283,8 +283,27 @@ def active_attributes() -> dict[str, Attribute]:
     return {a.key: a for a in Attribute.objects.filter(taxonomy=tv)}
 
 
+class AdjudicationConflict(Exception):
+    """Another adjudicator's first decision on the same (image, attribute) committed while this one was
+    being written; nothing of this one was stored. `message` says what won."""
+
+    status = 409
+
+    def __init__(self, winner: Adjudication):
+        self.winner = winner
+        self.message = (
+            f"Another adjudicator ({winner.adjudicator}) decided {winner.attribute.key} of this image at the same time: "
+            f"{winner.value:g}. Your decision was not saved; review theirs and set the label again if you disagree."
+        )
+        super().__init__(self.message)
+
+
 def adjudicate(user, image: Image, attribute: Attribute, value: float, note: str) -> Adjudication:
-    """Set the final label of one (image, attribute): never touches Labels; history + audit; rescore."""
+    """Set the final label of one (image, attribute): never touches Labels; history + audit; rescore.
+
+    A later decision replaces an earlier one. Two first decisions at the same instant both find no row
+    to lock; the unique constraint lets one insert win and the other raises AdjudicationConflict.
+    """
     if value not in engine.VALID_LABELS:
         raise ValueError(f"{value!r} is not a valid label (0, 0.5 or 1).")
     with transaction.atomic():
@@ -293,7 +312,14 @@ def adjudicate(user, image: Image, attribute: Attribute, value: float, note: str
         if adjudication is None:
             adjudication = Adjudication(image=image, attribute=attribute)
         adjudication.value, adjudication.note, adjudication.adjudicator = value, note, user
-        adjudication.save()
+        try:
+            with transaction.atomic():  # a savepoint: the losing insert must not spoil the transaction
+                adjudication.save()
+        except IntegrityError:
+            if old is not None:
+                raise
+            winner = Adjudication.objects.select_related("adjudicator", "attribute").get(image=image, attribute=attribute)
+            raise AdjudicationConflict(winner) from None
         audit(user, "adjudicate", adjudication, image_id=image.pk, vispr_id=image.vispr_id, attribute=attribute.key,
               old=old, new={"value": value, "note": note})
         rescore_image(image.pk)

@@ -278,7 +278,11 @@ def adjudicate(request, image_id: int):
     if not form.is_valid():
         return render(request, "scoring/review.html", _review_context(request, image, form), status=400)
     c = form.cleaned_data
-    services.adjudicate(request.user, image, attributes[c["attribute"]], c["value"], c["note"])
+    try:
+        services.adjudicate(request.user, image, attributes[c["attribute"]], c["value"], c["note"])
+    except services.AdjudicationConflict as exc:
+        messages.error(request, exc.message)
+        return render(request, "scoring/review.html", _review_context(request, image), status=exc.status)
     messages.success(request, f"{c['attribute']} of {image.vispr_id} set to {c['value']:g}; score updated.")
     return redirect("scoring:review", image_id=image.pk)
 
