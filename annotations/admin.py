@@ -1,12 +1,39 @@
+"""Admin pages. Labels, labelings and adjudications are read-only here: they change only through the
+labeling and adjudication services (history, audit, rescore); images change through audited actions."""
 from django import forms
 from django.contrib import admin
 from django.contrib.admin import helpers
+from django.core.exceptions import PermissionDenied
+from django.forms.models import model_to_dict
 from django.shortcuts import render
 from simple_history.admin import SimpleHistoryAdmin
 
 from core.audit import audit
 
 from .models import Adjudication, Annotator, Attribute, Batch, Image, Label, Labeling, TaxonomyVersion
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Browse and search only: no add, change or delete, and (with simple_history) no revert, whose
+    POST would otherwise save an old version without going through the services."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def history_form_view(self, request, object_id, version_id, extra_context=None):
+        if request.method != "GET":
+            raise PermissionDenied("Read-only: change this through the workbench's pages, not the admin.")
+        return super().history_form_view(request, object_id, version_id, extra_context)
+
+
+class ReadOnlyHistoryAdmin(ReadOnlyAdmin, SimpleHistoryAdmin):
+    pass
 
 
 class AssignBatchForm(forms.Form):
@@ -24,10 +51,19 @@ class BatchAdmin(admin.ModelAdmin):
 class ImageAdmin(admin.ModelAdmin):
     list_display = ("vispr_id", "split", "batch", "unsuitable", "width", "height", "source", "published_level", "published_score")
     list_filter = ("split", "unsuitable", "batch", "source", "labelings__flag")
-    list_editable = ("batch", "unsuitable")
+    # No list_editable: batch and suitability change through the audited actions below.
     search_fields = ("vispr_id", "sha256")
     readonly_fields = ("sha256", "width", "height", "file")
     actions = ["mark_unsuitable", "mark_suitable", "assign_batch"]
+
+    def save_model(self, request, obj, form, change):
+        """The change form: saved, and audited field by field (old -> new)."""
+        old = model_to_dict(Image.objects.get(pk=obj.pk), fields=form.changed_data) if change else {}
+        super().save_model(request, obj, form, change)
+        if form.changed_data:
+            new = model_to_dict(obj, fields=form.changed_data)
+            changes = {k: {"old": _plain(old.get(k)), "new": _plain(new.get(k))} for k in form.changed_data}
+            audit(request.user, "image.change" if change else "image.create", obj, vispr_id=obj.vispr_id, changes=changes)
 
     @admin.action(description="Assign to a batch…")
     def assign_batch(self, request, queryset):
@@ -67,6 +103,13 @@ class ImageAdmin(admin.ModelAdmin):
         self.message_user(request, f"{len(ids)} image(s) marked {'unsuitable' if value else 'suitable'}.")
 
 
+def _plain(value):
+    """A form value as JSON can store it (files by name)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
 @admin.register(Annotator)
 class AnnotatorAdmin(admin.ModelAdmin):
     list_display = ("name", "kind", "provider", "model_name", "prompt_version", "is_demo")
@@ -74,14 +117,14 @@ class AnnotatorAdmin(admin.ModelAdmin):
 
 
 @admin.register(Label)
-class LabelAdmin(SimpleHistoryAdmin):
+class LabelAdmin(ReadOnlyHistoryAdmin):
     list_display = ("image", "annotator", "attribute", "value", "updated_at")
     list_filter = ("annotator",)
     raw_id_fields = ("image",)
 
 
 @admin.register(Labeling)
-class LabelingAdmin(SimpleHistoryAdmin):
+class LabelingAdmin(ReadOnlyHistoryAdmin):
     list_display = ("image", "annotator", "status", "version", "flag", "updated_at")
     list_filter = ("status", "flag")
     search_fields = ("image__vispr_id", "annotator__name")
@@ -89,7 +132,7 @@ class LabelingAdmin(SimpleHistoryAdmin):
 
 
 @admin.register(Adjudication)
-class AdjudicationAdmin(SimpleHistoryAdmin):
+class AdjudicationAdmin(ReadOnlyHistoryAdmin):
     list_display = ("image", "attribute", "value", "adjudicator", "updated_at")
     raw_id_fields = ("image",)
 

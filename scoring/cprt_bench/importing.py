@@ -20,6 +20,7 @@ from core.audit import audit
 
 from .. import engine
 from ..models import ScoringProfile
+from ..profiles import rescore_stored
 from ..services import recompute_scores
 from .reading import ScannedFile, _key, iter_valid_rows, scan_file
 from .common import DEFAULT_PROFILE, REPRODUCES_BELOW, SPLITS, chunked
@@ -79,6 +80,8 @@ def import_bench_file(path: Path | str, split: str, profile_name: str = DEFAULT_
         image_ids, created, updated, split_differs = _store_rows(path, tax, split, annotator, source)
         profile, activated, reason = _store_profile(profile_name, path, split, tax, scanned, fit, mismatches, annotator)
         scored = recompute_scores(profile, image_ids)
+        # The profile's boundaries and consensus set may have changed: no other stored score may stay stale.
+        rescore_stored(profile, exclude=image_ids)
         audit(
             actor,
             "import_cprt",
