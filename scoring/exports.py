@@ -2,6 +2,10 @@
 dispatch on commit) and `run_export` (the worker: build the export with `cprt_bench.export_dataset`,
 then zip it under CPRT_EXPORT_ROOT or push it to the Hugging Face Hub).
 
+A delivery of `run_export` first claims the job with a lease (one conditional UPDATE): a second
+delivery while a live worker builds it does nothing; a job whose worker stopped renewing its lease
+(CPRT_EXPORT_STALE_S) is failed by `reconcile`, or taken over by a redelivery that comes first.
+
 The job row is the only state: status, progress (done/total, written at most every
 PROGRESS_EVERY_S), summary, error, zip path and Hub URL. The job page reads it; the task takes only
 the job id. The working folder is removed whatever happens; only the zip stays.
@@ -20,10 +24,12 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from core.audit import audit
+
+from inference.leases import new_owner
 
 from . import cprt_bench
 from .models import ExportJob, ScoringProfile
@@ -87,19 +93,46 @@ class _ProgressWriter:
         ExportJob.objects.filter(pk=self.job_id).update(done=done, total=total)
 
 
-class _Heartbeat(threading.Thread):
-    """Writes heartbeat_at every CPRT_EXPORT_HEARTBEAT_S while the job runs (also through a long zip or
-    upload that reports no progress), so that `reconcile` can tell a slow export from a lost worker."""
+def _lease_expiry():
+    return timezone.now() + timedelta(seconds=settings.CPRT_EXPORT_STALE_S)
 
-    def __init__(self, job_id: int):
+
+def claim(job_id: int, owner: str) -> bool:
+    """Take the job for this delivery: queued, or running under a lease that expired (its worker is
+    gone). One conditional UPDATE, so of two deliveries at once exactly one builds; a delivery while a
+    live worker builds it does nothing."""
+    now = timezone.now()
+    silent = Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=now - timedelta(seconds=settings.CPRT_EXPORT_STALE_S))
+    # (A running job without a lease was started before leases existed: taken over once it is silent.)
+    takeable = Q(status=ExportJob.STATUS_QUEUED) | Q(status=ExportJob.STATUS_RUNNING) & (
+        Q(lease_expires_at__lt=now) | Q(lease_expires_at__isnull=True) & silent
+    )
+    return ExportJob.objects.filter(takeable, pk=job_id).update(
+        status=ExportJob.STATUS_RUNNING, lease_owner=owner, lease_expires_at=_lease_expiry(),
+        started_at=now, heartbeat_at=now, done=0, total=0, error="",
+    ) == 1
+
+
+class _Heartbeat(threading.Thread):
+    """Renews the job's lease and writes heartbeat_at every CPRT_EXPORT_HEARTBEAT_S while the job runs
+    (also through a long zip or upload that reports no progress), so that `reconcile` can tell a slow
+    export from a lost worker. `lost` is set when the lease was taken from this worker."""
+
+    def __init__(self, job_id: int, owner: str):
         super().__init__(name=f"export-{job_id}-heartbeat", daemon=True)
-        self.job_id = job_id
+        self.job_id, self.owner = job_id, owner
         self._stop_event = threading.Event()
+        self.lost = threading.Event()
 
     def run(self) -> None:
         try:
             while not self._stop_event.wait(settings.CPRT_EXPORT_HEARTBEAT_S):
-                ExportJob.objects.filter(pk=self.job_id, status=ExportJob.STATUS_RUNNING).update(heartbeat_at=timezone.now())
+                renewed = ExportJob.objects.filter(pk=self.job_id, status=ExportJob.STATUS_RUNNING, lease_owner=self.owner).update(
+                    heartbeat_at=timezone.now(), lease_expires_at=_lease_expiry()
+                )
+                if not renewed:
+                    self.lost.set()
+                    return
         finally:
             connection.close()  # this thread's own database connection
 
@@ -109,18 +142,18 @@ class _Heartbeat(threading.Thread):
 
 
 def reconcile() -> list[int]:
-    """Periodic (Celery beat): a running export whose heartbeat is older than CPRT_EXPORT_STALE_S lost
-    its worker; mark it failed with a message that says so (a late redelivery of its message then
-    finds it failed and does nothing). Returns the job ids."""
-    cutoff = timezone.now() - timedelta(seconds=settings.CPRT_EXPORT_STALE_S)
-    stale = list(
-        ExportJob.objects.filter(status=ExportJob.STATUS_RUNNING, heartbeat_at__lt=cutoff).values_list("pk", flat=True)
-    )
+    """Periodic (Celery beat): a running export whose lease expired (no renewal for CPRT_EXPORT_STALE_S)
+    lost its worker; mark it failed with a message that says so (a late redelivery of its message then
+    finds it failed and does nothing). A queued job is waiting for a worker, not lost. Returns the job ids."""
+    now = timezone.now()
+    cutoff = now - timedelta(seconds=settings.CPRT_EXPORT_STALE_S)
+    expired = Q(status=ExportJob.STATUS_RUNNING) & (Q(lease_expires_at__lt=now) | Q(lease_expires_at__isnull=True, heartbeat_at__lt=cutoff))
+    stale = list(ExportJob.objects.filter(expired).values_list("pk", flat=True))
     for job_id in stale:
         error = (f"The worker building this export stopped (no heartbeat for more than {settings.CPRT_EXPORT_STALE_S:.0f} s). "
                  "Nothing was delivered; launch the export again.")
-        if ExportJob.objects.filter(pk=job_id, status=ExportJob.STATUS_RUNNING, heartbeat_at__lt=cutoff).update(
-            status=ExportJob.STATUS_FAILED, error=error, finished_at=timezone.now()
+        if ExportJob.objects.filter(expired, pk=job_id).update(
+            status=ExportJob.STATUS_FAILED, error=error, finished_at=timezone.now(), lease_owner="", lease_expires_at=None
         ):
             audit(None, "export.worker_lost", ExportJob(pk=job_id), error=error)
     return stale
@@ -135,12 +168,15 @@ def run_export(job_id: int) -> dict:
     job = ExportJob.objects.select_related("profile", "created_by").get(pk=job_id)
     if job.status in (ExportJob.STATUS_FINISHED, ExportJob.STATUS_FAILED):
         return {"job_id": job.pk, "status": job.status}  # a redelivered message: the job is done
-    # A job left `running` by a killed worker starts over: the export replaces its own folder.
-    now = timezone.now()
-    ExportJob.objects.filter(pk=job.pk).update(status=ExportJob.STATUS_RUNNING, started_at=now, heartbeat_at=now, done=0, total=0, error="")
+    owner = new_owner()
+    if not claim(job.pk, owner):
+        # Another worker holds a live lease on it (a second delivery while it builds): leave it alone.
+        return {"job_id": job.pk, "status": job.status, "skipped": "another worker is building this export"}
+    # A job left `running` by a killed worker (its lease expired) starts over: the export replaces its own folder.
+    mine = ExportJob.objects.filter(pk=job.pk, lease_owner=owner)
     folder = job_folder(job)
     work = folder / "dataset"
-    heartbeat = _Heartbeat(job.pk)
+    heartbeat = _Heartbeat(job.pk, owner)
     heartbeat.start()
     try:
         if job.kind == ExportJob.KIND_SFT:
@@ -161,7 +197,7 @@ def run_export(job_id: int) -> dict:
     except Exception as exc:
         error = _describe(exc)
         log.warning("export #%s failed: %s", job.pk, error)
-        ExportJob.objects.filter(pk=job.pk).update(status=ExportJob.STATUS_FAILED, error=error, finished_at=timezone.now())
+        mine.update(status=ExportJob.STATUS_FAILED, error=error, finished_at=timezone.now(), lease_owner="", lease_expires_at=None)
         audit(job.created_by, "export.failed", job, error=error)
         return {"job_id": job.pk, "status": ExportJob.STATUS_FAILED}
     finally:
@@ -169,9 +205,12 @@ def run_export(job_id: int) -> dict:
         shutil.rmtree(work, ignore_errors=True)
     summary.pop("out_dir", None)  # a path on the server; nothing the page needs
     summary = json.loads(json.dumps(summary))  # as the JSON field will give it back (level keys become strings)
-    ExportJob.objects.filter(pk=job.pk).update(
+    if not mine.update(
         status=ExportJob.STATUS_FINISHED, summary=summary, zip_path=zip_path, hub_url=hub_url, done=F("total"), finished_at=timezone.now(),
-    )
+        lease_owner="", lease_expires_at=None,
+    ):
+        log.warning("export #%s: this worker lost its lease while building; its result is not recorded", job.pk)
+        return {"job_id": job.pk, "status": "lease lost"}
     audit(job.created_by, "export.finished", job, destination=job.destination, zip_path=zip_path, hub_url=hub_url,
           rows={split: stats["rows"] for split, stats in summary["splits"].items()})
     return {"job_id": job.pk, "status": ExportJob.STATUS_FINISHED}
