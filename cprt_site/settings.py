@@ -193,6 +193,24 @@ CPRT_DRAFT_IDLE_HOURS = env.float("CPRT_DRAFT_IDLE_HOURS", default=24.0)
 CPRT_HISTORY_COALESCE_S = env.float("CPRT_HISTORY_COALESCE_S", default=60.0)
 
 # Celery: filesystem broker under the data folder by default, redis:// in production.
+# Redis delivers a message again when its task has not been acked after the visibility timeout (tasks
+# ack late), so every task must end well before it: soft and hard time limits below it, checked here.
+CPRT_BROKER_VISIBILITY_TIMEOUT_S = env.int("CPRT_BROKER_VISIBILITY_TIMEOUT_S", default=3600)
+CELERY_TASK_SOFT_TIME_LIMIT = env.int("CPRT_TASK_SOFT_TIME_LIMIT_S", default=CPRT_BROKER_VISIBILITY_TIMEOUT_S * 3 // 4)
+CELERY_TASK_TIME_LIMIT = env.int("CPRT_TASK_TIME_LIMIT_S", default=CPRT_BROKER_VISIBILITY_TIMEOUT_S * 5 // 6)
+# A run's chunk is sized to take about this long at the provider's rate limit (inference/chunks.py).
+CPRT_RUN_CHUNK_TARGET_S = env.float("CPRT_RUN_CHUNK_TARGET_S", default=600.0)
+if not 0 < CELERY_TASK_SOFT_TIME_LIMIT < CELERY_TASK_TIME_LIMIT < CPRT_BROKER_VISIBILITY_TIMEOUT_S:
+    raise ImproperlyConfigured(
+        "Celery time limits must satisfy 0 < CPRT_TASK_SOFT_TIME_LIMIT_S < CPRT_TASK_TIME_LIMIT_S < "
+        f"CPRT_BROKER_VISIBILITY_TIMEOUT_S; got {CELERY_TASK_SOFT_TIME_LIMIT} < {CELERY_TASK_TIME_LIMIT} < "
+        f"{CPRT_BROKER_VISIBILITY_TIMEOUT_S}. A task still running at the visibility timeout is delivered twice."
+    )
+if not 0 < CPRT_RUN_CHUNK_TARGET_S <= CELERY_TASK_SOFT_TIME_LIMIT / 2:
+    raise ImproperlyConfigured(
+        f"CPRT_RUN_CHUNK_TARGET_S must be positive and at most half of the soft time limit "
+        f"({CELERY_TASK_SOFT_TIME_LIMIT} s); got {CPRT_RUN_CHUNK_TARGET_S}."
+    )
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
 BROKER_DIR = DATA_DIR / "broker"
 if CELERY_BROKER_URL.startswith("filesystem://"):
@@ -208,7 +226,7 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "polling_interval": 0.1,
     }
 else:
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CPRT_BROKER_VISIBILITY_TIMEOUT_S}
 _default_results = f"file://{DATA_DIR / 'celery-results'}" if CELERY_BROKER_URL.startswith("filesystem://") else CELERY_BROKER_URL
 CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=_default_results)
 if CELERY_RESULT_BACKEND.startswith("file://"):

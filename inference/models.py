@@ -127,4 +127,30 @@ class RunResult(models.Model):
         indexes = [models.Index(fields=["run", "outcome"])]
 
 
+class RunLane(models.Model):
+    """One lane of a run (see inference.leases): its images, and the lease of the worker processing it.
+
+    An image belongs to one lane for the run's whole life, so two copies of a chunk can only meet on
+    the same lane, where the lease lets one of them work at a time. `owner` empty: no worker holds
+    the lane (its next message is queued, or it is done); `lease_expires_at` in the past with an
+    owner: that worker stopped renewing, and the reconciler re-dispatches the lane.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="lanes")
+    index = models.PositiveSmallIntegerField()
+    image_ids = models.JSONField(default=list, help_text="The run's images dealt to this lane (fixed at launch).")
+    width = models.PositiveSmallIntegerField(default=1, help_text="Requests this lane keeps in flight.")
+    owner = models.CharField(max_length=200, blank=True, help_text="The task holding the lease; empty when none.")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    dispatches = models.PositiveIntegerField(default=0, help_text="How many times the lane was sent to the broker.")
+
+    class Meta:
+        ordering = ["run", "index"]
+        constraints = [models.UniqueConstraint(fields=["run", "index"], name="one_lane_per_run_index")]
+
+    def __str__(self):
+        return f"run #{self.run_id} lane {self.index}"
+
+
 from .batch.models import BatchRequest, ProviderBatch  # noqa: E402,F401 - batch-mode models live in inference.batch
