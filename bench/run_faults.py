@@ -21,6 +21,11 @@ and a fake OpenAI-compatible server that answers after --latency seconds. Sequen
 Checked: the run is `finished`, the results are exactly the run's images, once each (no missing,
 no duplicate), every outcome is `ok`. Printed: the time of each phase, provider calls made (more
 than the images: work lost with the killed chunks is redone), reconciler re-dispatches.
+
+A second case (`--case queued`, part of the default `all`; it does not restart PostgreSQL): a run
+launched while no worker runs stays queued for CPRT_RUN_STALE_S plus three reconciler periods
+(beat running), then a worker starts. Checked: no re-dispatch of queued work, one message in the
+broker queue on every tick, and provider calls == images (no image paid twice).
 """
 from __future__ import annotations
 
@@ -52,6 +57,9 @@ def parse_args():
     p.add_argument("--broker-url", default="redis://127.0.0.1:6379/9")
     p.add_argument("--port", type=int, default=8931)
     p.add_argument("--timeout", type=float, default=600.0)
+    p.add_argument("--case", choices=("all", "faults", "queued"), default="all",
+                   help="faults: restart + kill (restarts PostgreSQL); queued: a run queued with no worker, then workers")
+    p.add_argument("--queued-images", type=int, default=200)
     return p.parse_args()
 
 
@@ -151,6 +159,26 @@ def main() -> None:
                       "--loglevel", "WARNING", "--without-gossip", "--without-mingle", "-n", f"{name}-{os.getpid()}@%h"], env, logs / f"{name}.log")
 
     beat = start([sys.executable, "-m", "celery", "-A", "cprt_site", "beat", "--loglevel", "WARNING", "--schedule", str(logs / "beat-schedule")], env, logs / "beat.log")
+    if args.case in ("all", "queued"):
+        try:
+            queued = queued_case(args, env, worker, db)
+        except BaseException:
+            for proc in (beat, server):
+                stop(proc)
+            raise
+        print(json.dumps({"queued_case": queued}, indent=2), flush=True)
+        if not all(queued["checks"].values()):
+            for proc in (beat, server):
+                stop(proc)
+            print(f"FAILED (queued case); logs in {data_dir}", file=sys.stderr)
+            raise SystemExit(1)
+        if args.case == "queued":
+            for proc in (beat, server):
+                stop(proc)
+            connections.close_all()
+            recreate_database(args.database_url, drop_only=True)
+            print("PASSED: queued work was dispatched once and every image was paid for once")
+            return
     first = worker("worker-a")
     second = None
     timeline: dict = {}
@@ -216,6 +244,65 @@ def main() -> None:
         print(f"FAILED; worker and beat logs in {data_dir}", file=sys.stderr)
         raise SystemExit(1)
     print("PASSED: the run finished with exactly one result per image")
+
+
+def queued_case(args, env: dict, worker, db) -> dict:
+    """A run queued with no worker through CPRT_RUN_STALE_S + 3 reconciler periods, then a worker."""
+    import redis
+
+    from core.models import AuditEvent
+    from bench.common import make_run_images
+    from inference import launching, prompts
+    from inference.models import Run, RunResult
+    from inference.selection import Selection
+
+    from annotations.models import Image
+
+    first = 50_000_000
+    make_run_images(first, first + args.queued_images)  # split "test"; moved aside so the faults case never selects them
+    Image.objects.filter(vispr_id__in=[f"2017_{i:08d}" for i in range(first, first + args.queued_images)]).update(split="train")
+    stats_url = f"http://127.0.0.1:{args.port}/_stats"
+    calls_before = json.load(urllib.request.urlopen(stats_url))["count"]
+    broker = redis.Redis.from_url(args.broker_url)
+    spec = launching.LaunchSpec("judge", "openai", "bench-model", "zero_shot", False, prompts.DEFAULT_VERSION["judge"],
+                               Selection(split="train"), args.concurrency)
+    run = launching.launch_run(None, spec)
+    period, stale = float(env["CPRT_RECONCILE_EVERY_S"]), float(env["CPRT_RUN_STALE_S"])
+    held_s = stale + 3 * period
+    t0 = time.monotonic()
+    queue_lengths = []
+    while time.monotonic() - t0 < held_s + 0.5:
+        time.sleep(period)
+        queue_lengths.append(broker.llen("api"))
+    redispatched_while_queued = db(lambda: AuditEvent.objects.filter(action="run.redispatch", target_id=str(run.pk)).count())
+    status_while_queued = db(lambda: Run.objects.values_list("status", flat=True).get(pk=run.pk))
+    started = time.monotonic()
+    proc = worker("worker-q")
+    try:
+        while db(lambda: Run.objects.values_list("status", flat=True).get(pk=run.pk)) in Run.ACTIVE_STATUSES:
+            if time.monotonic() - started > args.timeout:
+                raise SystemExit("timed out waiting for the queued run")
+            time.sleep(0.25)
+        finished_s = time.monotonic() - started
+    finally:
+        stop(proc)
+    run.refresh_from_db()
+    calls = json.load(urllib.request.urlopen(stats_url))["count"] - calls_before
+    results = list(RunResult.objects.filter(run=run).values_list("image_id", flat=True))
+    n = args.queued_images
+    return {
+        "images": n, "held_queued_s": round(held_s, 1), "broker_queue_length_per_tick": queue_lengths,
+        "redispatches_while_queued": redispatched_while_queued, "status_while_queued": status_while_queued,
+        "finished_s_after_worker_start": round(finished_s, 1), "status": run.status, "results": len(results),
+        "provider_calls": calls,
+        "checks": {
+            "status_finished": run.status == Run.STATUS_FINISHED,
+            "stayed_queued": status_while_queued == Run.STATUS_QUEUED,
+            "no_redispatch_of_queued_work": redispatched_while_queued == 0 and max(queue_lengths) <= 1,
+            "one_result_per_image": len(results) == len(set(results)) == n,
+            "provider_calls_equal_images": calls == n,
+        },
+    }
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from . import conf
+from .ratelimit import max_rpm
 
 REQUESTS_PER_IMAGE = {"judge": 1, "annotate": 2}
 
@@ -21,8 +21,8 @@ def size(provider: str, task: str, width: int, lanes: int) -> int:
     requests, and the next chunk starts only after a broker round trip). With one: no more than the
     lane's share of the limit gets through in CPRT_RUN_CHUNK_TARGET_S.
     """
-    base = max(conf.chunk_size(), 200 * width)
-    rpm = conf.max_rpm(provider)
+    base = max(settings.CPRT_RUN_CHUNK_SIZE, 200 * width)
+    rpm = max_rpm(provider)
     if rpm <= 0:
         return base
     images_per_s = rpm / 60.0 / max(1, lanes) / REQUESTS_PER_IMAGE.get(task, 1)

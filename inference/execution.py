@@ -24,7 +24,7 @@ from annotations.faces import variants as face_variants
 from annotations.images import mime_type
 from annotations.models import Image, Label, Labeling
 
-from . import outcomes
+from . import chunks, launching, leases, outcomes
 from .models import Run, RunResult
 from .providers import FatalProviderError, ProviderError, ProviderUnavailable, RetryableError, get_provider
 from .ratelimit import RateLimiter
@@ -218,9 +218,15 @@ def _heartbeat(run_id: int) -> str:
 
 # --- a chunk ---------------------------------------------------------------------------------
 
-def run_chunk(run_id: int, image_ids: list[int], concurrency: int | None = None) -> dict:
+def run_chunk(run_id: int, image_ids: list[int], concurrency: int | None = None, lane: int | None = None) -> dict:
     """Process the images of one chunk that have no result yet, with at most `concurrency` requests
-    in flight (default and maximum: the run's). Safe to run twice, or concurrently."""
+    in flight (default and maximum: the run's). Safe to run twice, or concurrently.
+
+    With a `lane` (every dispatched message has one): the chunk first claims the lane's lease and
+    does nothing if a live worker holds it; it renews the lease with its heartbeat and stops if the
+    lane was taken over; it stops taking images at its deadline (inference.chunks); when it ends,
+    it sends the next chunk for the lane's images still missing, then releases the lease.
+    """
     run = Run.objects.filter(pk=run_id).first()
     if run is None:
         return {"run": run_id, "skipped": "no such run"}
@@ -228,6 +234,11 @@ def run_chunk(run_id: int, image_ids: list[int], concurrency: int | None = None)
         mark_cancelled(run_id)
     if run.status not in (Run.STATUS_QUEUED, Run.STATUS_RUNNING):
         return {"run": run_id, "skipped": run.status}
+    lease = None
+    if lane is not None:
+        lease = leases.Lease(run_id, lane)
+        if not leases.lanes_of(run) or not lease.claim():
+            return {"run": run_id, "lane": lane, "skipped": "lane leased by a live worker"}
     now = timezone.now()
     Run.objects.filter(pk=run_id, status=Run.STATUS_QUEUED).update(status=Run.STATUS_RUNNING, heartbeat_at=now)
     Run.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=now)
@@ -247,15 +258,34 @@ def run_chunk(run_id: int, image_ids: list[int], concurrency: int | None = None)
         keys=taxonomy.active().keys, stop=threading.Event(), max_attempts=settings.CPRT_PROVIDER_MAX_ATTEMPTS,
     )
     width = min(concurrency or run.concurrency, run.concurrency)
-    stats = _execute(run, ctx, todo, width)
+    deadline = time.monotonic() + chunks.deadline_s() if lease is not None else None
+    stats = _execute(run, ctx, todo, width, lease=lease, deadline=deadline)
     if stats.get("fatal"):
         fail_run(run_id, stats["fatal"])
     else:
         finish_if_complete(run_id)
+    if lease is not None and not stats.get("lease_lost"):
+        _hand_on(run_id, lane, lease, stats)
     return {"run": run_id, **stats}
 
 
-def _execute(run: Run, ctx: Context, todo: list[tuple[int, str]], width: int) -> dict:
+def _hand_on(run_id: int, index: int, lease, stats: dict) -> None:
+    """End of a leased chunk: send the next chunk for the lane's images still missing (while still
+    holding the lease, so that no other copy can start them first), then release the lane."""
+    run = Run.objects.get(pk=run_id)
+    if run.status in (Run.STATUS_QUEUED, Run.STATUS_RUNNING):
+        lanes = leases.lanes_of(run)
+        lane = next(x for x in lanes if x.index == index)
+        done = set(RunResult.objects.filter(run_id=run_id, image_id__in=lane.image_ids).values_list("image_id", flat=True))
+        existing = set(Image.objects.filter(pk__in=lane.image_ids).exclude(file="").values_list("pk", flat=True))
+        missing = [i for i in lane.image_ids if i in existing and i not in done]
+        if missing:
+            launching.send_chunk(run, lane, missing, len(lanes))
+            stats["handed_on"] = len(missing)
+    lease.release()
+
+
+def _execute(run: Run, ctx: Context, todo: list[tuple[int, str]], width: int, lease=None, deadline: float | None = None) -> dict:
     attribute_ids = taxonomy.attribute_ids() if run.task == Run.TASK_ANNOTATE else {}
     stats = {"written": 0, "duplicates": 0, "todo": len(todo)}
     if not todo:
@@ -278,6 +308,8 @@ def _execute(run: Run, ctx: Context, todo: list[tuple[int, str]], width: int) ->
     try:
         while True:
             while not ctx.stop.is_set() and len(pending) < width:
+                if deadline is not None and time.monotonic() > deadline:
+                    break  # the rest goes to the lane's next chunk (run_chunk hands it on)
                 item = next(items, None)
                 if item is None:
                     break
@@ -304,6 +336,9 @@ def _execute(run: Run, ctx: Context, todo: list[tuple[int, str]], width: int) ->
             if now - last_beat >= beat_every:
                 last_beat = now
                 if _heartbeat(run.pk) != Run.STATUS_RUNNING:
+                    ctx.stop.set()
+                if lease is not None and not lease.renew():
+                    stats["lease_lost"] = True  # the lane was re-dispatched to another worker: leave it to them
                     ctx.stop.set()
             if ctx.stop.is_set():
                 for future in pending:

@@ -2,11 +2,11 @@
 
 A launch freezes the image list and the exact prompts, then (on commit) dispatches chunk tasks on
 the provider's queue (`api` for OpenAI/Gemini, `gpu` for vLLM). Lanes (see `dispatch`) let one run
-use several worker processes without exceeding its concurrency.
+use several worker processes without exceeding its concurrency; each lane is worked by one worker
+at a time (inference.leases).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -17,7 +17,7 @@ from annotations.faces import variants as face_variants
 from annotations.models import Annotator
 from core.audit import audit
 
-from . import pricing, prompts
+from . import chunks, leases, pricing, prompts
 from .models import Run
 from .providers import get_provider, queue_for
 from .selection import Selection, select_image_ids
@@ -106,41 +106,38 @@ def resubmit_batch(run_id: int) -> None:
     batch_resubmit.apply_async(args=[run_id], queue=queue_for(run.provider))
 
 
-def lane_widths(concurrency: int) -> list[int]:
-    """How a run's concurrency is split into lanes; the widths add up to exactly `concurrency`."""
-    lanes = max(1, math.ceil(concurrency / settings.CPRT_RUN_LANE_CONCURRENCY))
-    return [concurrency // lanes + (1 if i < concurrency % lanes else 0) for i in range(lanes)]
+lane_widths = leases.lane_widths
 
 
-def dispatch(run_id: int, image_ids: list[int] | None = None) -> int:
-    """Send the chunks for `image_ids` (default: every image still missing a result); returns the count.
+def dispatch(run_id: int, image_ids: list[int] | None = None, lanes: list[int] | None = None, takeover: bool = False) -> int:
+    """Send one chunk message per lane that has images among `image_ids` (default: every image still
+    missing a result), or only for the lanes numbered in `lanes`; returns the number of messages.
 
-    The run's concurrency is its bound on requests in flight, across all workers: the chunks are
-    dealt into lanes, each lane a Celery chain (one chunk at a time) with its share of the
-    concurrency, so lanes run in parallel on separate worker processes and never exceed the total.
+    The run's concurrency is its bound on requests in flight, across all workers: its images are
+    dealt into lanes (inference.leases), each with its share of the concurrency, so lanes run in
+    parallel on separate worker processes and never exceed the total. A lane's chunks run one after
+    the other: each chunk, when it ends, sends the next one for the lane's images still missing.
+    `takeover` (a resume) frees lanes still leased by workers that are gone.
     """
-    from celery import chain
+    run = Run.objects.get(pk=run_id)
+    wanted = set(run.missing_image_ids() if image_ids is None else image_ids)
+    all_lanes = leases.lanes_of(run)
+    Run.objects.filter(pk=run_id).update(dispatched_at=timezone.now())
+    sent = 0
+    for lane in all_lanes:
+        if lanes is not None and lane.index not in lanes:
+            continue
+        share = [i for i in lane.image_ids if i in wanted]
+        if share:
+            leases.mark_dispatched(run.pk, [lane.index], takeover)  # before sending: a fast worker's claim must stay
+            send_chunk(run, lane, share, len(all_lanes))
+            sent += 1
+    return sent
 
+
+def send_chunk(run: Run, lane, missing: list[int], lanes: int) -> None:
+    """One chunk message for a lane: its first missing images, as many as inference.chunks allows."""
     from .tasks import run_chunk
 
-    run = Run.objects.get(pk=run_id)
-    ids = run.missing_image_ids() if image_ids is None else sorted(image_ids)
-    widths = lane_widths(run.concurrency)
-    Run.objects.filter(pk=run_id).update(dispatched_at=timezone.now())
-    queue = queue_for(run.provider)
-    chunks = 0
-    for lane, width in enumerate(widths):
-        share = ids[lane :: len(widths)]  # equal shares, so that the lanes finish together
-        # A chunk's window stays full until its last `width` requests, and the next chunk of a
-        # lane starts only after a broker round trip (up to a second with the filesystem broker):
-        # chunks of up to 200 x the lane's width keep both costs small. Size does not risk loss:
-        # results are written as they complete, and a re-run chunk skips what is done.
-        size = max(settings.CPRT_RUN_CHUNK_SIZE, 200 * width)
-        count = math.ceil(len(share) / size)
-        if not count:
-            continue
-        step = math.ceil(len(share) / count)  # even chunk sizes within a lane
-        links = [run_chunk.si(run.pk, share[i : i + step], width).set(queue=queue) for i in range(0, len(share), step)]
-        chain(*links).apply_async(queue=queue)
-        chunks += len(links)
-    return chunks
+    size = chunks.size(run.provider, run.task, lane.width, lanes)
+    run_chunk.apply_async(args=[run.pk, missing[:size], lane.width], kwargs={"lane": lane.index}, queue=queue_for(run.provider))

@@ -21,22 +21,22 @@ import socket
 import uuid
 from datetime import timedelta
 
+from django.conf import settings
 from django.db.models import F, Q
 from django.utils import timezone
 
-from . import conf
 from .models import Run, RunLane
 
 
 def lane_widths(concurrency: int) -> list[int]:
     """How a run's concurrency is split into lanes; the widths add up to exactly `concurrency`."""
-    lanes = max(1, math.ceil(concurrency / conf.lane_concurrency()))
+    lanes = max(1, math.ceil(concurrency / settings.CPRT_RUN_LANE_CONCURRENCY))
     return [concurrency // lanes + (1 if i < concurrency % lanes else 0) for i in range(lanes)]
 
 
 def lease_seconds() -> float:
     """A lane whose worker has not renewed its lease for this long is re-dispatched."""
-    return conf.stale_after()
+    return float(settings.CPRT_RUN_STALE_S)
 
 
 def new_owner() -> str:
@@ -58,11 +58,13 @@ def lanes_of(run: Run) -> list[RunLane]:
     return list(RunLane.objects.filter(run=run).order_by("index"))
 
 
-def mark_dispatched(run_id: int, indexes: list[int]) -> None:
-    """The lanes' messages were just sent: they are queued work, held by nobody."""
-    RunLane.objects.filter(run_id=run_id, index__in=indexes).update(
-        dispatched_at=timezone.now(), dispatches=F("dispatches") + 1, owner="", lease_expires_at=None
-    )
+def mark_dispatched(run_id: int, indexes: list[int], takeover: bool = False) -> None:
+    """The lanes' messages are about to be sent: a lane whose lease expired becomes queued work, held
+    by nobody (its silent worker, should it come back, fails to renew and stops). A live lease stays,
+    unless `takeover` (a person resumed the run: they say its workers are gone)."""
+    lanes = RunLane.objects.filter(run_id=run_id, index__in=indexes)
+    lanes.update(dispatched_at=timezone.now(), dispatches=F("dispatches") + 1)
+    (lanes if takeover else lanes.filter(lease_expires_at__lt=timezone.now())).update(owner="", lease_expires_at=None)
 
 
 def expired(run: Run) -> list[RunLane]:

@@ -16,8 +16,8 @@ from django.utils import timezone
 
 from core.audit import audit
 
-from . import launching, pricing, signals
-from .models import Run, RunResult
+from . import launching, leases, pricing, signals
+from .models import Run, RunLane, RunResult
 
 
 def refresh_totals(run_id: int) -> None:
@@ -80,7 +80,7 @@ def cancel_run(user, run: Run) -> bool:
     Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE_STATUSES).update(status=Run.STATUS_CANCELLING)
     run.refresh_from_db()
     # Nobody is working on it (never started, or its worker died): nobody else will confirm.
-    if run.heartbeat_at is None or _heartbeat_is_stale(run, 3 * settings.CPRT_RUN_HEARTBEAT_S + 5):
+    if not leases.live(run) and (run.heartbeat_at is None or _heartbeat_is_stale(run, 3 * settings.CPRT_RUN_HEARTBEAT_S + 5)):
         mark_cancelled(run.pk)
     audit(user, "run.cancel", run, done=run.done_count, total=run.total_images)
     return True
@@ -93,7 +93,7 @@ def can_resume(run: Run) -> bool:
         return True
     if run.status == Run.STATUS_FINISHED:
         return run.done_count < run.total_images
-    return run.status in (Run.STATUS_QUEUED, Run.STATUS_RUNNING) and _heartbeat_is_stale(run, settings.CPRT_RUN_STALE_S)
+    return run.status in (Run.STATUS_QUEUED, Run.STATUS_RUNNING) and not leases.live(run) and _heartbeat_is_stale(run, settings.CPRT_RUN_STALE_S)
 
 
 def resume_run(user, run: Run) -> int:
@@ -102,7 +102,7 @@ def resume_run(user, run: Run) -> int:
     with transaction.atomic():
         if missing:
             Run.objects.filter(pk=run.pk).update(status=Run.STATUS_QUEUED, error="", finished_at=None)
-            transaction.on_commit(lambda: launching.dispatch(run.pk, missing))
+            transaction.on_commit(lambda: launching.dispatch(run.pk, missing, takeover=True))
         audit(user, "run.resume", run, missing=len(missing), previous_status=run.status)
     if not missing:
         Run.objects.filter(pk=run.pk, status__in=[Run.STATUS_CANCELLED, Run.STATUS_FAILED]).update(status=Run.STATUS_RUNNING)
@@ -111,22 +111,34 @@ def resume_run(user, run: Run) -> int:
 
 
 def reconcile() -> dict:
-    """Periodic (Celery beat): re-dispatch runs whose workers went quiet; close finished or cancelled ones."""
+    """Periodic (Celery beat): re-dispatch the lanes whose lease expired (their worker went silent),
+    never queued work; close finished runs and abandoned cancels. See inference.leases."""
     redispatched, finished, cancelled = [], [], []
-    stale = settings.CPRT_RUN_STALE_S
     # Batch runs are looked after by their own poller (inference.batch.lifecycle.poll_all).
     for run in Run.objects.filter(status__in=[Run.STATUS_QUEUED, Run.STATUS_RUNNING]).exclude(mode=Run.MODE_BATCH):
-        if not _heartbeat_is_stale(run, stale):
-            continue
-        missing = run.missing_image_ids()
-        if missing:
-            launching.dispatch(run.pk, missing)
-            audit(None, "run.redispatch", run, missing=len(missing))
-            redispatched.append(run.pk)
-        elif finish_if_complete(run.pk) == Run.STATUS_FINISHED:
-            finished.append(run.pk)
+        if not RunLane.objects.filter(run=run).exists():
+            # Dispatched before lanes existed: judged once by its heartbeat (dispatch deals its lanes).
+            if _heartbeat_is_stale(run, settings.CPRT_RUN_STALE_S) and run.missing_image_ids():
+                launching.dispatch(run.pk)
+                audit(None, "run.redispatch", run, missing=len(run.missing_image_ids()))
+                redispatched.append(run.pk)
+                continue
+        expired = leases.expired(run)
+        if expired:
+            missing = set(run.missing_image_ids())
+            todo = [lane.index for lane in expired if missing.intersection(lane.image_ids)]
+            if todo:
+                launching.dispatch(run.pk, sorted(missing), lanes=todo)
+                audit(None, "run.redispatch", run, lanes=todo, missing=sum(len(missing.intersection(x.image_ids)) for x in expired))
+                redispatched.append(run.pk)
+            for lane in expired:
+                if lane.index not in todo:
+                    leases.Lease(run.pk, lane.index, owner=lane.owner).release()
+        if run.pk not in redispatched and not leases.live(run) and not run.missing_image_ids():
+            if finish_if_complete(run.pk) == Run.STATUS_FINISHED:
+                finished.append(run.pk)
     for run in Run.objects.filter(status=Run.STATUS_CANCELLING).exclude(mode=Run.MODE_BATCH):
-        if _heartbeat_is_stale(run, 3 * settings.CPRT_RUN_HEARTBEAT_S + 5):
+        if not leases.live(run) and _heartbeat_is_stale(run, 3 * settings.CPRT_RUN_HEARTBEAT_S + 5):
             mark_cancelled(run.pk)
             cancelled.append(run.pk)
     return {"redispatched": redispatched, "finished": finished, "cancelled": cancelled}

@@ -16,19 +16,20 @@ class ChunkArgs(BaseModel):
     run_id: PositiveInt
     image_ids: list[PositiveInt] = Field(min_length=1, max_length=10_000)
     concurrency: PositiveInt | None = Field(default=None, le=1024)
+    lane: int | None = Field(default=None, ge=0, le=1024)
 
 
-def parse_chunk_args(run_id, image_ids, concurrency=None) -> ChunkArgs:
+def parse_chunk_args(run_id, image_ids, concurrency=None, lane=None) -> ChunkArgs:
     try:
-        return ChunkArgs(run_id=run_id, image_ids=image_ids, concurrency=concurrency)
+        return ChunkArgs(run_id=run_id, image_ids=image_ids, concurrency=concurrency, lane=lane)
     except ValidationError as exc:
         raise ValueError(f"run_chunk refuses its input: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from None
 
 
 @shared_task(name="inference.run_chunk", acks_late=True)
-def run_chunk(run_id, image_ids, concurrency=None) -> dict:
-    args = parse_chunk_args(run_id, image_ids, concurrency)
-    return execution.run_chunk(args.run_id, args.image_ids, args.concurrency)
+def run_chunk(run_id, image_ids, concurrency=None, lane=None) -> dict:
+    args = parse_chunk_args(run_id, image_ids, concurrency, lane)
+    return execution.run_chunk(args.run_id, args.image_ids, args.concurrency, args.lane)
 
 
 @shared_task(name="inference.reconcile_runs")

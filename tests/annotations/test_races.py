@@ -12,12 +12,13 @@ import pytest
 from django.db import connection, connections
 from django.urls import reverse
 
-from annotations.models import Adjudication, AuditEvent, Labeling
+from annotations.models import Adjudication, Labeling
+from core.models import AuditEvent
 from scoring import services as scoring_services
 from scoring.models import ImageScore, ScoringProfile
 from scoring.services import recompute_scores
 from tests.conftest import make_user
-from tests.permission_cases.scoring import label_everything, make_images
+from tests.support.permission_cases.scoring import label_everything, make_images
 
 from annotations import services
 

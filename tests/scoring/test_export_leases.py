@@ -12,7 +12,7 @@ from django.utils import timezone
 from scoring import cprt_bench, exports
 from scoring.models import ExportJob
 from scoring.tasks import reconcile_exports, run_export
-from tests.test_export_jobs import build_world, make_job
+from tests.support.exports import build_world, make_job
 
 
 @pytest.fixture
