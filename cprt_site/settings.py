@@ -199,7 +199,7 @@ CPRT_BROKER_VISIBILITY_TIMEOUT_S = env.int("CPRT_BROKER_VISIBILITY_TIMEOUT_S", d
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CPRT_TASK_SOFT_TIME_LIMIT_S", default=CPRT_BROKER_VISIBILITY_TIMEOUT_S * 3 // 4)
 CELERY_TASK_TIME_LIMIT = env.int("CPRT_TASK_TIME_LIMIT_S", default=CPRT_BROKER_VISIBILITY_TIMEOUT_S * 5 // 6)
 # A run's chunk is sized to take about this long at the provider's rate limit (inference/chunks.py).
-CPRT_RUN_CHUNK_TARGET_S = env.float("CPRT_RUN_CHUNK_TARGET_S", default=600.0)
+CPRT_RUN_CHUNK_TARGET_S = env.float("CPRT_RUN_CHUNK_TARGET_S", default=min(600.0, CELERY_TASK_SOFT_TIME_LIMIT / 4))
 if not 0 < CELERY_TASK_SOFT_TIME_LIMIT < CELERY_TASK_TIME_LIMIT < CPRT_BROKER_VISIBILITY_TIMEOUT_S:
     raise ImproperlyConfigured(
         "Celery time limits must satisfy 0 < CPRT_TASK_SOFT_TIME_LIMIT_S < CPRT_TASK_TIME_LIMIT_S < "
