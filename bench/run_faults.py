@@ -23,8 +23,9 @@ no duplicate), every outcome is `ok`. Printed: the time of each phase, provider 
 than the images: work lost with the killed chunks is redone), reconciler re-dispatches.
 
 A second case (`--case queued`, part of the default `all`; it does not restart PostgreSQL): a run
-launched while no worker runs stays queued for CPRT_RUN_STALE_S plus three reconciler periods
-(beat running), then a worker starts. Checked: no re-dispatch of queued work, one message in the
+launched while no worker serves its queue stays queued for three times (CPRT_RUN_STALE_S + a
+reconciler period) while the reconciler runs (beat + a worker on `default` only), then a worker on
+`api` starts. Checked: no re-dispatch of queued work, one message in the
 broker queue on every tick, and provider calls == images (no image paid twice).
 """
 from __future__ import annotations
@@ -154,8 +155,8 @@ def main() -> None:
                               cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True)
     server.stdout.readline()
 
-    def worker(name: str) -> subprocess.Popen:
-        return start([sys.executable, "-m", "celery", "-A", "cprt_site", "worker", "-Q", "api,default", "--pool", "prefork", "--concurrency", "2",
+    def worker(name: str, queues: str = "api,default") -> subprocess.Popen:
+        return start([sys.executable, "-m", "celery", "-A", "cprt_site", "worker", "-Q", queues, "--pool", "prefork", "--concurrency", "2",
                       "--loglevel", "WARNING", "--without-gossip", "--without-mingle", "-n", f"{name}-{os.getpid()}@%h"], env, logs / f"{name}.log")
 
     beat = start([sys.executable, "-m", "celery", "-A", "cprt_site", "beat", "--loglevel", "WARNING", "--schedule", str(logs / "beat-schedule")], env, logs / "beat.log")
@@ -247,7 +248,8 @@ def main() -> None:
 
 
 def queued_case(args, env: dict, worker, db) -> dict:
-    """A run queued with no worker through CPRT_RUN_STALE_S + 3 reconciler periods, then a worker."""
+    """A run queued with no worker on its queue (`api`) through CPRT_RUN_STALE_S + 3 reconciler periods
+    while the reconciler runs (beat + a worker on `default` only), then a worker on `api` starts."""
     import redis
 
     from core.models import AuditEvent
@@ -264,28 +266,40 @@ def queued_case(args, env: dict, worker, db) -> dict:
     stats_url = f"http://127.0.0.1:{args.port}/_stats"
     calls_before = json.load(urllib.request.urlopen(stats_url))["count"]
     broker = redis.Redis.from_url(args.broker_url)
+    stale_results = broker.keys("celery-task-meta-*")  # from an earlier run of this bench
+    if stale_results:
+        broker.delete(*stale_results)
     spec = launching.LaunchSpec("judge", "openai", "bench-model", "zero_shot", False, prompts.DEFAULT_VERSION["judge"],
                                Selection(split="train"), args.concurrency)
-    run = launching.launch_run(None, spec)
-    period, stale = float(env["CPRT_RECONCILE_EVERY_S"]), float(env["CPRT_RUN_STALE_S"])
-    held_s = stale + 3 * period
-    t0 = time.monotonic()
-    queue_lengths = []
-    while time.monotonic() - t0 < held_s + 0.5:
-        time.sleep(period)
-        queue_lengths.append(broker.llen("api"))
-    redispatched_while_queued = db(lambda: AuditEvent.objects.filter(action="run.redispatch", target_id=str(run.pk)).count())
-    status_while_queued = db(lambda: Run.objects.values_list("status", flat=True).get(pk=run.pk))
-    started = time.monotonic()
-    proc = worker("worker-q")
+    housekeeping = worker("worker-default", queues="default")  # runs the reconciler, not the run's chunks
+    procs = [housekeeping]
     try:
+        # The reconciler runs once a tick's result is stored (a worker and beat take seconds to start).
+        wait_s = time.monotonic()
+        while not broker.keys("celery-task-meta-*"):
+            if time.monotonic() - wait_s > 120:
+                raise SystemExit("the reconciler did not run within 120 s")
+            time.sleep(0.2)
+        run = launching.launch_run(None, spec)
+        period, stale = float(env["CPRT_RECONCILE_EVERY_S"]), float(env["CPRT_RUN_STALE_S"])
+        held_s = 3 * (stale + period)  # the old reconciler sent the queued work again once per stale period
+        t0 = time.monotonic()
+        queue_lengths = []
+        while time.monotonic() - t0 < held_s + 0.5:
+            time.sleep(period)
+            queue_lengths.append(broker.llen("api"))
+        redispatched_while_queued = db(lambda: AuditEvent.objects.filter(action="run.redispatch", target_id=str(run.pk)).count())
+        status_while_queued = db(lambda: Run.objects.values_list("status", flat=True).get(pk=run.pk))
+        started = time.monotonic()
+        procs.append(worker("worker-q", queues="api"))
         while db(lambda: Run.objects.values_list("status", flat=True).get(pk=run.pk)) in Run.ACTIVE_STATUSES:
             if time.monotonic() - started > args.timeout:
                 raise SystemExit("timed out waiting for the queued run")
             time.sleep(0.25)
         finished_s = time.monotonic() - started
     finally:
-        stop(proc)
+        for proc in reversed(procs):
+            stop(proc)
     run.refresh_from_db()
     calls = json.load(urllib.request.urlopen(stats_url))["count"] - calls_before
     results = list(RunResult.objects.filter(run=run).values_list("image_id", flat=True))
