@@ -289,11 +289,12 @@ CPRT_PROVIDER_BACKOFF_MAX_S = _at_least("CPRT_PROVIDER_BACKOFF_MAX_S", env.float
 # Minimum images per chunk task (chunks hold up to 200 x the lane's concurrency, see inference.dispatch).
 CPRT_RUN_CHUNK_SIZE = _at_least("CPRT_RUN_CHUNK_SIZE", env.int("CPRT_RUN_CHUNK_SIZE", default=50), 1)
 # Most requests one chunk task keeps in flight. A run with a higher concurrency is split into
-# ceil(concurrency / this) lanes (Celery chains) that run on separate worker processes, because one
+# ceil(concurrency / this) lanes (inference/leases.py) that run on separate worker processes, because one
 # Python process tops out at ~200 requests/s of SDK work, and loses efficiency to GIL contention well
 # before that (measured: 0.93 of ideal at 16 in flight, 0.86 at 32).
 CPRT_RUN_LANE_CONCURRENCY = _at_least("CPRT_RUN_LANE_CONCURRENCY", env.int("CPRT_RUN_LANE_CONCURRENCY", default=16), 1)
-# A running run with no heartbeat for CPRT_RUN_STALE_S is re-dispatched by the reconciler.
+# A lane whose worker has not renewed its lease for CPRT_RUN_STALE_S is re-dispatched by the reconciler;
+# a lane no worker has claimed yet (queued work) never is.
 CPRT_RUN_STALE_S = _at_least("CPRT_RUN_STALE_S", env.float("CPRT_RUN_STALE_S", default=180.0), 1.0)
 CPRT_RUN_HEARTBEAT_S = _at_least("CPRT_RUN_HEARTBEAT_S", env.float("CPRT_RUN_HEARTBEAT_S", default=2.0), 0.05)
 CPRT_RECONCILE_EVERY_S = _at_least("CPRT_RECONCILE_EVERY_S", env.float("CPRT_RECONCILE_EVERY_S", default=60.0), 1.0)
