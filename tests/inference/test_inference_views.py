@@ -120,7 +120,7 @@ def test_active_runs_poll_and_show_progress(admin_client, openai_server, images,
 
 def test_cancel_and_resume_buttons(admin_client, openai_server, images, django_capture_on_commit_callbacks, monkeypatch):
     sent = []
-    monkeypatch.setattr(launching, "dispatch", lambda run_id, image_ids=None: sent.append((run_id, image_ids)) or 1)
+    monkeypatch.setattr(launching, "dispatch", lambda run_id, image_ids=None, **options: sent.append((run_id, image_ids)) or 1)
     with django_capture_on_commit_callbacks(execute=True):
         run = launching.launch_run(None, launching.LaunchSpec("judge", "openai", "gpt-5.1", "zero_shot", False, "judge-v1", launching.Selection(), 1))
     response = admin_client.post(reverse("inference:run_cancel", args=[run.pk]))
