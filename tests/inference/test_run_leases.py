@@ -209,3 +209,11 @@ def test_a_chunk_past_its_deadline_hands_the_rest_to_a_new_task(openai_server, i
     assert openai_server.count == 5
     run.refresh_from_db()
     assert run.status == Run.STATUS_FINISHED
+
+
+@pytest.mark.parametrize("lane", [-1, "0", 1.5, 5000, True])
+def test_a_chunk_message_with_a_bad_lane_is_refused_and_changes_nothing(images, lane):
+    before = (Run.objects.count(), RunLane.objects.count(), RunResult.objects.count())
+    with pytest.raises(ValueError, match="lane"):
+        run_chunk.run(1, [images[0].pk], None, lane)
+    assert (Run.objects.count(), RunLane.objects.count(), RunResult.objects.count()) == before
