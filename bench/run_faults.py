@@ -3,15 +3,17 @@
     .venv/bin/python bench/run_faults.py [--images 600] [--concurrency 8]
 
 Needs root (or the postgres user) on a machine whose PostgreSQL cluster is managed by
-`pg_ctlcluster` (Debian), and Redis on 127.0.0.1:6379. It restarts THE WHOLE PostgreSQL SERVER:
-do not run it while anything else uses that server.
+`pg_ctlcluster` (Debian), and Redis on 127.0.0.1:6379. It restarts THE WHOLE PostgreSQL SERVER
+(`--cluster`, default `main`): do not run it while anything else uses that server, or give it a
+cluster of its own (`pg_createcluster 15 bench -p 5439 -- --auth=trust`, then `--cluster bench
+--database-url postgres://postgres@127.0.0.1:5439/bench_faults`).
 
 The production setup, in miniature: a fresh PostgreSQL database (dropped afterwards), Redis as
 broker and rate limiter, a real Celery worker (prefork) and Celery beat running the reconciler,
 and a fake OpenAI-compatible server that answers after --latency seconds. Sequence:
 
   1. launch a run through the normal service (inference.launching.launch_run);
-  2. at --restart-at of the images done: `pg_ctlcluster <version> main restart` (every open
+  2. at --restart-at of the images done: `pg_ctlcluster <version> <cluster> restart` (every open
      connection, the worker's included, is cut mid-chunk);
   3. at --kill-at: SIGKILL the worker's whole process group (no warm shutdown, unacked tasks);
      start a new worker;
@@ -55,6 +57,7 @@ def parse_args():
     p.add_argument("--restart-at", type=float, default=0.25, help="fraction of results at which PostgreSQL restarts")
     p.add_argument("--kill-at", type=float, default=0.55, help="fraction of results at which the worker is killed")
     p.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/bench_faults")
+    p.add_argument("--cluster", default="main", help="the pg_ctlcluster cluster to restart (the one --database-url names)")
     p.add_argument("--broker-url", default="redis://127.0.0.1:6379/9")
     p.add_argument("--port", type=int, default=8931)
     p.add_argument("--timeout", type=float, default=600.0)
@@ -80,7 +83,7 @@ def recreate_database(url: str, drop_only: bool = False) -> None:
             conn.execute(f'CREATE DATABASE "{name}"')
 
 
-def restart_postgres(url: str) -> float:
+def restart_postgres(url: str, cluster: str = "main") -> float:
     """Restart the server; return the seconds until it accepts connections again."""
     import psycopg
 
@@ -88,7 +91,7 @@ def restart_postgres(url: str) -> float:
     if not versions:
         raise SystemExit("no /etc/postgresql/<version>: this script restarts PostgreSQL with pg_ctlcluster")
     start = time.monotonic()
-    subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", versions[-1], "main", "restart", "-m", "fast"], check=True)
+    subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", versions[-1], cluster, "restart", "-m", "fast"], check=True)
     while True:
         try:
             psycopg.connect(url, connect_timeout=2).close()
@@ -202,7 +205,7 @@ def main() -> None:
 
         done = wait_until(args.restart_at)
         timeline["postgres_restart"] = {"at_s": round(time.monotonic() - t0, 1), "results_before": done}
-        timeline["postgres_restart"]["down_s"] = round(restart_postgres(args.database_url), 2)
+        timeline["postgres_restart"]["down_s"] = round(restart_postgres(args.database_url, args.cluster), 2)
         connections.close_all()
 
         done = wait_until(args.kill_at)
