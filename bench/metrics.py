@@ -2,8 +2,14 @@
 
     .venv/bin/python bench/metrics.py [--runs 50] [--images 6736] [--skip-leaderboard]
 
-1. Every metric of one synthetic 6,736-image judge run (levels as in CPRT-Bench's test split) in one
-   `scoring.metrics.evaluate` call, with the default bootstrap.
+1. Every metric of one synthetic 6,736-image judge run (levels as in CPRT-Bench's test split) with
+   every bootstrap interval, side by side in one process on the same data:
+   - "today's path" (`reference_evaluate` below: the implementation before issue 13, kept here as the
+     reference): per-resample loops, an O(n log n) Kendall count per resample per level;
+   - the new `scoring.metrics.evaluate`: one index draw, every metric of every resample at once.
+   The reference is fed the same indices, so the two reports must be identical (checked to 1e-12),
+   and today's literal default (500 resamples, 200 for the pairwise metrics, separate draws) is
+   timed too.
 2. Pairwise ranking accuracy over all ~22.7M image pairs: the O(n log n) count
    (`metrics.pair_counts_by_level`) against a straightforward O(n^2) count over every pair
    (numpy, in row blocks) on the same data in the same process; both must give identical counts.
@@ -68,18 +74,111 @@ def brute_force_pairs(gt, pred, level, block: int = 512):
     return {k: tuple(int(x) for x in v) for k, v in totals.items()}
 
 
+def reference_evaluate(gt, gt_level, pred, outcome, bounds, *, n_boot=500, n_boot_pairwise=200, seed=20260321, idx=None):
+    """Today's path (before issue 13), kept as the reference. With `idx`, every metric uses those
+    indices (so results can be compared with the new path); without, today's separate draws."""
+    from dataclasses import asdict
+
+    from sklearn.metrics import confusion_matrix
+
+    from scoring import metrics as M
+    from scoring.engine import LEVELS
+
+    gt, gt_level, pred = np.asarray(gt, float), np.asarray(gt_level, np.int64), np.asarray(pred, float)
+    outcome = np.asarray(outcome, dtype=object)
+    valid = (outcome == "ok") & np.isfinite(pred)
+    g, p, lv = gt[valid], pred[valid], gt_level[valid]
+    n = int(g.size)
+    report = {"n_valid": n}
+    metrics_out = {}
+    point = M.point_metrics(g, p, lv, bounds)
+    bidx = idx if idx is not None else np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    boot = M.basic_metrics(g[bidx], p[bidx], lv[bidx], bounds)
+    for name in M.BASIC_METRICS:
+        lo, hi = M._interval(boot[name])
+        metrics_out[name] = {"value": M._num(point[name]), "lo": lo, "hi": hi}
+    pairs = M.pair_counts_by_level(g, p, lv)
+    pidx = idx if idx is not None else np.random.default_rng(seed + 1).integers(0, n, size=(n_boot_pairwise, n))
+    samples = {k: [] for k in ("all", "intra", "inter")}
+    for row in pidx:
+        counts = M.pair_counts_by_level(g[row], p[row], lv[row])
+        for k in samples:
+            samples[k].append(np.nan if counts[k].accuracy is None else counts[k].accuracy)
+    for name, k in zip(M.PAIRWISE_METRICS, ("all", "inter", "intra")):
+        lo, hi = M._interval(samples[k])
+        metrics_out[name] = {"value": pairs[k].accuracy, "lo": lo, "hi": hi}
+    report["metrics"] = metrics_out
+    report["pairs"] = {k: asdict(v) for k, v in pairs.items()}
+    plv = M.predicted_levels(p, bounds)
+    report["confusion"] = confusion_matrix(lv, plv, labels=list(LEVELS)).tolist()
+    xidx = idx if idx is not None else np.random.default_rng(seed + 2).integers(0, n, size=(n_boot, n))
+    binary = {}
+    for threshold in M.THRESHOLDS:
+        pt = M.binary_metrics_sklearn(lv, plv, threshold)
+        bs = M.binary_from_counts(M.binary_counts(lv[xidx], plv[xidx], threshold))
+        binary[str(threshold)] = {name: {"value": pt[name], "lo": M._interval(bs[name])[0], "hi": M._interval(bs[name])[1]}
+                                  for name in M.BINARY_METRICS}
+    report["binary"] = binary
+    return report
+
+
+def _differences(new: dict, ref: dict) -> float:
+    """Largest absolute difference between the reference report and the new one (inf if a value is missing)."""
+    worst = 0.0
+
+    def cmp(a, b):
+        nonlocal worst
+        if (a is None) != (b is None):
+            worst = float("inf")
+        elif a is not None:
+            worst = max(worst, abs(float(a) - float(b)))
+
+    for name, m in ref["metrics"].items():
+        for key in ("value", "lo", "hi"):
+            cmp(new["metrics"][name][key], m[key])
+    for t, entry in ref["binary"].items():
+        for name, m in entry.items():
+            for key in ("value", "lo", "hi"):
+                cmp(new["binary"][t][name][key], m[key])
+    if new["pairs"] != ref["pairs"] or new["confusion"]["matrix"] != ref["confusion"]:
+        worst = float("inf")
+    return worst
+
+
 def bench_metrics(n_images: int) -> None:
-    from scoring import engine, metrics
+    from scoring import engine, metrics, resample
 
     gt, level, pred, outcome = synthetic_run(n_images)
+    bounds = engine.PROVISIONAL
+    small = synthetic_run(200, seed=9)  # warm-up: both paths import and touch everything once
+    metrics.evaluate(*small[:3], small[3], bounds, n_boot=5)
+    reference_evaluate(small[0], small[1], small[2], small[3], bounds, n_boot=5, n_boot_pairwise=5)
+    n_valid = int(((outcome == "ok") & np.isfinite(pred)).sum())
     started = time.perf_counter()
-    report = metrics.evaluate(gt, level, pred, outcome, engine.PROVISIONAL)
-    elapsed = time.perf_counter() - started
-    print(f"[1] evaluate(): {n_images} images, {report['n_valid']} valid, all metrics + bootstrap "
-          f"({metrics.N_BOOT} / {metrics.N_BOOT_PAIRWISE} pairwise resamples) + confusion + binary views: {elapsed:.2f} s")
-    for name in metrics.METRICS:
+    report = metrics.evaluate(gt, level, pred, outcome, bounds)
+    t_new = time.perf_counter() - started
+    idx = resample.draw(n_valid, metrics.N_BOOT, metrics.SEED)  # the very draw evaluate() made
+    started = time.perf_counter()
+    ref = reference_evaluate(gt, level, pred, outcome, bounds, idx=idx)
+    t_ref = time.perf_counter() - started
+    started = time.perf_counter()
+    reference_evaluate(gt, level, pred, outcome, bounds)
+    t_today = time.perf_counter() - started
+    diff = _differences(report, ref)
+    print(f"[1] every metric + 95% bootstrap CI of one run: {n_images} images, {report['n_valid']} valid, "
+          f"{metrics.N_BOOT} resamples shared by every metric")
+    print(f"      today's path, same {metrics.N_BOOT} indices for every metric: {t_ref:.2f} s")
+    print(f"      today's path, today's default (500 + 200 pairwise, separate draws): {t_today:.2f} s")
+    print(f"      new evaluate(): {t_new:.3f} s   speed-up vs the same-indices reference: {t_ref / t_new:.1f}x "
+          f"(vs today's default: {t_today / t_new:.1f}x)   largest difference from the reference: {diff:.2e}")
+    for name in metrics.ALL_METRICS:
         m = report["metrics"][name]
-        print(f"      {name:13s} {m['value']:.4f}  [{m['lo']:.4f}, {m['hi']:.4f}]")
+        print(f"      {name:20s} {m['value']:.4f}  [{m['lo']:.4f}, {m['hi']:.4f}]  defined in {m['defined']}")
+    sig = report["significance"]
+    print(f"      intra-level ranking: p = {sig['intra']['p_value']:.3g} ({sig['intra']['method']}); "
+          f"inter-level: p = {sig['inter']['p_value']:.3g} ({sig['inter']['method']})")
+    if diff > 1e-12:
+        raise SystemExit("the new path and the reference differ")
 
     g, lv, p, _ = synthetic_run(n_images, refusal_rate=0.0)  # every image predicted: all n(n-1)/2 pairs
     n = g.size

@@ -28,6 +28,7 @@ from . import chunks, launching, leases, outcomes
 from .models import Run, RunResult
 from .providers import FatalProviderError, ProviderError, ProviderUnavailable, RetryableError, get_provider
 from .ratelimit import RateLimiter
+from . import schemas
 from .lifecycle import mark_cancelled, fail_run, finish_if_complete, refresh_totals
 
 
@@ -123,7 +124,7 @@ def process_image(ctx: Context, image_id: int, file_name: str) -> Outcome | None
         else:
             p1, s1 = ctx.prompt_text["stage1"], ctx.prompt_text["schemas"]["stage1"]
             reply1 = _call(ctx, lambda: ctx.provider.annotate_stage1(data, mime, p1, s1), attempts)
-            stage1 = outcomes.apply_stage1(out, reply1, ctx.keys)
+            stage1 = outcomes.apply_stage1(out, reply1, ctx.keys, schemas.stage1_choices(s1))  # annotate-v2: yes / no only
             if stage1 is not None:
                 p2, s2 = ctx.prompt_text["stage2"], ctx.prompt_text["schemas"]["stage2"]
                 user_text = outcomes.stage2_text(ctx.prompt_text, stage1)

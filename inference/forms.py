@@ -42,7 +42,7 @@ class LaunchForm(forms.Form):
     strategy = forms.ChoiceField(choices=[("", "— (annotate runs)")] + [(s, s) for s in prompts.STRATEGIES], required=False)
     counterfactual_faces = forms.BooleanField(required=False, help_text="Judge runs: assume every face is perfectly anonymized.")
     prompt_version = forms.ChoiceField(
-        choices=[("", "latest")] + [(v, v) for v in prompts.JUDGE_VERSIONS + prompts.ANNOTATE_VERSIONS], required=False
+        choices=[("", "latest")] + [(v, prompts.version_label(v)) for v in prompts.JUDGE_VERSIONS + prompts.ANNOTATE_VERSIONS], required=False
     )
     split = forms.ChoiceField(choices=[("all", "all splits"), ("train", "train"), ("test", "test"), ("other", "other")], initial="all")
     attribute = forms.ChoiceField(required=False, help_text="Only images whose consensus (active profile) has this attribute…")

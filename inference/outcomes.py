@@ -36,11 +36,12 @@ def apply_judge(out, reply) -> None:
         out.score, out.reasoning = answer.score, answer.reasoning
 
 
-def apply_stage1(out, reply, keys) -> Stage1Answer | None:
-    """Stage 1 of an annotate run; returns the validated answers when stage 2 should follow."""
+def apply_stage1(out, reply, keys, choices=None) -> Stage1Answer | None:
+    """Stage 1 of an annotate run; returns the validated answers when stage 2 should follow.
+    `choices`: the stage-1 answers the run's prompt version allows (annotate-v2: yes / no)."""
     out.raw = {"stage1": reply_record(reply)}
     out.tokens_in, out.tokens_out, out.latency_ms = reply.tokens_in, reply.tokens_out, reply.latency_ms
-    out.outcome, stage1, out.error = classify(reply, Stage1Answer, {"keys": keys})
+    out.outcome, stage1, out.error = classify(reply, Stage1Answer, {"keys": keys, "choices": choices})
     if stage1 is not None:
         out.error = ""
     return stage1

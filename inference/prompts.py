@@ -16,10 +16,20 @@ import json
 from annotations import taxonomy as taxonomy_module
 
 STRATEGIES = ("zero_shot", "intuition", "taxonomy")
-JUDGE_VERSIONS = ("judge-v1",)
-ANNOTATE_VERSIONS = ("annotate-v1",)
+JUDGE_VERSIONS = ("judge-v1", "judge-v2")
+ANNOTATE_VERSIONS = ("annotate-v1", "annotate-v2")
 DEFAULT_VERSION = {"judge": JUDGE_VERSIONS[-1], "annotate": ANNOTATE_VERSIONS[-1]}
-INFERABLE_CHOICES = ("yes", "uncertain", "no")
+INFERABLE_CHOICES = ("yes", "uncertain", "no")  # every stage-1 answer any version accepts
+STAGE1_CHOICES = {"annotate-v1": ("yes", "uncertain", "no"), "annotate-v2": ("yes", "no")}
+# Older versions stay selectable (results stay comparable) and are labelled as older wherever offered.
+OLDER = {
+    "judge-v1": "older: its taxonomy text states how levels and counts combine into the score",
+    "annotate-v1": "older: stage 1 offers \"uncertain\" instead of the paper's binary decision",
+}
+
+
+def version_label(version: str) -> str:
+    return f"{version} ({OLDER[version]})" if version in OLDER else f"{version} (current)"
 
 _JUDGE_SYSTEM_V1 = (
     "You are an expert in visual privacy. You assess how much privacy risk an image would carry "
@@ -83,10 +93,33 @@ _STAGE2_TASK_V1 = (
     "a JSON object {\"labels\": {\"<attribute key>\": 0 | 0.5 | 1, ...}} using every key exactly once."
 )
 
+# annotate-v2: the paper's stage 1 is a binary decision with reasoning; stage 2 reads the strength of
+# inferability from that reasoning.
+_STAGE1_TASK_V2 = (
+    "For each attribute below, decide whether it is inferable from the attached image: answer \"yes\" "
+    "or \"no\", and give brief reasoning for your decision that says what in the image supports it "
+    "and how clearly."
+)
+
+_STAGE1_OUTPUT_V2 = (
+    "Answer with a JSON object {\"answers\": {...}} holding one entry per attribute key, each "
+    "{\"inferable\": \"yes\" | \"no\", \"reasoning\": \"...\"}. Use every key exactly once and no other keys."
+)
+
+_STAGE2_TASK_V2 = (
+    "Below are your answers about one image, one per attribute: a yes/no decision with your reasoning. "
+    "Map each to a label by the strength of inferability your reasoning expressed: 1 if the attribute "
+    "is clearly present or clearly inferable, 0.5 if your reasoning expressed ambiguity (partly visible, "
+    "uncertain inference), 0 if it is not inferable. Answer with a JSON object "
+    "{\"labels\": {\"<attribute key>\": 0 | 0.5 | 1, ...}} using every key exactly once."
+)
+
 STAGE2_ANSWERS_MARKER = "Your earlier answers (JSON):"
 
 
-def _taxonomy_block(tax) -> str:
+def _taxonomy_block(tax, version: str = "judge-v2") -> str:
+    """The four levels, their attributes and what makes each level. judge-v1 (older) also stated the
+    score's arithmetic, which the paper withheld from the models; judge-v2 does not."""
     lines = [
         "The Compositional Privacy Risk Taxonomy groups private information into four levels, from "
         "level 1 (most severe) to level 4 (least severe):"
@@ -99,10 +132,11 @@ def _taxonomy_block(tax) -> str:
         for attr in tax.attributes:
             if attr.level == level:
                 lines.append(f"  - {attr.key}: {attr.question}")
-    lines.append(
-        "Information of a more severe level weighs more than any amount of less severe information; "
-        "within a level, more kinds of information mean more risk."
-    )
+    if version == "judge-v1":
+        lines.append(
+            "Information of a more severe level weighs more than any amount of less severe information; "
+            "within a level, more kinds of information mean more risk."
+        )
     return "\n".join(lines)
 
 
@@ -121,7 +155,7 @@ def judge_prompt(version: str, strategy: str, counterfactual_faces: bool, tax=No
     if strategy == "intuition":
         parts.append(_INTUITION_V1)
     elif strategy == "taxonomy":
-        parts.append(_taxonomy_block(tax))
+        parts.append(_taxonomy_block(tax, version))
     if counterfactual_faces:
         parts.append(_COUNTERFACTUAL_FACES_V1)
     parts.append(_JUDGE_OUTPUT_V1)
@@ -134,8 +168,10 @@ def annotate_prompts(version: str, tax=None) -> dict:
     if version not in ANNOTATE_VERSIONS:
         raise ValueError(f"Unknown annotate prompt version {version!r}; known: {', '.join(ANNOTATE_VERSIONS)}.")
     tax = tax or taxonomy_module.active()
-    stage1_user = "\n\n".join([_STAGE1_TASK_V1, "Attributes (key: question):\n" + _questions_block(tax), _STAGE1_OUTPUT_V1])
-    stage2_user = "\n\n".join([_STAGE2_TASK_V1, "Attribute keys: " + ", ".join(tax.keys), STAGE2_ANSWERS_MARKER + "\n{answers}"])
+    v2 = version == "annotate-v2"
+    task1, output1, task2 = (_STAGE1_TASK_V2, _STAGE1_OUTPUT_V2, _STAGE2_TASK_V2) if v2 else (_STAGE1_TASK_V1, _STAGE1_OUTPUT_V1, _STAGE2_TASK_V1)
+    stage1_user = "\n\n".join([task1, "Attributes (key: question):\n" + _questions_block(tax), output1])
+    stage2_user = "\n\n".join([task2, "Attribute keys: " + ", ".join(tax.keys), STAGE2_ANSWERS_MARKER + "\n{answers}"])
     return {
         "stage1": {"system": _STAGE1_SYSTEM_V1, "user": stage1_user},
         "stage2": {"system": _STAGE2_SYSTEM_V1, "user": stage2_user},
@@ -159,7 +195,8 @@ def render(task: str, version: str, strategy: str = "", counterfactual_faces: bo
             raise ValueError("Annotate runs take no strategy and no counterfactual instruction.")
         return {
             **annotate_prompts(version, tax),
-            "schemas": {"stage1": schemas.stage1_json_schema(tax.keys), "stage2": schemas.stage2_json_schema(tax.keys)},
+            "schemas": {"stage1": schemas.stage1_json_schema(tax.keys, STAGE1_CHOICES[version]),
+                        "stage2": schemas.stage2_json_schema(tax.keys)},
         }
     raise ValueError(f"Unknown task {task!r}.")
 
@@ -172,13 +209,13 @@ def catalogue() -> list[dict]:
         for strategy in STRATEGIES:
             for cf in (False, True):
                 prompt = judge_prompt(version, strategy, cf, tax)
-                title = f"{version} · {strategy}" + (" + counterfactual_faces" if cf else "")
+                title = f"{version_label(version)} · {strategy}" + (" + counterfactual_faces" if cf else "")
                 items.append({"title": title, "version": version, "texts": [("system", prompt["system"]), ("user", prompt["user"])]})
     for version in ANNOTATE_VERSIONS:
         p = annotate_prompts(version, tax)
         items.append(
             {
-                "title": f"{version} · two-stage annotation",
+                "title": f"{version_label(version)} · two-stage annotation",
                 "version": version,
                 "texts": [
                     ("stage 1 system", p["stage1"]["system"]),

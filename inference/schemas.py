@@ -29,10 +29,10 @@ def judge_json_schema() -> dict:
     }
 
 
-def stage1_json_schema(keys) -> dict:
+def stage1_json_schema(keys, choices=INFERABLE_CHOICES) -> dict:
     item = {
         "type": "object",
-        "properties": {"inferable": {"type": "string", "enum": list(INFERABLE_CHOICES)}, "reasoning": {"type": "string"}},
+        "properties": {"inferable": {"type": "string", "enum": list(choices)}, "reasoning": {"type": "string"}},
         "required": ["inferable", "reasoning"],
         "additionalProperties": False,
     }
@@ -65,6 +65,23 @@ class JudgeAnswer(_Strict):
 class Stage1Item(_Strict):
     inferable: Literal["yes", "uncertain", "no"]
     reasoning: StrictStr = Field(max_length=MAX_REASONING)
+
+    @field_validator("inferable")
+    @classmethod
+    def _allowed_by_the_prompt_version(cls, value, info: ValidationInfo):
+        choices = (info.context or {}).get("choices") or INFERABLE_CHOICES
+        if value not in choices:
+            raise ValueError(f"inferable must be one of {', '.join(choices)} for this prompt version, got {value!r}")
+        return value
+
+
+def stage1_choices(schema: dict) -> tuple[str, ...]:
+    """The stage-1 answers a run's stored schema allows (annotate-v2: yes / no)."""
+    try:
+        item = next(iter(schema["properties"]["answers"]["properties"].values()))
+        return tuple(item["properties"]["inferable"]["enum"])
+    except (KeyError, StopIteration, TypeError):
+        return INFERABLE_CHOICES
 
 
 def _check_keys(found, info: ValidationInfo):

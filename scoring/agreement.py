@@ -5,16 +5,22 @@ or 1, NaN where an annotator gave no label. The unit is one (image, attribute) i
 (0.5 -> 0) unless a function says it uses the three-valued labels.
 
 Decisions (documented in docs/scoring.md):
-- Human-human agreement pools the items of every pair of human annotators (each pair once, the
-  lower annotator index first), which is what a single "human-human" figure means with more than
-  two reviewers; every individual pair is reported too.
+- The human-human figures are the paper's: the strict consensus rate (every human of an item gave
+  the same label) and a multi-rater kappa, Fleiss' kappa (Fleiss 1971, with the usual extension to a
+  varying number of raters per item: each item's agreement is averaged over its own rater pairs,
+  category shares are pooled over all ratings). Both are symmetric in the annotators, so no figure
+  depends on the order or the names of annotators (a test renames and reorders them). Every
+  individual pair is still listed with Cohen's kappa, which is symmetric too.
+- The human study population: agreement involving humans is computed on images with at least two
+  human labelings (the count is reported).
 - Models (and the imported ground truth) are compared with the human majority vote per item
-  (engine.majority_vote: an even split gives 0) over items with at least one human label.
+  (an even split gives 0), which exists only where at least two humans labelled the item.
 - Cohen's kappa is undefined (None) when both raters use a single, identical category.
 - Weighted kappa uses linear weights over the ordered three values 0 < 0.5 < 1.
-- Krippendorff's alpha uses the items of images labelled by more than two annotators: nominal on the
-  binarised labels, ordinal on the three-valued ones.
-- The human strict consensus rate counts items with at least two human labels.
+- Krippendorff's alpha is reported for humans only, models only and all annotators (humans and
+  models; the imported ground truth, derived from model labels, is left out), each over the items
+  that at least two annotators of that group labelled: nominal on the binarised labels, ordinal on
+  the three-valued ones.
 """
 from __future__ import annotations
 
@@ -24,9 +30,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Sequence
 
-import krippendorff
 import numpy as np
-from sklearn.metrics import cohen_kappa_score
 
 from .engine import LEVELS, Bounds, severity_array, level_counts_array
 
@@ -44,12 +48,13 @@ def binarise_array(values: np.ndarray) -> np.ndarray:
     return np.where(present, (values == 1.0).astype(float), np.nan)
 
 
-def human_majority(values: np.ndarray, is_human: Sequence[bool]) -> np.ndarray:
-    """(images, attributes) majority of the binarised human labels; NaN where no human labelled."""
+def human_majority(values: np.ndarray, is_human: Sequence[bool], minimum: int = 2) -> np.ndarray:
+    """(images, attributes) majority of the binarised human labels (an even split gives 0); NaN
+    where fewer than `minimum` humans labelled the item (one label is no majority)."""
     humans = binarise_array(np.asarray(values, dtype=float)[np.asarray(is_human, dtype=bool)])
     count = (~np.isnan(humans)).sum(axis=0)
     ones = np.nansum(humans, axis=0) if humans.size else np.zeros(count.shape)
-    return np.where(count > 0, (ones * 2 > count).astype(float), np.nan)
+    return np.where(count >= minimum, (ones * 2 > count).astype(float), np.nan)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -72,13 +77,35 @@ def _finite(x) -> float | None:
     return x if math.isfinite(x) else None
 
 
+def kappa_from_confusion(cm: np.ndarray, weights: str | None = None) -> np.ndarray:
+    """Cohen's kappa of (..., k, k) confusion counts, as sklearn computes it; NaN where undefined.
+
+    Kappa is symmetric in the two raters, but floating-point sums in another order can differ in the
+    last bit; the mean of both orders is exactly symmetric, so swapping raters changes no digit.
+    """
+    cm = np.asarray(cm, dtype=float)
+    return (_kappa(cm, weights) + _kappa(np.swapaxes(cm, -1, -2), weights)) / 2
+
+
+def _kappa(cm: np.ndarray, weights: str | None) -> np.ndarray:
+    k = cm.shape[-1]
+    i, j = np.indices((k, k))
+    w = np.abs(i - j) / (k - 1) if weights == "linear" else (i != j).astype(float)
+    n = cm.sum(axis=(-2, -1))
+    with np.errstate(all="ignore"):
+        expected = cm.sum(axis=-1)[..., :, None] * cm.sum(axis=-2)[..., None, :] / n[..., None, None]
+        return 1 - (w * cm).sum(axis=(-2, -1)) / (w * expected).sum(axis=(-2, -1))
+
+
 def cohen_kappa(a: np.ndarray, b: np.ndarray, labels: Sequence, weights: str | None = None) -> float | None:
-    """sklearn's Cohen's kappa; None where it is undefined (e.g. both raters constant and equal)."""
+    """Cohen's kappa of two label vectors over `labels` (equals sklearn's); None where undefined."""
     if len(a) == 0:
         return None
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        return _finite(cohen_kappa_score(a, b, labels=list(labels), weights=weights))
+    index = {v: i for i, v in enumerate(labels)}
+    k = len(labels)
+    codes = np.array([index[x] for x in np.asarray(a).tolist()]) * k + np.array([index[y] for y in np.asarray(b).tolist()])
+    cm = np.bincount(codes, minlength=k * k).reshape(k, k)
+    return _finite(kappa_from_confusion(cm, weights))
 
 
 def pair_stats(a: np.ndarray, b: np.ndarray, a3: np.ndarray | None = None, b3: np.ndarray | None = None) -> PairStats:
@@ -95,21 +122,40 @@ def pair_stats(a: np.ndarray, b: np.ndarray, a3: np.ndarray | None = None, b3: n
     return PairStats(n, float((x == y).mean()) if n else None, cohen_kappa(x, y, (0, 1)), weighted)
 
 
+def _confusions(a: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
+    """(attributes, k, k) counts of label codes 0..k-1 over images where both raters labelled."""
+    both = ~np.isnan(a) & ~np.isnan(b)
+    n_attr = a.shape[1]
+    code = (a[both] * k + b[both]).astype(np.int64) + np.nonzero(both)[1] * (k * k)
+    return np.bincount(code, minlength=n_attr * k * k).reshape(n_attr, k, k)
+
+
+def _stacked(cm: np.ndarray, attr_levels: np.ndarray) -> np.ndarray:
+    """(attributes + 4 levels + overall, k, k): per attribute, per level, overall confusions."""
+    per_level = [cm[attr_levels == lv].sum(axis=0) for lv in LEVELS]
+    return np.concatenate([cm, np.stack(per_level), cm.sum(axis=0)[None]], axis=0)
+
+
 def breakdown(a: np.ndarray, b: np.ndarray, a3, b3, attr_levels: np.ndarray, keys: Sequence[str]) -> dict:
     """Overall, per attribute and per level stats for (images, attributes) arrays of two raters."""
-    out = {"overall": pair_stats(a.ravel(), b.ravel(), None if a3 is None else a3.ravel(), None if b3 is None else b3.ravel()).as_dict()}
-    out["attributes"] = {
-        key: pair_stats(a[:, j], b[:, j], None if a3 is None else a3[:, j], None if b3 is None else b3[:, j]).as_dict()
-        for j, key in enumerate(keys)
+    attr_levels = np.asarray(attr_levels)
+    cm2 = _stacked(_confusions(np.asarray(a, dtype=float), np.asarray(b, dtype=float), 2), attr_levels)
+    n = cm2.sum(axis=(1, 2))
+    with np.errstate(all="ignore"):
+        agree = np.trace(cm2, axis1=1, axis2=2) / n
+    kappa = kappa_from_confusion(cm2)
+    weighted = None
+    if a3 is not None and b3 is not None:
+        cm3 = _stacked(_confusions(np.asarray(a3, dtype=float) * 2, np.asarray(b3, dtype=float) * 2, 3), attr_levels)
+        weighted = np.where(cm3.sum(axis=(1, 2)) > 0, kappa_from_confusion(cm3, "linear"), np.nan)
+    rows = [{"n": int(n[i]), "agreement": _finite(agree[i]) if n[i] else None, "kappa": _finite(kappa[i]) if n[i] else None,
+             "weighted_kappa": None if weighted is None else _finite(weighted[i])} for i in range(cm2.shape[0])]
+    k = len(keys)
+    return {
+        "overall": rows[-1],
+        "attributes": {key: rows[j] for j, key in enumerate(keys)},
+        "levels": {str(lv): rows[k + i] for i, lv in enumerate(LEVELS)},
     }
-    out["levels"] = {}
-    for level in LEVELS:
-        cols = attr_levels == level
-        out["levels"][str(level)] = pair_stats(
-            a[:, cols].ravel(), b[:, cols].ravel(),
-            None if a3 is None else a3[:, cols].ravel(), None if b3 is None else b3[:, cols].ravel(),
-        ).as_dict()
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -134,56 +180,124 @@ def _group(kind_a: str, kind_b: str) -> str:
     return "-".join(kinds)
 
 
+def human_study_images(values: np.ndarray, is_human: np.ndarray) -> np.ndarray:
+    """(images,) bool: at least two human annotators labelled the image."""
+    labelled = (~np.isnan(np.asarray(values, dtype=float)[is_human])).any(axis=2)
+    return labelled.sum(axis=0) >= 2
+
+
 def agreement_report(data: LabelSet) -> dict:
-    """Every annotator pair, the pooled human-human figure, each non-human vs the human majority,
-    the human strict consensus rate, Krippendorff's alpha and the kappa matrix for the heatmap."""
-    values = np.asarray(data.values, dtype=float)
+    """Every annotator pair (Cohen's kappa), the human strict consensus rate and Fleiss' kappa (the
+    paper's human-human figures), each non-human vs the human majority, Krippendorff's alpha per
+    annotator kind and the kappa matrix for the heatmap.
+
+    Nothing depends on the order of annotators: annotators are listed sorted by (kind, name), and
+    every figure is symmetric in them.
+    """
+    order = sorted(range(len(data.names)), key=lambda i: (data.kinds[i], data.names[i]))
+    values = np.asarray(data.values, dtype=float)[order] if order else np.asarray(data.values, dtype=float)
+    names = [data.names[i] for i in order]
+    kinds = [data.kinds[i] for i in order]
     binary = binarise_array(values)
     attr_levels = np.asarray(data.attr_levels)
     keys = list(data.keys)
     A = values.shape[0]
-    is_human = np.array([k == HUMAN for k in data.kinds], dtype=bool)
+    is_human = np.array([k == HUMAN for k in kinds], dtype=bool)
+    study = human_study_images(values, is_human) if A else np.zeros(values.shape[1], dtype=bool)
+    # Agreement involving humans uses the human study population only.
+    in_study = np.where(study[None, :, None], values, np.nan)
+    binary_study = np.where(study[None, :, None], binary, np.nan)
 
     pairs = []
     kappa_matrix = [[None] * A for _ in range(A)]
     for i, j in combinations(range(A), 2):
-        stats_ij = breakdown(binary[i], binary[j], values[i], values[j], attr_levels, keys)
+        source, source_bin = (in_study, binary_study) if (is_human[i] or is_human[j]) else (values, binary)
+        stats_ij = breakdown(source_bin[i], source_bin[j], source[i], source[j], attr_levels, keys)
         if stats_ij["overall"]["n"] == 0:
             continue
-        pairs.append({"a": data.names[i], "b": data.names[j], "group": _group(data.kinds[i], data.kinds[j]), **stats_ij})
+        pairs.append({"a": names[i], "b": names[j], "group": _group(kinds[i], kinds[j]), **stats_ij})
         kappa_matrix[i][j] = kappa_matrix[j][i] = stats_ij["overall"]["kappa"]
     for i in range(A):
         if (~np.isnan(binary[i])).any():
             kappa_matrix[i][i] = 1.0
 
-    # Pooled human-human: stack the items of every human pair.
-    human_idx = np.flatnonzero(is_human)
-    pooled = None
-    if human_idx.size >= 2:
-        left = [binary[i] for i, j in combinations(human_idx, 2)]
-        right = [binary[j] for i, j in combinations(human_idx, 2)]
-        left3 = [values[i] for i, j in combinations(human_idx, 2)]
-        right3 = [values[j] for i, j in combinations(human_idx, 2)]
-        pooled = breakdown(np.concatenate(left), np.concatenate(right), np.concatenate(left3), np.concatenate(right3), attr_levels, keys)
-
-    majority = human_majority(values, is_human)
+    majority = human_majority(in_study, is_human)
     vs_majority = []
     majority_kappas = [None] * A
     for i in np.flatnonzero(~is_human):
-        stats_i = breakdown(binary[i], majority, None, None, attr_levels, keys)
+        stats_i = breakdown(binary_study[i], majority, None, None, attr_levels, keys)
         majority_kappas[i] = stats_i["overall"]["kappa"]
         if stats_i["overall"]["n"]:
-            vs_majority.append({"a": data.names[i], "b": MAJORITY, "group": f"{data.kinds[i]}-human majority", **stats_i})
+            vs_majority.append({"a": names[i], "b": MAJORITY, "group": f"{kinds[i]}-human majority", **stats_i})
 
+    humans = in_study[is_human]
     return {
-        "annotators": [{"name": n, "kind": k} for n, k in zip(data.names, data.kinds)],
+        "annotators": [{"name": n, "kind": k} for n, k in zip(names, kinds)],
+        "human_study": {"images": int(study.sum()), "all_images": int(values.shape[1]), "humans": int(is_human.sum()),
+                        "rule": "images with at least two human labelings"},
         "pairs": pairs,
-        "human_pooled": pooled,
+        "human_human": human_human(humans, attr_levels, keys),
         "vs_majority": vs_majority,
-        "strict_consensus": strict_consensus(values[is_human], attr_levels, keys),
-        "krippendorff": krippendorff_alpha(values),
-        "kappa_matrix": {"names": list(data.names) + [MAJORITY], "matrix": [row + [majority_kappas[i]] for i, row in enumerate(kappa_matrix)]
+        "strict_consensus": strict_consensus(humans, attr_levels, keys),
+        "krippendorff": krippendorff_by_kind(values, kinds, study),
+        "kappa_matrix": {"names": names + [MAJORITY], "matrix": [row + [majority_kappas[i]] for i, row in enumerate(kappa_matrix)]
                          + [majority_kappas + [None]]},
+    }
+
+
+def fleiss_kappa(counts: np.ndarray) -> float | None:
+    """Fleiss' kappa of (items, categories) rating counts; items may have different numbers of raters
+    (at least two each). P_i = sum_j n_ij (n_ij - 1) / (n_i (n_i - 1)); p_j pooled over all ratings."""
+    counts = np.asarray(counts, dtype=float)
+    n_i = counts.sum(axis=1)
+    counts = counts[n_i >= 2]
+    n_i = n_i[n_i >= 2]
+    if counts.shape[0] == 0:
+        return None
+    p_i = (counts * (counts - 1)).sum(axis=1) / (n_i * (n_i - 1))
+    p_j = counts.sum(axis=0) / n_i.sum()
+    p_e = float((p_j**2).sum())
+    if p_e >= 1.0:
+        return None
+    return _finite((p_i.mean() - p_e) / (1 - p_e))
+
+
+def human_human(human_values: np.ndarray, attr_levels: np.ndarray, keys: Sequence[str]) -> dict:
+    """The paper's human-human row: strict consensus rate and Fleiss' kappa (binarised), overall, per
+    level and per attribute, over items with at least two human labels."""
+    human_values = np.asarray(human_values, dtype=float)
+    if human_values.shape[0] == 0:
+        empty = {"n": 0, "strict": None, "fleiss_kappa": None}
+        return {"overall": empty, "attributes": {k: empty for k in keys}, "levels": {str(lv): empty for lv in LEVELS}}
+    binary = binarise_array(human_values)
+    ones = np.nansum(binary, axis=0)
+    count = (~np.isnan(binary)).sum(axis=0)
+    eligible = count >= 2
+    same = eligible & ((ones == 0) | (ones == count))
+    # Column sums: every figure of a set of attributes is a ratio of sums over its columns.
+    n_col = eligible.sum(axis=0)
+    same_col = same.sum(axis=0)
+    with np.errstate(all="ignore"):
+        p_item = np.where(eligible, (ones * (ones - 1) + (count - ones) * (count - ones - 1)) / (count * (count - 1)), 0.0)
+    p_col = p_item.sum(axis=0)
+    ones_col = np.where(eligible, ones, 0).sum(axis=0)
+    ratings_col = np.where(eligible, count, 0).sum(axis=0)
+
+    def figures(cols: np.ndarray) -> dict:
+        n = int(n_col[cols].sum())
+        if not n:
+            return {"n": 0, "strict": None, "fleiss_kappa": None}
+        share = ones_col[cols].sum() / ratings_col[cols].sum()
+        p_e = share**2 + (1 - share) ** 2
+        kappa = None if p_e >= 1 else _finite((p_col[cols].sum() / n - p_e) / (1 - p_e))
+        return {"n": n, "strict": float(same_col[cols].sum() / n), "fleiss_kappa": kappa}
+
+    attr_levels = np.asarray(attr_levels)
+    everything = np.arange(len(keys))
+    return {
+        "overall": figures(everything),
+        "attributes": {k: figures(np.array([j])) for j, k in enumerate(keys)},
+        "levels": {str(lv): figures(np.flatnonzero(attr_levels == lv)) for lv in LEVELS},
     }
 
 
@@ -204,48 +318,104 @@ def strict_consensus(human_values: np.ndarray, attr_levels: np.ndarray, keys: Se
         np.where(np.isnan(human_values), np.inf, human_values), axis=0
     )
 
-    def rate(mask):
-        n = int((eligible & mask).sum())
+    n_col = eligible.sum(axis=0)
+    bin_col = (same_bin & eligible).sum(axis=0)
+    three_col = (same_3 & eligible).sum(axis=0)
+
+    def rate(cols):
+        n = int(n_col[cols].sum())
         return {
             "n": n,
-            "binary": float((same_bin & eligible & mask).sum() / n) if n else None,
-            "three_valued": float((same_3 & eligible & mask).sum() / n) if n else None,
+            "binary": float(bin_col[cols].sum() / n) if n else None,
+            "three_valued": float(three_col[cols].sum() / n) if n else None,
         }
 
-    everything = np.ones(eligible.shape, dtype=bool)
-    cols = np.arange(eligible.shape[1])
     return {
-        "overall": rate(everything),
-        "attributes": {k: rate(everything & (cols == j)[None, :]) for j, k in enumerate(keys)},
-        "levels": {str(lv): rate(everything & (np.asarray(attr_levels) == lv)[None, :]) for lv in LEVELS},
+        "overall": rate(np.arange(len(keys))),
+        "attributes": {k: rate(np.array([j])) for j, k in enumerate(keys)},
+        "levels": {str(lv): rate(np.flatnonzero(np.asarray(attr_levels) == lv)) for lv in LEVELS},
     }
 
 
-def krippendorff_alpha(values: np.ndarray) -> dict:
-    """Alpha over the items of images that more than two annotators labelled."""
+def krippendorff_alpha(values: np.ndarray, images: np.ndarray | None = None) -> dict:
+    """Alpha (nominal on binarised labels, ordinal on three-valued ones) over the items that at least
+    two of the given annotators labelled, on the given images (all by default)."""
     values = np.asarray(values, dtype=float)
-    per_image = (~np.isnan(values)).any(axis=2).sum(axis=0)  # annotators per image
-    images = np.flatnonzero(per_image > 2)
-    result = {"images": int(images.size), "items": 0, "nominal_binary": None, "ordinal_three_valued": None}
-    if images.size == 0:
+    if images is not None:
+        values = values[:, np.asarray(images, dtype=bool), :]
+    result = {"annotators": int(values.shape[0]), "images": 0, "items": 0, "nominal_binary": None, "ordinal_three_valued": None}
+    if values.shape[0] < 2:
         return result
-    data = values[:, images, :].reshape(values.shape[0], -1)  # (annotators, items)
-    data = data[:, (~np.isnan(data)).sum(axis=0) >= 2]
+    data = values.reshape(values.shape[0], -1)
+    keep = (~np.isnan(data)).sum(axis=0) >= 2
+    data = data[:, keep]
     result["items"] = int(data.shape[1])
+    result["images"] = int(((~np.isnan(values)).sum(axis=0) >= 2).any(axis=1).sum())
     if data.shape[1] == 0:
         return result
     binary = binarise_array(data)
-    for name, reliability, level, domain in (
-        ("nominal_binary", binary, "nominal", [0.0, 1.0]),
-        ("ordinal_three_valued", data, "ordinal", [0.0, 0.5, 1.0]),
-    ):
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            try:
-                result[name] = _finite(krippendorff.alpha(reliability_data=reliability, level_of_measurement=level, value_domain=domain))
-            except ValueError:  # a single value in the whole domain: alpha is undefined
-                result[name] = None
+    result["nominal_binary"] = alpha_from_counts(*_category_counts(binary, (0.0, 1.0)), level="nominal")
+    result["ordinal_three_valued"] = alpha_from_counts(*_category_counts(data, (0.0, 0.5, 1.0)), level="ordinal")
     return result
+
+
+def _category_counts(data: np.ndarray, domain) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct per-item value-count patterns (patterns, categories) and how many items have each:
+    items are encoded as sum over annotators of base^category, so one bincount finds the patterns."""
+    base = data.shape[0] + 1
+    code = np.zeros(data.shape[1], dtype=np.int64)
+    for c, v in enumerate(domain):
+        code += (data == v).sum(axis=0, dtype=np.int64) * base**c
+    freq = np.bincount(code)
+    patterns = np.flatnonzero(freq)
+    counts = np.stack([(patterns // base**c) % base for c in range(len(domain))], axis=1).astype(float)
+    return counts, freq[patterns].astype(float)
+
+
+def alpha_from_counts(counts: np.ndarray, freq: np.ndarray | None = None, *, level: str) -> float | None:
+    """Krippendorff's alpha from (items, categories) value counts (items with >= 2 values; `freq`
+    items per row), via the coincidence matrix; "nominal" or "ordinal" (categories in their order).
+    Equals the `krippendorff` package's value (tests check it); written out because that package
+    takes seconds on 10^5 items."""
+    freq = np.ones(counts.shape[0]) if freq is None else np.asarray(freq, dtype=float)
+    m = counts.sum(axis=1)
+    counts, freq, m = counts[m >= 2], freq[m >= 2], m[m >= 2]
+    if counts.shape[0] == 0:
+        return None
+    k = counts.shape[1]
+    inv = freq / (m - 1)
+    weighted = counts * inv[:, None]
+    o = weighted.T @ counts - np.diag(weighted.sum(axis=0))
+    n_c = o.sum(axis=1)
+    n = n_c.sum()
+    if level == "nominal":
+        delta = 1.0 - np.eye(k)
+    else:
+        cum = np.cumsum(n_c)
+        delta = np.zeros((k, k))
+        for c in range(k):
+            for d in range(k):
+                lo, hi = min(c, d), max(c, d)
+                delta[c, d] = (cum[hi] - (cum[lo - 1] if lo > 0 else 0) - (n_c[c] + n_c[d]) / 2) ** 2
+    d_o = (o * delta).sum()
+    d_e = (np.outer(n_c, n_c) * delta).sum() / (n - 1)
+    if d_e == 0:
+        return None
+    return _finite(1 - d_o / d_e)
+
+
+def krippendorff_by_kind(values: np.ndarray, kinds: Sequence[str], human_study: np.ndarray) -> list[dict]:
+    """Alpha for humans only (human study images), models only, and humans and models together
+    (human study images); the imported ground truth is never mixed in."""
+    kinds = np.asarray(kinds)
+    out = []
+    for label, mask, images in (
+        ("humans only", kinds == HUMAN, human_study),
+        ("models only", kinds == MODEL, None),
+        ("humans and models (imported ground truth left out)", (kinds == HUMAN) | (kinds == MODEL), human_study),
+    ):
+        out.append({"annotators_kind": label, **krippendorff_alpha(np.asarray(values)[mask], images)})
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,7 +5,8 @@ numpy functions over whole datasets (`*_array`). Tests and `bench/scoring.py` ch
 
 Decisions (documented in docs/scoring.md):
 - An image with no attribute at all is level 4 with score 0.0.
-- Boundaries come from a named, versioned scoring profile; the default one is provisional.
+- Weights and boundaries come from a named, versioned scoring profile; the default one is provisional
+  (exponential weights, base 87, lo = (0.8305, 0.50, 0.25, 0)), see WEIGHT_SETS.
 - An image whose consensus set is incomplete has no consensus (None), not zeros.
 """
 from __future__ import annotations
@@ -16,10 +17,57 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-WEIGHTS = (330, 30, 5, 1)
 LEVEL_MAXIMA = (3, 10, 5, 4)
-PROVISIONAL_LO = (0.75, 0.50, 0.25, 0.00)
 LEVELS = (1, 2, 3, 4)
+
+
+def exponential_weights(base: int) -> tuple[int, int, int, int]:
+    """(base^3, base^2, base, 1): the paper's "exponentially decreasing" weights for one base."""
+    return (base**3, base**2, base, 1)
+
+
+# Named weight sets (spec section 3). The paper's own equation is lost; both are candidates.
+EXPONENTIAL_87 = exponential_weights(87)  # (658503, 7569, 87, 1): reproduces both Appendix A.6 examples
+TIGHT = (330, 30, 5, 1)  # the smallest integer weights with the dominance property (third-party review)
+WEIGHT_SETS: dict[str, tuple[int, int, int, int]] = {"exponential-87": EXPONENTIAL_87, "tight": TIGHT}
+WEIGHTS = EXPONENTIAL_87  # the provisional default
+DEFAULT_WEIGHT_SET = "exponential-87"
+PROVISIONAL_LO = (0.8305, 0.50, 0.25, 0.00)
+
+# Appendix A.6: two worked examples with the paper's printed scores (3 decimals).
+A6_EXAMPLES = (((2, 0, 0, 0), 0.947), ((1, 10, 0, 0), 0.870))
+
+
+def check_weights(weights: Sequence[float], maxima: Sequence[int] = LEVEL_MAXIMA) -> tuple[int, int, int, int]:
+    """Four positive integer weights, w4 = 1, each above the largest sum of all less severe levels."""
+    try:
+        values = tuple(int(w) for w in weights)
+    except (TypeError, ValueError):
+        raise ValueError(f"Weights {weights!r} must be four integers.") from None
+    if len(values) != 4 or any(float(a) != float(b) for a, b in zip(values, weights)):
+        raise ValueError(f"Weights {tuple(weights)!r} must be four integers W1,W2,W3,W4.")
+    if values[3] != 1:
+        raise ValueError(f"w4 must be 1, got {values[3]}.")
+    for level in (1, 2, 3):
+        below = sum(w * m for w, m in zip(values[level:], maxima[level:]))
+        if values[level - 1] <= below:
+            raise ValueError(
+                f"w{level} = {values[level - 1]} must exceed {below}, the largest sum of all less severe levels "
+                "(a more severe attribute outweighs every combination of less severe ones)."
+            )
+    return values
+
+
+def weight_set_name(weights: Sequence[int]) -> str:
+    """The name of a known weight set, "exponential-B" for (B^3, B^2, B, 1), else "custom"."""
+    weights = tuple(int(w) for w in weights)
+    for name, known in WEIGHT_SETS.items():
+        if known == weights:
+            return name
+    base = weights[2]
+    if weights == exponential_weights(base):
+        return f"exponential-{base}"
+    return "custom"
 
 
 @dataclass(frozen=True)
@@ -48,6 +96,16 @@ class Bounds:
 
 
 PROVISIONAL = Bounds(PROVISIONAL_LO)
+
+
+def a6_check(bounds: Bounds, weights: Sequence[int]) -> list[dict]:
+    """What a profile gives for the paper's two Appendix A.6 examples, beside the printed numbers."""
+    out = []
+    for counts, paper in A6_EXAMPLES:
+        _, score = severity(counts, bounds, weights)
+        out.append({"counts": list(counts), "score": score, "paper": paper,
+                    "matches_printed": round(score, 3) == paper})
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

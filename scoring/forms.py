@@ -53,11 +53,55 @@ class ExportForm(forms.Form):
 
 
 class LeaderboardForm(ExportForm):
-    table_names = ("leaderboard",)
+    table_names = ("leaderboard", "not_ranked", "paper")
+    floor = forms.FloatField(required=False, min_value=0, max_value=100, label="Coverage floor (%)", error_messages={
+        "invalid": "floor must be a percentage from 0 to 100.", "min_value": "floor must be a percentage from 0 to 100.",
+        "max_value": "floor must be a percentage from 0 to 100."})
     strategy = forms.ChoiceField(choices=STRATEGIES, required=False, error_messages={
         "invalid_choice": "Unknown strategy %(value)s."})
     sort = forms.ChoiceField(choices=SORT_METRICS, required=False, error_messages={
         "invalid_choice": "Cannot sort by %(value)s."})
+
+
+    def clean_floor(self):
+        value = self.cleaned_data.get("floor")
+        return 95.0 if value is None else value
+
+
+class CompareForm(ExportForm):
+    """Two finished judge runs to compare on their common images."""
+
+    table_names = ("comparison",)
+    a = forms.IntegerField(required=False, min_value=1, label="Run A", error_messages={
+        "invalid": "a must be a run id.", "min_value": "a must be a run id."})
+    b = forms.IntegerField(required=False, min_value=1, label="Run B", error_messages={
+        "invalid": "b must be a run id.", "min_value": "b must be a run id."})
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.errors:
+            return cleaned
+        a, b = cleaned.get("a"), cleaned.get("b")
+        if a is None and b is None:
+            if cleaned["format"] != "html":
+                raise forms.ValidationError("Choose two runs (a and b) to download a comparison.")
+            return cleaned
+        if a is None or b is None:
+            raise forms.ValidationError("Choose two runs: a and b.")
+        if a == b:
+            raise forms.ValidationError("Choose two different runs.")
+        runs = {r.pk: r for r in Run.objects.filter(pk__in=[a, b], task=Run.TASK_JUDGE, status=Run.STATUS_FINISHED)}
+        if a not in runs or b not in runs:
+            raise forms.ValidationError("a and b must both be finished judge runs.")
+        cleaned["run_a"], cleaned["run_b"] = runs[a], runs[b]
+        return cleaned
+
+
+class CalibrationForm(ExportForm):
+    table_names = ("human_majority", "consensus")
+    sort = forms.ChoiceField(required=False, choices=[("difference", "over-prediction first"), ("abs", "largest gap"),
+                                                      ("level", "level"), ("attribute", "attribute"), ("model_rate", "model rate")],
+                             error_messages={"invalid_choice": "Cannot sort by %(value)s."})
 
 
 class RunForm(ExportForm):
@@ -73,7 +117,7 @@ class RunForm(ExportForm):
 
 
 class AgreementForm(ExportForm):
-    table_names = ("summary", "pairs", "per_attribute", "per_level", "strict_consensus", "krippendorff")
+    table_names = ("summary", "paper", "human_human", "pairs", "per_attribute", "per_level", "strict_consensus", "krippendorff")
     split = forms.ChoiceField(choices=SPLITS, required=False, error_messages={"invalid_choice": "Unknown split %(value)s."})
 
 

@@ -12,9 +12,12 @@ Decisions (documented in docs/scoring.md):
   exact tie counts, so no O(n^2) loop runs: with n0 = n(n-1)/2 pairs, xt pairs tied in gt, yt tied
   in pred and jt tied in both, tau_b * sqrt((n0-xt)(n0-yt)) = concordant - discordant.
 - Results that are not "ok" with a score are excluded and reported as count and rate.
-- Bootstrap CIs: percentile intervals over images resampled with replacement (seeded). The cheap
-  metrics use `n_boot` resamples (vectorised); the pairwise ones `n_boot_pairwise` (each resample
-  runs the O(n log n) count once over all images and once per level).
+- Bootstrap CIs: percentile intervals over images resampled with replacement (seeded), one draw of
+  indices per run shared by every metric, computed for all resamples at once (scoring.resample);
+  each interval reports how many resamples defined the metric (a resample where it is undefined,
+  e.g. a constant prediction for Pearson, is left out of the percentile, and the count says so).
+- Beside each pairwise accuracy: the share of pairs tied in the prediction and the accuracy with
+  ties counted as wrong, so a coarse predictor cannot pass for a good ranker.
 """
 from __future__ import annotations
 
@@ -26,15 +29,18 @@ import numpy as np
 from scipy import stats
 from sklearn.metrics import accuracy_score, balanced_accuracy_score, confusion_matrix, precision_recall_fscore_support
 
+from . import resample, significance
 from .engine import LEVELS, Bounds
 
 N_BOOT = 500
-N_BOOT_PAIRWISE = 200
 SEED = 20260321
 OUTCOMES = ("ok", "unparseable", "refused", "error")
 BASIC_METRICS = ("pearson", "spearman", "mae", "bias", "level_acc")
 PAIRWISE_METRICS = ("pairwise_acc", "inter_acc", "intra_acc")
 METRICS = BASIC_METRICS + PAIRWISE_METRICS
+# Beside each pairwise accuracy: the share of pairs tied in the prediction, and the accuracy with ties as wrong.
+TIE_METRICS = tuple(f"{k}_{suffix}" for k in ("pairwise", "inter", "intra") for suffix in ("ties", "acc_strict"))
+ALL_METRICS = METRICS + TIE_METRICS
 BINARY_METRICS = ("accuracy", "balanced_accuracy", "precision_private", "recall_private", "f1_private",
                   "precision_public", "recall_public", "f1_public")
 THRESHOLDS = (1, 2, 3)
@@ -223,6 +229,17 @@ def binary_from_counts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return out
 
 
+def binary_metrics_point(gt_level: np.ndarray, pred_level: np.ndarray, threshold: int) -> dict[str, float]:
+    """The binary view of the whole sample from its confusion counts (equals sklearn's; tests check it)."""
+    counts = binary_counts(gt_level, pred_level, threshold)
+    out = {k: float(v) for k, v in binary_from_counts(counts).items()}
+    if not np.asarray(gt_level).size:
+        out["accuracy"] = out["balanced_accuracy"] = float("nan")
+    out["support_private"] = int(counts["tp"] + counts["fn"])
+    out["support_public"] = int(counts["tn"] + counts["fp"])
+    return out
+
+
 def binary_metrics_sklearn(gt_level: np.ndarray, pred_level: np.ndarray, threshold: int) -> dict[str, float]:
     """The binary view computed with sklearn (the point estimates the page shows)."""
     truth = (np.asarray(gt_level) <= threshold).astype(int)
@@ -274,13 +291,14 @@ def evaluate(
     bounds: Bounds,
     *,
     n_boot: int = N_BOOT,
-    n_boot_pairwise: int = N_BOOT_PAIRWISE,
     seed: int = SEED,
 ) -> dict:
     """All metrics of one judge run as JSON-ready data (None where a value is undefined).
 
     Entries are images that have ground truth and a result. A prediction counts when its outcome is
-    "ok" and it has a score; everything else is excluded and counted.
+    "ok" and it has a score; everything else is excluded and counted. Bootstrap indices are drawn
+    once and every metric's interval comes from those same resamples (scoring.resample); each
+    interval carries `defined`, the number of resamples in which the metric was defined.
     """
     gt = np.asarray(gt, dtype=float)
     gt_level = np.asarray(gt_level, dtype=np.int64)
@@ -299,39 +317,24 @@ def evaluate(
     report: dict = {
         "n_results": n_results,
         "n_valid": n,
+        "coverage": n / n_results if n_results else None,
         "excluded": excluded,
         "excluded_count": excluded_count,
         "excluded_rate": rate(excluded_count),
         "refusal_rate": rate(excluded["refused"]),
-        "bootstrap": {"resamples": n_boot, "pairwise_resamples": n_boot_pairwise, "seed": seed,
-                      "method": "percentile, 95%"},
+        "bootstrap": {"resamples": n_boot, "seed": seed, "method": "percentile, 95%",
+                      "indices": "drawn once per run, shared by every metric"},
     }
-    metrics: dict[str, dict] = {}
-    if n >= 2:
-        point = point_metrics(g, p, lv, bounds)
-        idx = bootstrap_indices(n, n_boot, seed) if n_boot else None
-        boot = basic_metrics(g[idx], p[idx], lv[idx], bounds) if idx is not None else {}
-        for name in BASIC_METRICS:
-            lo, hi = _interval(boot[name]) if boot else (None, None)
-            metrics[name] = {"value": _num(point[name]), "lo": lo, "hi": hi}
-        pairs = pair_counts_by_level(g, p, lv)
-        pidx = bootstrap_indices(n, n_boot_pairwise, seed + 1) if n_boot_pairwise else np.empty((0, n), int)
-        samples = {k: [] for k in ("all", "intra", "inter")}
-        for row in pidx:
-            counts = pair_counts_by_level(g[row], p[row], lv[row])
-            for k in samples:
-                samples[k].append(np.nan if counts[k].accuracy is None else counts[k].accuracy)
-        for name, k in zip(PAIRWISE_METRICS, ("all", "inter", "intra")):
-            lo, hi = _interval(samples[k]) if samples[k] else (None, None)
-            metrics[name] = {"value": pairs[k].accuracy, "lo": lo, "hi": hi}
-        report["pairs"] = {k: asdict(v) for k, v in pairs.items()}
-    else:
-        for name in METRICS:
-            metrics[name] = {"value": None, "lo": None, "hi": None}
-        report["pairs"] = {k: asdict(PairCounts()) for k in ("all", "intra", "inter")}
-    report["metrics"] = metrics
-
+    boot = None
     plv = predicted_levels(p, bounds)
+    if n >= 2 and n_boot:
+        cells = resample.Cells(g, p, lv)
+        boot = resample.metric_resamples(cells, cells.from_indices(resample.draw(n, n_boot, seed)),
+                                         predicted_levels(cells.pred, bounds), THRESHOLDS)
+    pairs = pair_counts_by_level(g, p, lv) if n >= 2 else {k: PairCounts() for k in ("all", "intra", "inter")}
+    report["metrics"] = point_and_intervals(g, p, lv, bounds, boot, pairs)
+    report["pairs"] = {k: asdict(v) for k, v in pairs.items()}
+    report["significance"] = significance.ranking_significance(g, p, lv, boot, pairs["intra"])
     report["confusion"] = {
         "labels": list(LEVELS),
         "matrix": confusion_matrix(lv, plv, labels=list(LEVELS)).tolist() if n else [[0] * 4 for _ in LEVELS],
@@ -354,20 +357,38 @@ def evaluate(
     report["per_level"] = per_level
 
     binary = {}
-    bidx = bootstrap_indices(n, n_boot, seed + 2) if (n and n_boot) else None
-    boot_lv, boot_plv = (lv[bidx], plv[bidx]) if bidx is not None else (None, None)
     for threshold in THRESHOLDS:
-        point = binary_metrics_sklearn(lv, plv, threshold) if n else {}
+        point = binary_metrics_point(lv, plv, threshold) if n else {}
         entry = {"threshold": threshold, "private_levels": list(range(1, threshold + 1))}
-        boot = binary_from_counts(binary_counts(boot_lv, boot_plv, threshold)) if bidx is not None else {}
+        samples = binary_from_counts(boot[f"binary_{threshold}"]) if boot is not None else {}
         for name in BINARY_METRICS:
-            lo, hi = _interval(boot[name]) if boot else (None, None)
-            entry[name] = {"value": _num(point[name]) if point else None, "lo": lo, "hi": hi}
+            entry[name] = _with_interval(point[name] if point else None, samples.get(name))
         entry["support_private"] = point.get("support_private", 0)
         entry["support_public"] = point.get("support_public", 0)
         binary[str(threshold)] = entry
     report["binary"] = binary
     return report
+
+
+def _with_interval(value, samples) -> dict:
+    lo, hi = _interval(samples) if samples is not None else (None, None)
+    defined = int(np.isfinite(np.asarray(samples, dtype=float)).sum()) if samples is not None else 0
+    return {"value": None if value is None else _num(value), "lo": lo, "hi": hi, "defined": defined}
+
+
+def point_and_intervals(g, p, lv, bounds: Bounds, boot: dict | None, pairs: dict | None = None) -> dict[str, dict]:
+    """Point estimates (scipy / exact counts) with the shared-bootstrap intervals of every metric."""
+    n = g.size
+    point: dict = {name: None for name in ALL_METRICS}
+    if n >= 2:
+        point.update(point_metrics(g, p, lv, bounds))
+        pairs = pairs or pair_counts_by_level(g, p, lv)
+        for name, k in (("pairwise", "all"), ("inter", "inter"), ("intra", "intra")):
+            c = pairs[k]
+            point[f"{name}_acc"] = c.accuracy
+            point[f"{name}_acc_strict"] = c.concordant / c.pairs if c.pairs else None
+            point[f"{name}_ties"] = c.pred_ties / c.pairs if c.pairs else None
+    return {name: _with_interval(point[name], None if boot is None else boot[name]) for name in ALL_METRICS}
 
 
 def histogram(values: np.ndarray, bins: int = 20, lo: float = 0.0, hi: float = 1.0) -> tuple[list[int], list[float]]:

@@ -15,7 +15,7 @@ from core.audit import audit
 from inference.models import Run
 
 from . import agreement as agreement_lib
-from . import engine, queries
+from . import calibration, engine, paired, queries, ranking
 from . import metrics as metrics_lib
 from .models import ComputedMetrics, ImageScore, ScoringProfile
 
@@ -418,3 +418,82 @@ def filter_disputes(rows: list[dict], *, attribute: str = "", level: int | None 
         "id": lambda r: r["image_id"],
     }
     return sorted(out, key=keys[sort])
+
+
+# ---------------------------------------------------------------------------------------------
+# Like-for-like leaderboard, paired comparison, calibration (issue 13)
+
+
+def _predictions(results: dict, gt: "queries.GroundTruth") -> "ranking.RunPredictions":
+    aligned = queries.align(results, gt)
+    valid = (aligned["outcome"] == "ok") & np.isfinite(aligned["pred"])
+    return ranking.RunPredictions(aligned["image_id"], aligned["gt"], aligned["gt_level"], aligned["pred"], valid)
+
+
+def leaderboard_ranking(runs: list[Run], profile: ScoringProfile, floor: float) -> dict:
+    """The common-set ranking of `runs` (cached; recomputed when a run, the ground truth or the floor changes)."""
+    if not runs:
+        return {"floor": floor, "common_size": 0, "ranked": {}, "unranked": {}}
+    gt_print = queries.ground_truth_fingerprint(profile)
+    prints = queries.run_fingerprints(runs)
+    ids = sorted(r.pk for r in runs)
+    fingerprint = queries.digest(gt_print, floor, [(i, prints[i]) for i in ids])
+    key = f"leaderboard:{queries.digest(ids)}:profile:{profile.pk}"
+
+    def compute():
+        gt = queries.ground_truth(profile)
+        results = queries.judge_results(ids)
+        data = ranking.common_set_ranking({rid: _predictions(results[rid], gt) for rid in ids}, profile.bounds, floor)
+        return {**data, "ranked": {str(k): v for k, v in data["ranked"].items()},
+                "unranked": {str(k): v for k, v in data["unranked"].items()}}
+
+    return cached(key, fingerprint, compute)
+
+
+def compare_runs(run_a: Run, run_b: Run, profile: ScoringProfile) -> dict:
+    """Paired comparison of two judge runs on the images both answered (cached)."""
+    gt_print = queries.ground_truth_fingerprint(profile)
+    prints = queries.run_fingerprints([run_a, run_b])
+    fingerprint = queries.digest(gt_print, prints[run_a.pk], prints[run_b.pk])
+
+    def compute():
+        gt = queries.ground_truth(profile)
+        results = queries.judge_results([run_a.pk, run_b.pk])
+        a, b = _predictions(results[run_a.pk], gt), _predictions(results[run_b.pk], gt)
+        common = np.intersect1d(a.image_id[a.valid], b.image_id[b.valid])
+        ka, kb = np.isin(a.image_id, common) & a.valid, np.isin(b.image_id, common) & b.valid
+        oa, ob = np.argsort(a.image_id[ka]), np.argsort(b.image_id[kb])
+        data = paired.paired_comparison(a.gt[ka][oa], a.gt_level[ka][oa], a.pred[ka][oa], b.pred[kb][ob], profile.bounds)
+        data["coverage"] = {"a": a.coverage, "b": b.coverage}
+        return data
+
+    return cached(f"paired:{run_a.pk}:{run_b.pk}:profile:{profile.pk}", fingerprint, compute)
+
+
+def run_calibration(run: Run, profile: ScoringProfile) -> dict:
+    """Per-attribute positive-rate differences of an annotate run vs the human majority and vs the
+    consensus ground truth of the active profile, over the run's images."""
+    if run.annotator_id is None:
+        return {"annotator": None, "human_majority": [], "consensus": [], "images": 0}
+    image_ids = list(run.image_ids or [])
+    data = queries.load_labels(image_ids=image_ids)
+    keys, levels = data.keys, data.attr_levels
+    if run.annotator_id not in data.annotator_ids:
+        return {"annotator": run.annotator.name, "human_majority": [], "consensus": [], "images": len(image_ids)}
+    values = np.asarray(data.values)
+    me = data.annotator_ids.index(run.annotator_id)
+    model = agreement_lib.binarise_array(values[me])
+    is_human = [k == agreement_lib.HUMAN for k in data.kinds]
+    majority = agreement_lib.human_majority(values, is_human)
+    consensus = np.full(model.shape, np.nan)
+    pos = {image_id: i for i, image_id in enumerate(data.image_ids)}
+    key_index = {k: j for j, k in enumerate(keys)}
+    for image_id, labels in ImageScore.objects.filter(profile=profile, image_id__in=data.image_ids).values_list("image_id", "binary_labels"):
+        for key, value in labels.items():
+            if key in key_index:
+                consensus[pos[image_id], key_index[key]] = value
+    return jsonable({
+        "annotator": data.names[me], "images": len(data.image_ids),
+        "human_majority": calibration.attribute_calibration(model, majority, keys, levels),
+        "consensus": calibration.attribute_calibration(model, consensus, keys, levels),
+    })

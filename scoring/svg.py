@@ -93,33 +93,74 @@ def histogram(counts: Sequence[int], edges: Sequence[float], *, title: str, x_la
 
 
 def heatmap(row_names: Sequence[str], col_names: Sequence[str], matrix: Sequence[Sequence[float | None]], *,
-            title: str, vmin: float = -1.0, vmax: float = 1.0, cell: int = 46) -> str:
-    """A value grid (e.g. Cohen's kappa per annotator pair); empty cells where a value is None."""
-    label_w = min(12 + 6 * max((len(n) for n in row_names), default=4), 260)
-    label_h = min(12 + 6 * max((len(n) for n in col_names), default=4), 260)
-    width, height = label_w + cell * len(col_names) + 8, label_h + cell * len(row_names) + 8
+            title: str, vmin: float = -1.0, vmax: float = 1.0, cell: int = 56, scale_label: str = "value") -> str:
+    """A value grid (e.g. Cohen's kappa per annotator pair) with a diverging colour scale and its legend.
+
+    Colours run red (vmin) - white (the midpoint) - blue (vmax); every cell also prints its value,
+    so the chart reads without colour. Column names are written diagonally, long names shortened
+    with an ellipsis (the full name is in the cell's tooltip and the tables).
+    """
+    short_rows = [_short(n) for n in row_names]
+    short_cols = [_short(n) for n in col_names]
+    label_w = 14 + 7 * max((len(n) for n in short_rows), default=4)
+    label_h = 20 + int(5.2 * max((len(n) for n in short_cols), default=4))
+    legend_h = 58
+    width = label_w + cell * len(col_names) + 16
+    width = max(width, label_w + 280)
+    height = label_h + cell * len(row_names) + legend_h
     parts = _open(width, height, title)
-    for j, name in enumerate(col_names):
+    font = 'font-family="system-ui, sans-serif" font-size="13"'
+    for j, name in enumerate(short_cols):
         x = label_w + j * cell + cell / 2
-        parts.append(f'<text x="{_fmt(x)}" y="{label_h - 6}" transform="rotate(-40 {_fmt(x)} {label_h - 6})" {FONT}>{escape(name)}</text>')
-    for i, name in enumerate(row_names):
+        parts.append(f'<text x="{_fmt(x)}" y="{label_h - 8}" transform="rotate(-40 {_fmt(x)} {label_h - 8})" {font}>'
+                     f'{escape(name)}<title>{escape(col_names[j])}</title></text>')
+    for i, name in enumerate(short_rows):
         y = label_h + i * cell
-        parts.append(f'<text x="{label_w - 6}" y="{_fmt(y + cell / 2 + 4)}" text-anchor="end" {FONT}>{escape(name)}</text>')
+        parts.append(f'<text x="{label_w - 8}" y="{_fmt(y + cell / 2 + 4)}" text-anchor="end" {font}>{escape(name)}'
+                     f'<title>{escape(row_names[i])}</title></text>')
         for j, value in enumerate(matrix[i]):
             x = label_w + j * cell
             if value is None:
                 parts.append(f'<rect x="{x}" y="{y}" width="{cell - 2}" height="{cell - 2}" fill="#f2f4f7"/>')
+                parts.append(f'<text x="{x + (cell - 2) / 2}" y="{_fmt(y + cell / 2 + 4)}" text-anchor="middle" fill="#667085" {font}>–</text>')
                 continue
             frac = min(max((value - vmin) / (vmax - vmin), 0.0), 1.0)
-            fill = _blue(frac)
-            ink = "#fff" if frac > 0.6 else "#111827"
+            fill = _diverging(frac)
+            ink = "#fff" if abs(frac - 0.5) > 0.33 else "#111827"
             parts.append(
                 f'<rect x="{x}" y="{y}" width="{cell - 2}" height="{cell - 2}" fill="{fill}">'
                 f"<title>{escape(f'{row_names[i]} / {col_names[j]}: {value:.3f}')}</title></rect>"
             )
-            parts.append(f'<text x="{x + (cell - 2) / 2}" y="{_fmt(y + cell / 2 + 3)}" text-anchor="middle" fill="{ink}" {FONT}>{value:.2f}</text>')
+            parts.append(f'<text x="{x + (cell - 2) / 2}" y="{_fmt(y + cell / 2 + 4)}" text-anchor="middle" fill="{ink}" {font}>{value:.2f}</text>')
+    # Colour scale
+    y0 = label_h + cell * len(row_names) + 18
+    bar_w, steps = 240, 24
+    for k in range(steps):
+        parts.append(f'<rect x="{_fmt(label_w + k * bar_w / steps)}" y="{y0}" width="{_fmt(bar_w / steps + 0.5)}" height="12" '
+                     f'fill="{_diverging((k + 0.5) / steps)}"/>')
+    parts.append(f'<rect x="{label_w}" y="{y0}" width="{bar_w}" height="12" fill="none" stroke="#98a2b3"/>')
+    for frac in (0.0, 0.25, 0.5, 0.75, 1.0):
+        x = label_w + frac * bar_w
+        v = vmin + frac * (vmax - vmin)
+        parts.append(f'<line x1="{_fmt(x)}" y1="{y0 + 12}" x2="{_fmt(x)}" y2="{y0 + 16}" stroke="#475467"/>')
+        parts.append(f'<text x="{_fmt(x)}" y="{y0 + 29}" text-anchor="middle" {FONT}>{v:g}</text>')
+    parts.append(f'<text x="{label_w + bar_w + 10}" y="{y0 + 11}" {FONT}>{escape(scale_label)}; grey: no shared items</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _short(name: str, limit: int = 22) -> str:
+    return name if len(name) <= limit else name[: limit - 1] + "…"
+
+
+def _diverging(frac: float) -> str:
+    """Red (0) - white (0.5) - blue (1)."""
+    if frac < 0.5:
+        start, end, t = (180, 35, 24), (255, 255, 255), frac / 0.5
+    else:
+        start, end, t = (255, 255, 255), (23, 60, 150), (frac - 0.5) / 0.5
+    r, g, b = (round(a + (e - a) * t) for a, e in zip(start, end))
+    return f"#{r:02x}{g:02x}{b:02x}"
 
 
 def _blue(frac: float) -> str:
@@ -127,3 +168,40 @@ def _blue(frac: float) -> str:
     start, end = (255, 255, 255), (23, 60, 150)
     r, g, b = (round(s + (e - s) * frac) for s, e in zip(start, end))
     return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def diverging_bars(items: Sequence[tuple[str, float | None]], *, title: str, x_label: str, limit: float | None = None) -> str:
+    """Horizontal bars left (negative, blue) or right (positive, red) of a zero line, one per label;
+    values are shares (0.12 = 12 points) and printed beside each bar."""
+    values = [v for _, v in items if v is not None]
+    limit = limit or max([0.1] + [abs(v) for v in values])
+    row_h, label_w, bar_w = 22, 190, 460
+    width, height = label_w + bar_w + 70, 34 + row_h * len(items) + 40
+    parts = _open(width, height, title)
+    font = 'font-family="system-ui, sans-serif" font-size="12"'
+    zero = label_w + bar_w / 2
+    for i, (name, value) in enumerate(items):
+        y = 26 + i * row_h
+        parts.append(f'<text x="{label_w - 8}" y="{y + 14}" text-anchor="end" {font}>{escape(_short(name, 26))}</text>')
+        if value is None:
+            parts.append(f'<text x="{_fmt(zero + 6)}" y="{y + 14}" fill="#667085" {font}>no shared images</text>')
+            continue
+        length = abs(value) / limit * (bar_w / 2)
+        x = zero if value >= 0 else zero - length
+        colour = "#b42318" if value > 0 else "#1d4ed8"
+        parts.append(f'<rect x="{_fmt(x)}" y="{y + 3}" width="{_fmt(max(length, 1))}" height="{row_h - 7}" fill="{colour}">'
+                     f"<title>{escape(f'{name}: {100 * value:+.1f} points')}</title></rect>")
+        tx = x + length + 4 if value >= 0 else x - 4
+        anchor = "start" if value >= 0 else "end"
+        parts.append(f'<text x="{_fmt(tx)}" y="{y + 14}" text-anchor="{anchor}" {font}>{100 * value:+.1f}</text>')
+    bottom = 26 + row_h * len(items)
+    parts.append(f'<line x1="{_fmt(zero)}" y1="20" x2="{_fmt(zero)}" y2="{bottom}" stroke="#111827"/>')
+    for frac in (-1, -0.5, 0.5, 1):
+        x = zero + frac * bar_w / 2
+        parts.append(f'<line x1="{_fmt(x)}" y1="20" x2="{_fmt(x)}" y2="{bottom}" stroke="#e4e7ec" stroke-dasharray="3 3"/>')
+        parts.append(f'<text x="{_fmt(x)}" y="{bottom + 14}" text-anchor="middle" {FONT}>{100 * frac * limit:+.0f}</text>')
+    parts.append(f'<text x="{_fmt(zero)}" y="{bottom + 32}" text-anchor="middle" {FONT}>{escape(x_label)}</text>')
+    parts.append(f'<text x="{label_w}" y="14" {FONT} fill="#1d4ed8">← under-predicts</text>')
+    parts.append(f'<text x="{label_w + bar_w}" y="14" text-anchor="end" {FONT} fill="#b42318">over-predicts →</text>')
+    parts.append("</svg>")
+    return "".join(parts)

@@ -134,36 +134,84 @@ def _sort_key(metric: str):
     return key
 
 
-def leaderboard(runs, reports: dict, strategy: str, sort: str) -> Table:
-    rows = []
-    for run in runs:
+PAIR_DETAIL = [("pairwise_acc", "pairwise acc."), ("pairwise_ties", "ties"), ("pairwise_acc_strict", "ties wrong"),
+               ("inter_acc", "inter-level acc."), ("inter_ties", "ties"), ("inter_acc_strict", "ties wrong"),
+               ("intra_acc", "intra-level acc."), ("intra_ties", "ties"), ("intra_acc_strict", "ties wrong")]
+RANK_COLUMNS = [("pearson", "Pearson r"), ("spearman", "Spearman ρ"), ("mae", "MAE"), ("bias", "bias"), ("level_acc", "level acc.")] + PAIR_DETAIL
+
+
+def _run_cells(run) -> dict:
+    return {"run": Link(f"#{run.pk}", reverse("scoring:run", args=[run.pk])), "model": f"{run.provider}/{run.model_name}",
+            "strategy": run.strategy + (" + cf. faces" if run.counterfactual_faces else "")
+            + (f" + pixel faces ({run.face_variant.get('method', '')})" if getattr(run, "face_variant", None) else ""),
+            "prompt_version": run.prompt_version}
+
+
+def leaderboard(runs, reports: dict, ranking: dict, sort: str) -> list[Table]:
+    """Ranked runs (metrics on the common set), runs below the coverage floor, and the paper's rows."""
+    by_id = {r.pk: r for r in runs}
+    ranked_rows = []
+    for rid, metrics_ in ranking["ranked"].items():
+        run = by_id[int(rid)]
         r = reports.get(run.pk) or {}
-        m = r.get("metrics", {})
-        n_results = r.get("n_results") or 0
-        rows.append({
-            "source": "ours", "run": Link(f"#{run.pk}", reverse("scoring:run", args=[run.pk])),
-            "model": f"{run.provider}/{run.model_name}", "strategy": run.strategy,
-            "counterfactual_faces": run.counterfactual_faces, "prompt_version": run.prompt_version,
-            "anonymized_images": run.face_variant.get("method", "") if run.face_variant else "",
-            "n_valid": r.get("n_valid"), "coverage": (r.get("n_valid", 0) / n_results) if n_results else None,
-            "excluded_rate": r.get("excluded_rate"), "refusal_rate": r.get("refusal_rate"),
-            **{k: m.get(k) for k, _ in METRIC_COLUMNS},
-        })
+        ranked_rows.append({**_run_cells(run), "coverage": r.get("coverage", _coverage(r)),
+                            **{k: (metrics_.get(k) or {}).get("value") for k, _ in RANK_COLUMNS}})
+    ranked_rows.sort(key=_sort_key(sort))
+    top = ranked_rows[0]["run"] if ranked_rows else None
+    for i, row in enumerate(ranked_rows, start=1):
+        row["rank"] = i
+        other = top if i > 1 else (ranked_rows[1]["run"] if len(ranked_rows) > 1 else None)
+        row["compare"] = None if other is None else Link(
+            f"vs {other.text}", reverse("scoring:compare") + f"?a={row['run'].text[1:]}&b={other.text[1:]}")
+    floor = ranking["floor"]
+    ranked = Table("leaderboard", f"Ranked runs: every metric on the {ranking['common_size']:,} images all of them answered",
+                   [("rank", "#"), ("run", "run"), ("model", "model"), ("strategy", "strategy"), ("coverage", "coverage")]
+                   + RANK_COLUMNS + [("compare", "compare")], ranked_rows,
+                   note=f"Common set: {ranking['common_size']:,} images (every ranked run gave a valid score on each). "
+                        f"Runs with coverage below {100 * floor:g}% are listed below, not ranked. Pairwise accuracies count "
+                        "a tie in the prediction as ½; 'ties' is the share of pairs tied in the prediction and 'ties wrong' "
+                        "the accuracy when a tie counts as wrong.")
+    unranked_rows = []
+    for rid, coverage in ranking["unranked"].items():
+        run = by_id[int(rid)]
+        r = reports.get(run.pk) or {}
+        unranked_rows.append({**_run_cells(run), "coverage": coverage, "n_valid": r.get("n_valid"),
+                              "refusal_rate": r.get("refusal_rate"), "excluded_rate": r.get("excluded_rate"),
+                              "reason": f"coverage below {100 * floor:g}%"})
+    not_ranked = Table("not_ranked", "Listed, not ranked (coverage below the floor)",
+                       [("run", "run"), ("model", "model"), ("strategy", "strategy"), ("coverage", "coverage"),
+                        ("n_valid", "valid"), ("refusal_rate", "refused"), ("excluded_rate", "excluded"), ("reason", "why")],
+                       unranked_rows, note="Their metrics are on their own run page, over the images they answered; they are "
+                                           "not comparable with the ranked runs.")
+    paper_rows = []
     for p in paper_reference()["severity_metrics"]:
-        if strategy and p["strategy"] != strategy:
-            continue
-        rows.append({
-            "source": "published", "run": None, "model": p["model"], "strategy": p["strategy"], "counterfactual_faces": False,
-            "anonymized_images": "", "prompt_version": "paper", "n_valid": None, "coverage": None, "excluded_rate": None, "refusal_rate": None,
-            **{k: p.get(k) for k, _ in METRIC_COLUMNS},
-        })
-    rows.sort(key=_sort_key(sort))
-    columns = [("source", "source"), ("run", "run"), ("model", "model"), ("strategy", "strategy"),
-               ("counterfactual_faces", "cf. faces"), ("anonymized_images", "pixel faces"), ("prompt_version", "prompt"), ("n_valid", "n"),
-               ("coverage", "coverage"), ("excluded_rate", "excluded"), ("refusal_rate", "refused"), *METRIC_COLUMNS]
-    return Table("leaderboard", "Finished judge runs", columns, rows,
-                 note="Intervals are bootstrap 95% CIs. 'published' rows are the paper's Table 3/6 values (its own "
-                      "curated pairs for the pairwise accuracies), not recomputed.")
+        paper_rows.append({"model": p["model"], "strategy": p["strategy"], **{k: p.get(k) for k, _ in METRIC_COLUMNS}})
+    paper = Table("paper", "The paper's published rows (its own data and curated pairs; never ranked with ours)",
+                  [("model", "model"), ("strategy", "strategy")] + METRIC_COLUMNS, paper_rows)
+    return [ranked, not_ranked, paper]
+
+
+def _coverage(r: dict):
+    return (r.get("n_valid", 0) / r["n_results"]) if r.get("n_results") else None
+
+
+def comparison_table(data: dict, run_a, run_b) -> Table:
+    labels = dict(RANK_COLUMNS)
+    rows = [{"metric": labels.get(r["metric"], r["metric"]), "a": r["a"], "b": r["b"],
+             "difference": {"value": r["difference"], "lo": r["lo"], "hi": r["hi"]}, "p_value": r["p_value"],
+             "defined": r["defined"]} for r in data["rows"]]
+    return Table("comparison", f"Run #{run_a.pk} − run #{run_b.pk} on their {data['n_common']:,} common images",
+                 [("metric", "metric"), ("a", f"#{run_a.pk}"), ("b", f"#{run_b.pk}"), ("difference", "A − B [95% CI]"),
+                  ("p_value", "p (two-sided)"), ("defined", "resamples defined")], rows,
+                 note=f"Paired bootstrap: {data['resamples']} resamples of the common images (the same resamples for both "
+                      "runs); p is twice the smaller share of differences on either side of 0, so 0 means below "
+                      f"1/{data['resamples']}. For MAE a negative difference favours A.")
+
+
+def calibration_table(name: str, title: str, rows: list[dict]) -> Table:
+    return Table(name, title, [("attribute", "attribute"), ("level", "level"), ("n", "images"), ("model_rate", "model positive rate"),
+                               ("reference_rate", "reference positive rate"), ("difference", "difference (model − reference)")], rows,
+                 note="Binarised labels (0.5 → 0). A positive difference is over-prediction.")
 
 
 def run_metrics_table(report: dict) -> Table:
@@ -257,51 +305,86 @@ def annotate_attributes_table(data: dict | None) -> Table:
 AGREEMENT_COLUMNS = [("n", "items"), ("agreement", "agreement"), ("kappa", "Cohen's κ"), ("weighted_kappa", "weighted κ (3 values)")]
 
 
-def agreement_tables(report: dict, level_of: dict) -> list[Table]:
-    summary = []
-    if report.get("human_pooled"):
-        summary.append({"source": "ours", "a": "human", "b": "human", "group": "human-human (all pairs pooled)", **report["human_pooled"]["overall"]})
-    for row in report["vs_majority"]:
-        summary.append({"source": "ours", "a": row["a"], "b": row["b"], "group": row["group"], **row["overall"]})
-    for row in report["pairs"]:
-        if row["group"] != "human-human":
-            summary.append({"source": "ours", "a": row["a"], "b": row["b"], "group": row["group"], **row["overall"]})
+def _paper_human_human() -> dict:
     for p in paper_reference()["annotator_agreement"]:
-        summary.append({"source": "published", "a": p["a"], "b": p["b"], "group": "paper Table 2", "n": None,
-                        "agreement": p["agreement"], "kappa": p["cohen_kappa"], "weighted_kappa": None})
-    head = [("source", "source"), ("a", "annotator"), ("b", "compared with"), ("group", "group")]
-    tables = [Table("summary", "Agreement summary", head + AGREEMENT_COLUMNS, summary,
-                    note="Models are compared with the human majority vote (an even split gives 0). 'published' rows "
-                         "are the paper's Table 2; its human set and images differ from ours.")]
-    pairs = [{"a": r["a"], "b": r["b"], "group": r["group"], **r["overall"]} for r in report["pairs"]]
-    tables.append(Table("pairs", "Every annotator pair", [("a", "annotator"), ("b", "annotator"), ("group", "group")] + AGREEMENT_COLUMNS, pairs))
+        if p["a"].lower().startswith("human") and p["b"].lower().startswith("human"):
+            return {"paper_agreement": p["agreement"], "paper_kappa": p["cohen_kappa"]}
+    return {}
 
-    comparisons = []
-    if report.get("human_pooled"):
-        comparisons.append(("human-human (pooled)", report["human_pooled"]))
-    comparisons += [(f"{r['a']} vs {r['b']}", r) for r in report["vs_majority"]]
-    comparisons += [(f"{r['a']} vs {r['b']}", r) for r in report["pairs"] if r["group"] != "human-human"]
+
+def agreement_tables(report: dict, level_of: dict) -> list[Table]:
+    study = report.get("human_study", {})
+    study_note = (f"Human study population: {study.get('images', 0)} of {study.get('all_images', 0)} images have at least two "
+                  "human labelings; every figure involving humans uses those images only.")
+    summary = []
+    hh = report.get("human_human", {}).get("overall", {})
+    if hh.get("n"):
+        summary.append({"source": "ours", "a": "humans", "b": "humans", "group": "human-human", "n": hh["n"],
+                        "agreement": hh["strict"], "agreement_kind": "strict consensus (all humans agree)",
+                        "kappa": hh["fleiss_kappa"], "kappa_kind": "Fleiss' κ", **_paper_human_human()})
+    for row in report["vs_majority"]:
+        summary.append({"source": "ours", "a": row["a"], "b": row["b"], "group": row["group"], "n": row["overall"]["n"],
+                        "agreement": row["overall"]["agreement"], "agreement_kind": "percent agreement",
+                        "kappa": row["overall"]["kappa"], "kappa_kind": "Cohen's κ"})
+    for row in report["pairs"]:
+        if row["group"] == "model-model":
+            summary.append({"source": "ours", "a": row["a"], "b": row["b"], "group": row["group"], "n": row["overall"]["n"],
+                            "agreement": row["overall"]["agreement"], "agreement_kind": "percent agreement",
+                            "kappa": row["overall"]["kappa"], "kappa_kind": "Cohen's κ"})
+    head = [("source", "source"), ("a", "annotator"), ("b", "compared with"), ("group", "group"), ("n", "items"),
+            ("agreement", "agreement"), ("agreement_kind", "agreement is"), ("kappa", "κ"), ("kappa_kind", "κ is")]
+    summary_head = head + [("paper_agreement", "paper: agreement"), ("paper_kappa", "paper: κ")]
+    paper = []
+    for p in paper_reference()["annotator_agreement"]:
+        human = p["a"].lower().startswith("human") and p["b"].lower().startswith("human")
+        paper.append({"source": "paper Table 2", "a": p["a"], "b": p["b"], "group": "published", "n": None,
+                      "agreement": p["agreement"],
+                      "agreement_kind": "strict consensus (Appendix D)" if human else "agreement with the human majority",
+                      "kappa": p["cohen_kappa"], "kappa_kind": "multi-rater κ, kind not stated" if human else "Cohen's κ"})
+    tables = [
+        Table("summary", "Agreement as the paper measured it", summary_head, summary,
+              note="Human-human: the share of items on which every human gave the same label (the paper's 87.4%) and "
+                   "Fleiss' kappa (the paper does not name its multi-rater kappa). Models are compared with the human "
+                   "majority (two or more humans; an even split gives 0). " + study_note),
+        Table("paper", "The paper's Table 2 (its own images and annotators, not recomputed)", head, paper),
+    ]
+    hh_rows = [{"scope": "all items", **hh}] if hh else []
+    for lv, s_ in report.get("human_human", {}).get("levels", {}).items():
+        hh_rows.append({"scope": f"level {lv}", **s_})
+    for key, s_ in report.get("human_human", {}).get("attributes", {}).items():
+        hh_rows.append({"scope": key, **s_})
+    tables.append(Table("human_human", "Human-human: strict consensus and Fleiss' κ",
+                        [("scope", "scope"), ("n", "items with ≥ 2 human labels"), ("strict", "strict consensus"),
+                         ("fleiss_kappa", "Fleiss' κ")], hh_rows, note=study_note))
+    pairs = [{"a": r["a"], "b": r["b"], "group": r["group"], **r["overall"]} for r in report["pairs"]]
+    tables.append(Table("pairs", "Every annotator pair (Cohen's κ)", [("a", "annotator"), ("b", "annotator"), ("group", "group")] + AGREEMENT_COLUMNS,
+                        pairs, note="Pairs involving a human use the human study images only."))
+
+    comparisons = [(f"{r['a']} vs {r['b']}", r) for r in report["vs_majority"]]
+    comparisons += [(f"{r['a']} vs {r['b']}", r) for r in report["pairs"]]
     per_attr, per_level = [], []
     for name, data in comparisons:
-        for key, s in data["attributes"].items():
-            per_attr.append({"comparison": name, "attribute": key, "level": level_of.get(key), **s})
-        for level, s in data["levels"].items():
-            per_level.append({"comparison": name, "level": int(level), **s})
+        for key, s_ in data["attributes"].items():
+            per_attr.append({"comparison": name, "attribute": key, "level": level_of.get(key), **s_})
+        for level, s_ in data["levels"].items():
+            per_level.append({"comparison": name, "level": int(level), **s_})
     tables.append(Table("per_attribute", "Agreement per attribute",
                         [("comparison", "comparison"), ("attribute", "attribute"), ("level", "level")] + AGREEMENT_COLUMNS, per_attr))
     tables.append(Table("per_level", "Agreement per level", [("comparison", "comparison"), ("level", "level")] + AGREEMENT_COLUMNS, per_level))
 
     sc = report["strict_consensus"]
     strict = [{"scope": "all items", **sc["overall"]}]
-    strict += [{"scope": f"level {lv}", **s} for lv, s in sc["levels"].items()]
-    strict += [{"scope": key, **s} for key, s in sc["attributes"].items()]
-    tables.append(Table("strict_consensus", "Human strict consensus rate",
+    strict += [{"scope": f"level {lv}", **s_} for lv, s_ in sc["levels"].items()]
+    strict += [{"scope": key, **s_} for key, s_ in sc["attributes"].items()]
+    tables.append(Table("strict_consensus", "Human strict consensus rate, binarised and three-valued",
                         [("scope", "scope"), ("n", "items with ≥ 2 human labels"), ("binary", "all agree (binarised)"),
                          ("three_valued", "all agree (0 / 0.5 / 1)")], strict))
-    k = report["krippendorff"]
-    tables.append(Table("krippendorff", "Krippendorff's α (images with more than two annotators)",
-                        [("images", "images"), ("items", "items"), ("nominal_binary", "α nominal (binarised)"),
-                         ("ordinal_three_valued", "α ordinal (three-valued)")], [k]))
+    tables.append(Table("krippendorff", "Krippendorff's α per annotator kind",
+                        [("annotators_kind", "annotators"), ("annotators", "how many"), ("images", "images"), ("items", "items"),
+                         ("nominal_binary", "α nominal (binarised)"), ("ordinal_three_valued", "α ordinal (three-valued)")],
+                        report["krippendorff"],
+                        note="Items that at least two annotators of the group labelled. Humans (and humans with models) on the "
+                             "human study images; imported ground truth is never mixed in."))
     return tables
 
 

@@ -25,8 +25,12 @@ from core.audit import audit
 
 from . import exports, services, svg
 from . import tables as T
+from . import calibration as calibration_lib
 from .access import get_export_for_user, get_image_for_review, get_run_for_review
-from .forms import AdjudicationForm, AgreementForm, CounterfactualForm, DisagreementForm, ExportJobForm, LeaderboardForm, RunForm
+from .forms import (
+    AdjudicationForm, AgreementForm, CalibrationForm, CompareForm, CounterfactualForm, DisagreementForm, ExportJobForm,
+    LeaderboardForm, RunForm,
+)
 from .metrics import histogram, predicted_levels
 from .models import ExportJob, ImageScore, ScoringProfile
 
@@ -93,12 +97,58 @@ def leaderboard(request):
     if not form.is_valid():
         return _bad_request(request, form)
     strategy, sort = form.cleaned_data["strategy"], form.cleaned_data["sort"] or "pearson"
+    floor = form.cleaned_data["floor"] / 100
     profile = ScoringProfile.active()
     runs = [] if strategy == "sft" else services.queries.finished_judge_runs(strategy)
     reports = services.run_metrics(runs, profile)
-    table = T.leaderboard(runs, reports, strategy, sort)
-    meta = {"profile": profile.label, "strategy": strategy or "all", "sort": sort}
-    return _respond(request, form, "leaderboard", "scoring/leaderboard.html", {"form": form, "profile": profile}, [table], meta)
+    ranking = services.leaderboard_ranking(runs, profile, floor)
+    tables = T.leaderboard(runs, reports, ranking, sort)
+    meta = {"profile": profile.label, "strategy": strategy or "all", "sort": sort, "coverage_floor": floor,
+            "common_set_size": ranking["common_size"]}
+    context = {"form": form, "profile": profile, "ranking": ranking, "runs": runs}
+    return _respond(request, form, "leaderboard", "scoring/leaderboard.html", context, tables, meta)
+
+
+@require_role(*STAFF_ROLES)
+@require_GET
+def compare(request):
+    """Paired comparison of two judge runs on their common images; the chooser is the page's form."""
+    form = CompareForm(request.GET)
+    if not form.is_valid():
+        return _bad_request(request, form)
+    runs = list(services.queries.finished_judge_runs())
+    context = {"form": form, "runs": runs, "tables": {}, "downloads": []}
+    if form.cleaned_data.get("run_a") is None:
+        return render(request, "scoring/compare.html", context)
+    run_a, run_b = get_run_for_review(request.user, form.cleaned_data["a"]), get_run_for_review(request.user, form.cleaned_data["b"])
+    profile = ScoringProfile.active()
+    data = services.compare_runs(run_a, run_b, profile)
+    context.update({"run_a": run_a, "run_b": run_b, "data": data, "profile": profile})
+    meta = {"a": run_a.pk, "b": run_b.pk, "profile": profile.label, "common_images": data["n_common"]}
+    return _respond(request, form, f"compare-{run_a.pk}-{run_b.pk}", "scoring/compare.html", context,
+                    [T.comparison_table(data, run_a, run_b)], meta)
+
+
+@require_role(*STAFF_ROLES)
+@require_GET
+def calibration(request, run_id: int):
+    """Per-attribute over/under-prediction of an annotate run (table sortable from the page, diverging bars)."""
+    run = get_run_for_review(request.user, run_id)
+    if run.task == run.TASK_JUDGE:
+        raise Http404("Calibration is computed for annotate runs; this is a judge run.")
+    form = CalibrationForm(request.GET)
+    if not form.is_valid():
+        return _bad_request(request, form)
+    sort = form.cleaned_data["sort"] or "difference"
+    data = services.run_calibration(run, ScoringProfile.active())
+    majority = calibration_lib.sort_rows(data["human_majority"], sort)
+    consensus = calibration_lib.sort_rows(data["consensus"], sort)
+    chart = svg.diverging_bars([(r["attribute"], r["difference"]) for r in majority], title="Model − human majority positive rate",
+                               x_label="percentage points (positive: the model over-predicts)")
+    tables = [T.calibration_table("human_majority", "Against the human majority (two or more humans)", majority),
+              T.calibration_table("consensus", "Against the consensus ground truth (active profile)", consensus)]
+    context = {"run": run, "form": form, "data": data, "chart": mark_safe(chart), "finding": calibration_lib.PAPER_FINDING}
+    return _respond(request, form, f"calibration-{run.pk}", "scoring/calibration.html", context, tables, {"run": run.pk, "sort": sort})
 
 
 @require_role(*STAFF_ROLES)
@@ -175,7 +225,7 @@ def agreement(request):
     report = services.agreement_study(split)
     tables = T.agreement_tables(report, taxonomy.active().level_of)
     km = report["kappa_matrix"]
-    heatmap = svg.heatmap(km["names"], km["names"], km["matrix"], title="Cohen's kappa per annotator pair") if report["annotators"] else ""
+    heatmap = svg.heatmap(km["names"], km["names"], km["matrix"], title="Cohen's kappa per annotator pair", scale_label="Cohen's κ") if report["annotators"] else ""
     context = {"form": form, "report": report, "heatmap": mark_safe(heatmap)}
     return _respond(request, form, "agreement", "scoring/agreement.html", context, tables, {"split": split or "all"})
 

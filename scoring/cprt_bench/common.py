@@ -12,7 +12,6 @@ FORMATS = {".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "
 SPLITS = tuple(value for value, _ in Image.SPLITS)
 CHUNK = 500
 MAX_LISTED_PROBLEMS = 200
-REPRODUCES_BELOW = 1e-4
 EXPORT_MARKER = "<!-- cprt-workbench export -->"
 
 

@@ -19,11 +19,12 @@ from annotations.models import Annotator, Image, Label
 from core.audit import audit
 
 from .. import engine
+from .. import fit as fit_lib
 from ..models import ScoringProfile
 from ..profiles import rescore_stored
 from ..services import recompute_scores
 from .reading import ScannedFile, _key, iter_valid_rows, scan_file
-from .common import DEFAULT_PROFILE, REPRODUCES_BELOW, SPLITS, chunked
+from .common import DEFAULT_PROFILE, SPLITS, chunked
 
 
 # Import
@@ -41,6 +42,7 @@ class ImportResult:
     activated: bool
     not_activated_reason: str
     scored: dict = field(default_factory=dict)
+    joint: fit_lib.ProfileFit | None = None  # the joint weights + boundaries fit that decides activation
 
 
 def check_profile_name(name: str) -> str:
@@ -68,17 +70,19 @@ def import_bench_file(path: Path | str, split: str, profile_name: str = DEFAULT_
     if len(tax.keys) != sum(engine.LEVEL_MAXIMA) or tax.level_maxima != engine.LEVEL_MAXIMA:
         raise ValueError(f"The active taxonomy has {tax.level_maxima} attributes per level; the score needs {engine.LEVEL_MAXIMA}.")
     scanned = scan_file(path, tax)
-    fit = engine.fit_bounds(scanned.counts, scanned.scores, scanned.levels)
+    joint = fit_lib.fit_profile(scanned.counts, scanned.scores, scanned.levels)
+    # Per-level least-squares lines under the fitted weights: diagnostics only (partition gaps, residuals).
+    fit = engine.fit_bounds(scanned.counts, scanned.scores, scanned.levels, joint.weights or engine.WEIGHTS)
     computed_levels = [engine.determined_level(c) or 4 for c in scanned.counts]
     mismatches = [
         {"id": scanned.ids[i], "published": int(scanned.levels[i]), "computed": int(computed_levels[i])}
-        for i in fit.level_mismatches
+        for i in joint.level_mismatches
     ]
     with transaction.atomic():
         annotator = Annotator.ground_truth(profile_name)
         source = f"CPRT-Bench import of {path.name}"
         image_ids, created, updated, split_differs = _store_rows(path, tax, split, annotator, source)
-        profile, activated, reason = _store_profile(profile_name, path, split, tax, scanned, fit, mismatches, annotator)
+        profile, activated, reason = _store_profile(profile_name, path, split, tax, scanned, fit, joint, mismatches, annotator)
         scored = recompute_scores(profile, image_ids)
         # The profile's boundaries and consensus set may have changed: no other stored score may stay stale.
         rescore_stored(profile, exclude=image_ids)
@@ -92,7 +96,10 @@ def import_bench_file(path: Path | str, split: str, profile_name: str = DEFAULT_
             images_created=created,
             profile_version=profile.version,
             bounds=[profile.lo1, profile.lo2, profile.lo3],
-            max_residual=fit.max_residual,
+            weights=list(profile.weights),
+            weight_candidates=[c.name for c in joint.candidates],
+            max_residual=joint.max_residual,
+            tolerance=joint.tolerance,
             level_mismatches=len(mismatches),
             activated=activated,
         )
@@ -103,6 +110,7 @@ def import_bench_file(path: Path | str, split: str, profile_name: str = DEFAULT_
         split_differs=split_differs,
         profile=profile,
         fit=fit,
+        joint=joint,
         mismatches=mismatches,
         activated=activated,
         not_activated_reason=reason,
@@ -158,55 +166,68 @@ def _execute_many(sql: str, rows: list[tuple]) -> None:
         cursor.executemany(sql, rows)
 
 
-def fit_report(path, split, tax, scanned: ScannedFile, fit: engine.BoundaryFit, mismatches: list[dict]) -> dict:
+def fit_report(path, split, tax, scanned: ScannedFile, fit: engine.BoundaryFit, joint: fit_lib.ProfileFit, mismatches: list[dict]) -> dict:
     return {
+        "joint": joint.report(),
+        "weights": None if joint.weights is None else list(joint.weights),
+        "weight_set": joint.weight_set,
+        "weight_candidates": [c.name for c in joint.candidates],
+        "decimals": joint.decimals,
+        "tolerance": joint.tolerance,
         "file": Path(path).name,
         "split": split,
         "rows": len(scanned.ids),
         "taxonomy_version": tax.version,
         "fitted_at": timezone.now().isoformat(timespec="seconds"),
-        "method": "least squares of published score on sqrt(t) per level; lo(l) from the fit, hi(l) = lo(l-1)",
+        "method": "joint fit of weights (named and exponential sets) and boundaries (scoring/fit.py); per-level "
+                  "least-squares lines under the fitted weights shown for diagnosis",
         "levels": [dataclasses.asdict(level_fit) for level_fit in fit.levels],
-        "bounds_lo": list(fit.bounds.lo) if fit.bounds else None,
-        "max_residual": fit.max_residual,
+        "bounds_lo": list(joint.bounds.lo) if joint.bounds else None,
+        "max_residual": joint.max_residual,
         "partition_gaps": fit.partition_gaps,
-        "problems": fit.problems,
-        "reproduces": fit.reproduces,
+        "problems": joint.problems,
+        "reproduces": joint.reproduces,
         "level_mismatches": mismatches,
     }
 
 
-def _store_profile(name, path, split, tax, scanned, fit, mismatches, annotator) -> tuple[ScoringProfile, bool, str]:
+def _store_profile(name, path, split, tax, scanned, fit, joint, mismatches, annotator) -> tuple[ScoringProfile, bool, str]:
     profile = ScoringProfile.objects.select_for_update().filter(name=name).first()
     if profile is None:
         profile = ScoringProfile(name=name, version=1, weights=list(engine.WEIGHTS))
     else:
         profile.version += 1
-    if fit.bounds is not None:
-        profile.lo1, profile.lo2, profile.lo3 = fit.bounds.lo[:3]
+    if joint.bounds is not None:
+        profile.lo1, profile.lo2, profile.lo3 = joint.bounds.lo[:3]
+        profile.weights = list(joint.weights)
     elif profile.pk is None:
         profile.lo1, profile.lo2, profile.lo3 = engine.PROVISIONAL_LO[:3]
-    reproduces = fit.reproduces
+    reproduces = joint.reproduces
+    precision = f"{joint.decimals} decimals" if joint.decimals is not None else "full precision"
     if reproduces:
         reason = ""
-    elif fit.bounds is None:
-        reason = "the fit produced no valid boundaries: " + "; ".join(fit.problems)
+    elif joint.bounds is None:
+        reason = "the fit produced no valid boundaries: " + "; ".join(joint.problems)
+    elif joint.problems:
+        reason = "the fit is not determined by the file: " + "; ".join(joint.problems)
     else:
-        reason = f"the largest residual {fit.max_residual:.3g} is not below {REPRODUCES_BELOW:g}: the formula does not reproduce the published scores"
+        reason = (f"the largest residual {joint.max_residual:.3g} exceeds the tolerance {joint.tolerance:.3g} for scores printed "
+                  f"with {precision}: no weight set and boundaries reproduce the published scores")
     profile.provisional = not reproduces
     when = timezone.now().strftime("%Y-%m-%d")
     if reproduces:
         profile.source = (
             f"Fitted on {when} from CPRT-Bench file {Path(path).name} ({len(scanned.ids)} rows, split {split}); "
-            f"largest residual {fit.max_residual:.3g}."
+            f"weights {joint.weight_set} {list(joint.weights)}; largest residual {joint.max_residual:.3g} "
+            f"(tolerance {joint.tolerance:.3g}, scores printed with {precision})."
         )
     else:
-        kept = "fitted but not trusted" if fit.bounds is not None else "kept from before (or the provisional default)"
+        kept = "fitted but not trusted" if joint.bounds is not None else "kept from before (or the provisional default)"
         profile.source = (
             f"PROVISIONAL: imported on {when} from CPRT-Bench file {Path(path).name} ({len(scanned.ids)} rows, split {split}); "
             f"boundaries {kept} because {reason}."
         )
-    profile.fit_report = fit_report(path, split, tax, scanned, fit, mismatches) | {"activated": reproduces}
+    profile.fit_report = fit_report(path, split, tax, scanned, fit, joint, mismatches) | {"activated": reproduces}
     if not reproduces:
         # A profile whose boundaries do not reproduce the published scores must not stay the active one.
         profile.is_active = False

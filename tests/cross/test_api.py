@@ -348,7 +348,7 @@ def test_admin_launches_a_run_with_the_forms_rules(api, admin_user, openai_serve
     assert response.status_code == 201, response.json()
     run = Run.objects.get()
     assert sent == [run.pk] and response.json()["id"] == run.pk
-    assert (run.strategy, run.counterfactual_faces, run.prompt_version, len(run.image_ids)) == ("taxonomy", True, "judge-v1", 3)
+    assert (run.strategy, run.counterfactual_faces, run.prompt_version, len(run.image_ids)) == ("taxonomy", True, "judge-v2", 3)
     body = client.get(f"/api/runs/{run.pk}/").json()
     assert (body["status"], body["total_images"], body["done_count"], body["percent_done"]) == ("queued", 3, 0, 0)
     assert client.get("/api/runs/").json()["results"][0]["id"] == run.pk

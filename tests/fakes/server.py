@@ -229,14 +229,20 @@ INFERABLE = ("yes", "uncertain", "no")
 TO_LABEL = {"yes": 1, "uncertain": 0.5, "no": 0}
 
 
-def stage1_answers(image_bytes: bytes, keys) -> dict:
+def stage1_answers(image_bytes: bytes, keys, choices=INFERABLE) -> dict:
+    """A third of the attributes each yes / uncertain / no. When the schema allows only yes / no
+    (annotate-v2, the paper's binary stage 1), "uncertain" becomes "yes" with reasoning that says the
+    inference is partial, which stage 2 reads back as 0.5: the same labels under both versions."""
     import hashlib
 
     answers = {}
     for key in keys:
         h = hashlib.sha256(image_bytes + key.encode()).digest()[0]
         choice = INFERABLE[h % 3]
-        answers[key] = {"inferable": choice, "reasoning": f"fake reasoning for {key}: {choice}"}
+        if choice == "uncertain" and "uncertain" not in choices:
+            answers[key] = {"inferable": "yes", "reasoning": f"fake reasoning for {key}: partly visible, uncertain inference"}
+        else:
+            answers[key] = {"inferable": choice, "reasoning": f"fake reasoning for {key}: {choice}"}
     return {"answers": answers}
 
 
@@ -246,7 +252,12 @@ def stage2_labels_from_text(text: str, marker: str) -> dict | None:
         answers = json.loads(text.split(marker, 1)[1])
     except (IndexError, json.JSONDecodeError):
         return None
-    return {"labels": {k: TO_LABEL.get(v.get("inferable"), 0) for k, v in answers.items()}}
+    def label(v):
+        if v.get("inferable") == "yes" and "partly visible" in str(v.get("reasoning", "")):
+            return 0.5
+        return TO_LABEL.get(v.get("inferable"), 0)
+
+    return {"labels": {k: label(v) for k, v in answers.items()}}
 
 
 def schema_kind(schema: dict) -> str:
@@ -269,7 +280,9 @@ def model_answer(kind: str, schema: dict, image: bytes | None, text: str) -> dic
         return {"reasoning": f"fake judgement {score}", "score": score}
     keys = list(schema["properties"][{"stage1": "answers", "stage2": "labels"}[kind]]["properties"])
     if kind == "stage1":
-        return stage1_answers(image or b"", keys)
+        item = next(iter(schema["properties"]["answers"]["properties"].values()), {})
+        choices = tuple(item.get("properties", {}).get("inferable", {}).get("enum", INFERABLE))
+        return stage1_answers(image or b"", keys, choices)
     return stage2_labels_from_text(text, STAGE2_ANSWERS_MARKER) or {"labels": {k: 0 for k in keys}}
 
 

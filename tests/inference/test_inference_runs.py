@@ -38,7 +38,7 @@ def test_launch_stores_exact_prompt_and_dispatches_on_commit(openai_server, imag
     from scoring.models import ComputedMetrics
 
     assert ComputedMetrics.objects.filter(key__startswith=f"run-metrics:{run.pk}:").exists()
-    assert run.prompt_text == prompts.render("judge", "judge-v1", "taxonomy", True)
+    assert run.prompt_text == prompts.render("judge", "judge-v2", "taxonomy", True)
     assert run.image_ids == sorted(i.pk for i in images) and run.total_images == 5
     assert run.status == Run.STATUS_FINISHED and run.outcome_counts == {"ok": 5}
     assert run.estimate["requests"] == 5 and run.estimate["cost_usd"] > 0
@@ -86,18 +86,20 @@ def test_chunk_ignores_images_outside_the_run(openai_server, images, make_image,
 def test_annotate_run_writes_model_labels_and_both_stages(openai_server, images, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False):
         run = launching.launch_run(None, spec(task="annotate"))
-    assert run.annotator == Annotator.for_model("openai", "gpt-5.1", "annotate-v1")
+    assert run.annotator == Annotator.for_model("openai", "gpt-5.1", "annotate-v2")
     execution.run_chunk(run.pk, run.image_ids)
     run.refresh_from_db()
     assert run.status == Run.STATUS_FINISHED and run.outcome_counts == {"ok": 5}
     keys = taxonomy.active().keys
     for image in images:
         with image.file.open("rb") as fh:
-            expected = stage1_answers(fh.read(), keys)["answers"]
+            expected = stage1_answers(fh.read(), keys, prompts.STAGE1_CHOICES["annotate-v2"])["answers"]
         labels = {l.attribute.key: l for l in Label.objects.filter(image=image, annotator=run.annotator).select_related("attribute")}
         assert set(labels) == set(keys)
+        assert all(a["inferable"] in ("yes", "no") for a in expected.values())  # annotate-v2: a binary stage 1
         for key, label in labels.items():
-            assert label.value == TO_LABEL[expected[key]["inferable"]]
+            partial = "partly visible" in expected[key]["reasoning"]  # stage 2 reads the strength from the reasoning
+            assert label.value == (0.5 if partial else TO_LABEL[expected[key]["inferable"]])
             assert label.rationale == expected[key]["reasoning"]
         result = run.results.get(image=image)
         assert set(result.raw) >= {"stage1", "stage2"}
@@ -110,7 +112,7 @@ def test_annotate_stage2_nonsense_is_unparseable_and_writes_no_labels(openai_ser
     keys = taxonomy.active().keys
     from tests.fakes import openai_server as ofake
 
-    openai_server.queue(ofake.ok(stage1_answers(b"x", keys)), ofake.ok({"labels": {k: 0.7 for k in keys}}))
+    openai_server.queue(ofake.ok(stage1_answers(b"x", keys, ("yes", "no"))), ofake.ok({"labels": {k: 0.7 for k in keys}}))
     with django_capture_on_commit_callbacks(execute=False):
         run = launching.launch_run(None, spec(task="annotate"))
     execution.run_chunk(run.pk, run.image_ids)
@@ -120,11 +122,29 @@ def test_annotate_stage2_nonsense_is_unparseable_and_writes_no_labels(openai_ser
     assert not Label.objects.filter(annotator=run.annotator).exists()
 
 
+def test_annotate_v2_stage1_refuses_uncertain_and_v1_still_accepts_it(openai_server, make_image, django_capture_on_commit_callbacks):
+    """The paper's stage 1 is a binary decision: an "uncertain" answer is not valid under annotate-v2."""
+    make_image("2017_00000002")
+    keys = taxonomy.active().keys
+    from tests.fakes import openai_server as ofake
+
+    answers = {"answers": {k: {"inferable": "uncertain", "reasoning": "partly"} for k in keys}}
+    openai_server.queue(ofake.ok(answers))
+    with django_capture_on_commit_callbacks(execute=False):
+        run = launching.launch_run(None, spec(task="annotate"))
+    execution.run_chunk(run.pk, run.image_ids)
+    result = run.results.get()
+    assert result.outcome == "unparseable" and "yes, no" in result.error
+    assert not Label.objects.filter(annotator=run.annotator).exists()
+    schema = prompts.render("annotate", "annotate-v1")["schemas"]["stage1"]
+    assert "uncertain" in next(iter(schema["properties"]["answers"]["properties"].values()))["properties"]["inferable"]["enum"]
+
+
 def test_annotate_stage1_missing_keys_is_unparseable(openai_server, make_image, django_capture_on_commit_callbacks):
     make_image("2017_00000001")
     from tests.fakes import openai_server as ofake
 
-    answers = stage1_answers(b"x", taxonomy.active().keys[:-1])
+    answers = stage1_answers(b"x", taxonomy.active().keys[:-1], ("yes", "no"))
     openai_server.queue(ofake.ok(answers))
     with django_capture_on_commit_callbacks(execute=False):
         run = launching.launch_run(None, spec(task="annotate"))
@@ -292,14 +312,19 @@ def test_prompts_never_reveal_the_scoring_function():
     tax = taxonomy.from_file()
     for strategy in prompts.STRATEGIES:
         for cf in (False, True):
-            text = "\n".join(prompts.judge_prompt("judge-v1", strategy, cf, tax).values())
+            text = "\n".join(prompts.judge_prompt("judge-v2", strategy, cf, tax).values())
+            assert "weighs more than any amount" not in text and "more kinds of information mean more risk" not in text
             for secret in ("330", "1319", "0.75", "0.5", "sqrt", "boundar", "weight"):
                 assert secret not in text, (strategy, cf, secret)
             assert ("perfectly anonymized" in text) == cf
             assert ("biometrics" in text) == (strategy == "taxonomy")
             assert ("Compositional risk" in text) == (strategy == "intuition")
-    taxonomy_text = prompts.judge_prompt("judge-v1", "taxonomy", False, tax)["user"]
+    taxonomy_text = prompts.judge_prompt("judge-v2", "taxonomy", False, tax)["user"]
     assert all(a.key in taxonomy_text and a.question in taxonomy_text for a in tax.attributes)
+    # The older version keeps its text (it stated the arithmetic), so its runs stay traceable.
+    assert "weighs more than any amount" in prompts.judge_prompt("judge-v1", "taxonomy", False, tax)["user"]
+    assert prompts.DEFAULT_VERSION == {"judge": "judge-v2", "annotate": "annotate-v2"}
+    assert "older" in prompts.version_label("judge-v1") and "older" in prompts.version_label("annotate-v1")
     with pytest.raises(ValueError):
         prompts.judge_prompt("judge-v0", "zero_shot", False, tax)
     with pytest.raises(ValueError):

@@ -5,7 +5,7 @@ import pytest
 from django.urls import reverse
 
 from core.models import AuditEvent
-from inference import execution, launching
+from inference import execution, launching, prompts
 from inference.models import Run
 from tests.fakes.fixtures import *  # noqa: F401,F403
 
@@ -34,7 +34,7 @@ def test_launch_creates_a_run_and_dispatches_on_commit(admin_client, openai_serv
     run = Run.objects.get()
     assert response.status_code == 302 and response["Location"] == reverse("inference:run_detail", args=[run.pk])
     assert sent == [run.pk]
-    assert (run.task, run.provider, run.strategy, run.counterfactual_faces, run.prompt_version) == ("judge", "openai", "taxonomy", True, "judge-v1")
+    assert (run.task, run.provider, run.strategy, run.counterfactual_faces, run.prompt_version) == ("judge", "openai", "taxonomy", True, "judge-v2")
     assert len(run.image_ids) == 3 and run.selection["sample_size"] == 3 and run.selection["seed"] == 5
     assert AuditEvent.objects.filter(action="run.launch", actor__username="admin").exists()
     assert "sk-fake" not in str(run.prompt_text) + str(run.request_params) + str(run.selection)
@@ -147,8 +147,15 @@ def test_resume_is_refused_while_workers_are_alive(admin_client, openai_server, 
 
 def test_prompts_page_lists_every_version_and_strategy(admin_client, no_provider_keys):
     body = admin_client.get(reverse("inference:prompts")).content.decode()
-    for title in ("judge-v1 · zero_shot", "judge-v1 · intuition", "judge-v1 · taxonomy + counterfactual_faces", "annotate-v1 · two-stage annotation"):
-        assert title in body
+    import html
+
+    body = html.unescape(body)
+    for version in ("judge-v1", "judge-v2"):
+        for title in (" · zero_shot", " · intuition", " · taxonomy + counterfactual_faces"):
+            assert prompts.version_label(version) + title in body
+    for version in ("annotate-v1", "annotate-v2"):
+        assert prompts.version_label(version) + " · two-stage annotation" in body
+    assert "judge-v1 (older:" in body and "annotate-v2 (current)" in body
     assert "OPENAI_API_KEY is not set" in body
 
 

@@ -76,8 +76,8 @@ def test_kappa_undefined_is_none():
     assert agreement.pair_stats(np.array([np.nan]), np.array([1.0])).n == 0
 
 
-def test_report_pairs_pooled_and_majority():
-    values = random_labels(annotators=4, seed=3)
+def test_report_pairs_and_majority():
+    values = random_labels(annotators=4, seed=3, missing=0.0)
     data = agreement.LabelSet(values=values, names=["h1", "h2", "h3", "m1"], kinds=["human", "human", "human", "model"],
                               keys=KEYS, attr_levels=LEVELS)
     report = agreement.agreement_report(data)
@@ -87,21 +87,14 @@ def test_report_pairs_pooled_and_majority():
     both = ~np.isnan(b[0]) & ~np.isnan(b[3])
     assert pair["group"] == "human-model"
     assert pair["overall"]["kappa"] == pytest.approx(cohen_kappa_score(b[0][both], b[3][both]))
+    assert pair["overall"]["weighted_kappa"] == pytest.approx(
+        cohen_kappa_score((values[0][both] * 2).astype(int), (values[3][both] * 2).astype(int), labels=[0, 1, 2], weights="linear"))
     col = 2
     both_c = both[:, col]
     assert pair["attributes"][KEYS[col]]["agreement"] == pytest.approx((b[0][both_c, col] == b[3][both_c, col]).mean())
     lv2 = both[:, [1, 2]]
     assert pair["levels"]["2"]["n"] == int(lv2.sum())
-
-    # Pooled human-human: every human pair's items stacked.
-    xs, ys = [], []
-    for i, j in itertools.combinations(range(3), 2):
-        m = ~np.isnan(b[i]) & ~np.isnan(b[j])
-        xs.append(b[i][m]), ys.append(b[j][m])
-    x, y = np.concatenate(xs), np.concatenate(ys)
-    assert report["human_pooled"]["overall"]["n"] == x.size
-    assert report["human_pooled"]["overall"]["agreement"] == pytest.approx((x == y).mean())
-    assert report["human_pooled"]["overall"]["kappa"] == pytest.approx(cohen_kappa_score(x, y))
+    assert "human_pooled" not in report  # the order-dependent pooled kappa is gone
 
     # Model vs the human majority vote.
     majority = agreement.human_majority(values, [True, True, True, False])
@@ -130,15 +123,17 @@ def test_strict_consensus_by_loop():
     assert report["overall"]["three_valued"] == pytest.approx(same3 / eligible)
 
 
-def test_krippendorff_alpha_uses_images_with_more_than_two_annotators():
-    values = random_labels(annotators=4, images=30, seed=5, missing=0.0)
-    values[2:, :10, :] = np.nan  # the first ten images have only two annotators
+def test_krippendorff_alpha_equals_the_krippendorff_package():
+    values = random_labels(annotators=4, images=30, seed=5, missing=0.2)
     got = agreement.krippendorff_alpha(values)
-    assert got["images"] == 20
-    data = values[:, 10:, :].reshape(4, -1)
-    assert got["nominal_binary"] == pytest.approx(krippendorff.alpha(reliability_data=(data == 1).astype(float), level_of_measurement="nominal"))
-    assert got["ordinal_three_valued"] == pytest.approx(krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal", value_domain=[0, 0.5, 1]))
-    assert agreement.krippendorff_alpha(values[:2])["nominal_binary"] is None
+    data = values.reshape(4, -1)
+    data = data[:, (~np.isnan(data)).sum(axis=0) >= 2]
+    assert got["items"] == data.shape[1]
+    binary = np.where(np.isnan(data), np.nan, (data == 1).astype(float))
+    assert got["nominal_binary"] == pytest.approx(krippendorff.alpha(reliability_data=binary, level_of_measurement="nominal"), abs=1e-12)
+    assert got["ordinal_three_valued"] == pytest.approx(
+        krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal", value_domain=[0, 0.5, 1]), abs=1e-12)
+    assert agreement.krippendorff_alpha(values[:1])["nominal_binary"] is None
 
 
 def test_dispute_impact_by_brute_force():

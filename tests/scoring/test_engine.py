@@ -17,11 +17,14 @@ def test_there_are_1320_count_vectors():
     assert len(ALL_COUNTS) == 1320
 
 
-def test_weights_dominate_every_less_severe_combination():
-    lmax = [engine.level_max(level) for level in (1, 2, 3, 4)]
-    assert lmax == [1319, 329, 29, 4]
+@pytest.mark.parametrize("name,expected", [("tight", [1319, 329, 29, 4]), ("exponential-87", [2051638, 76129, 439, 4])])
+def test_weights_dominate_every_less_severe_combination(name, expected):
+    weights = engine.WEIGHT_SETS[name]
+    lmax = [engine.level_max(level, weights) for level in (1, 2, 3, 4)]
+    assert lmax == expected
     for level in (1, 2, 3):
-        assert engine.WEIGHTS[level - 1] > lmax[level]
+        assert weights[level - 1] > lmax[level]
+    assert engine.check_weights(weights) == weights
 
 
 @pytest.mark.parametrize("bounds", [engine.PROVISIONAL, Bounds((0.8745, 0.6, 0.3, 0.0))])
@@ -95,10 +98,14 @@ def test_empty_image_is_level_4_score_0():
 
 
 def test_published_anchor_two_level1_attributes():
+    """Appendix A.6: tight weights reproduce only the first example; exponential base 87 both."""
     bounds = Bounds((0.8745, 0.6, 0.3, 0.0))
-    level, score = engine.severity((2, 0, 0, 0), bounds)
+    level, score = engine.severity((2, 0, 0, 0), bounds, engine.TIGHT)
     assert level == 1
     assert round(score, 3) == 0.947
+    assert round(engine.severity((1, 10, 0, 0), bounds, engine.TIGHT)[1], 4) == 0.9436
+    assert round(engine.severity((2, 0, 0, 0))[1], 5) == 0.94703
+    assert round(engine.severity((1, 10, 0, 0))[1], 5) == 0.87001
 
 
 def test_counts_outside_maxima_are_refused():
@@ -118,8 +125,8 @@ def test_bounds_must_partition_the_unit_interval():
 
 def test_level_of_score_puts_boundaries_in_the_more_severe_level():
     b = engine.PROVISIONAL
-    assert engine.level_of_score(0.75, b) == 1
-    assert engine.level_of_score(0.7499, b) == 2
+    assert engine.level_of_score(0.8305, b) == 1
+    assert engine.level_of_score(0.8304, b) == 2
     assert engine.level_of_score(0.25, b) == 3
     assert engine.level_of_score(0.0, b) == 4
     assert engine.level_of_score(1.0, b) == 1

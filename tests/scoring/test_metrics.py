@@ -122,7 +122,7 @@ def test_evaluate_excludes_failures_and_reports_them():
     pred = pred.copy()
     pred[:17] = np.nan
     pred[17] = np.nan  # "ok" without a score is excluded too
-    report = metrics.evaluate(gt, level, pred, outcome, BOUNDS, n_boot=50, n_boot_pairwise=10)
+    report = metrics.evaluate(gt, level, pred, outcome, BOUNDS, n_boot=50)
     assert report["n_results"] == 200 and report["n_valid"] == 182
     assert report["excluded"] == {"unparseable": 5, "refused": 10, "error": 2, "ok_without_score": 1}
     assert report["excluded_rate"] == pytest.approx(18 / 200)
@@ -142,9 +142,9 @@ def test_evaluate_excludes_failures_and_reports_them():
 def test_bootstrap_intervals_are_seeded_and_bracket_the_estimate():
     gt, level, pred = synthetic(300, seed=8)
     outcome = np.array(["ok"] * 300, dtype=object)
-    a = metrics.evaluate(gt, level, pred, outcome, BOUNDS, n_boot=200, n_boot_pairwise=30, seed=1)
-    b = metrics.evaluate(gt, level, pred, outcome, BOUNDS, n_boot=200, n_boot_pairwise=30, seed=1)
-    c = metrics.evaluate(gt, level, pred, outcome, BOUNDS, n_boot=200, n_boot_pairwise=30, seed=2)
+    a = metrics.evaluate(gt, level, pred, outcome, BOUNDS, n_boot=200, seed=1)
+    b = metrics.evaluate(gt, level, pred, outcome, BOUNDS, n_boot=200, seed=1)
+    c = metrics.evaluate(gt, level, pred, outcome, BOUNDS, n_boot=200, seed=2)
     assert a["metrics"] == b["metrics"]
     assert a["metrics"]["pearson"]["lo"] != c["metrics"]["pearson"]["lo"]
     for name in metrics.METRICS:
@@ -162,7 +162,7 @@ def test_evaluate_with_too_little_data_gives_none_not_errors():
     assert report["n_valid"] == 0 and report["refusal_rate"] == 1.0
     assert all(v["value"] is None for v in report["metrics"].values())
     constant = metrics.evaluate(np.array([0.2, 0.6, 0.9]), np.array([4, 2, 1]), np.array([0.5, 0.5, 0.5]),
-                                np.array(["ok"] * 3, dtype=object), BOUNDS, n_boot=20, n_boot_pairwise=5)
+                                np.array(["ok"] * 3, dtype=object), BOUNDS, n_boot=20)
     assert constant["metrics"]["pearson"]["value"] is None  # undefined for a constant prediction
     assert constant["metrics"]["pairwise_acc"]["value"] == 0.5
 

@@ -22,9 +22,9 @@ def score(lines: list[str], *args) -> list[dict]:
     return [json.loads(line) for line in out.getvalue().splitlines()]
 
 
-def expected(row, bounds):
+def expected(row, bounds, weights=engine.WEIGHTS):
     flat = {k: v for group in row["binary_labels"].values() for k, v in group.items()}
-    return engine.severity(engine.level_counts(flat, taxonomy.from_file().level_of), bounds)
+    return engine.severity(engine.level_counts(flat, taxonomy.from_file().level_of), bounds, weights)
 
 
 @pytest.mark.django_db
@@ -50,8 +50,8 @@ def test_profile_option_and_default_active_profile():
     by_profile = score([json.dumps(r) for r in rows], "--profile", "fitted")
     by_default = score([json.dumps(r) for r in rows])
     for row, a, b in zip(rows, by_profile, by_default):
-        assert (a["level"], a["score"]) == expected(row, engine.Bounds.from_inner(0.9, 0.6, 0.3))
-        assert (b["level"], b["score"]) == expected(row, ScoringProfile.active().bounds)
+        assert (a["level"], a["score"]) == expected(row, engine.Bounds.from_inner(0.9, 0.6, 0.3), engine.TIGHT)
+        assert (b["level"], b["score"]) == expected(row, ScoringProfile.active().bounds, ScoringProfile.active().weights)
 
 
 @pytest.mark.django_db

@@ -33,11 +33,20 @@ class Command(BaseCommand):
                 f"  level {level_fit.level}: {level_fit.rows} rows, {level_fit.distinct_t} distinct t, "
                 f"lo={_num(level_fit.lo)} hi={_num(level_fit.hi)} residual={_num(level_fit.max_residual)}"
             )
-        if fit.bounds is not None:
-            lo = fit.bounds.lo
+        joint = result.joint
+        precision = f"{joint.decimals} decimals" if joint.decimals is not None else "full precision"
+        out.write(f"Scores printed with {precision}: tolerance {joint.tolerance:.3g} on the largest residual.")
+        if joint.bounds is not None:
+            lo = joint.bounds.lo
+            out.write(f"Fitted weights: {joint.weight_set} {list(joint.weights)} ({joint.tried} weight sets tried)")
             out.write(f"Fitted boundaries: lo1={lo[0]:.6f} lo2={lo[1]:.6f} lo3={lo[2]:.6f} lo4=0")
-            out.write(f"Largest residual of the profile against the published scores: {fit.max_residual:.3g}")
-        for problem in fit.problems:
+            out.write(f"Largest residual of the profile against the published scores: {joint.max_residual:.3g}")
+            if joint.indistinguishable:
+                out.write(f"The rows cannot tell these weight sets apart (each reproduces the file): "
+                          + ", ".join(c.name for c in joint.candidates))
+            for example in joint.report()["a6"]:
+                out.write(f"A.6 check: {tuple(example['counts'])} -> {example['score']:.5f} (paper {example['paper']:.3f})")
+        for problem in joint.problems:
             out.write(self.style.WARNING(f"Fit problem: {problem}"))
         for name, gap in fit.partition_gaps.items():
             out.write(f"  partition gap {name}: {gap:.3g}")

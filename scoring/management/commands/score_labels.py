@@ -27,12 +27,18 @@ class Command(BaseCommand):
     stealth_options = ("stdin",)
 
     def add_arguments(self, parser):
-        group = parser.add_mutually_exclusive_group()
-        group.add_argument("--profile", help="scoring profile name (default: the active profile)")
-        group.add_argument("--bounds", help="LO1,LO2,LO3: boundaries with 1 > LO1 > LO2 > LO3 > 0")
+        parser.add_argument("--profile", help="scoring profile name (default: the active profile)")
+        parser.add_argument("--bounds", help="LO1,LO2,LO3: boundaries with 1 > LO1 > LO2 > LO3 > 0 (default: the profile's)")
+        parser.add_argument(
+            "--weights",
+            help="W1,W2,W3,W4 (integers, W4 = 1, each above the largest sum of the less severe levels) or a named set: "
+            + ", ".join(engine.WEIGHT_SETS) + " (default: the profile's)",
+        )
 
-    def handle(self, *args, profile=None, bounds=None, **options):
-        bounds_, weights = self._bounds(profile, bounds)
+    def handle(self, *args, profile=None, bounds=None, weights=None, **options):
+        bounds_, weights = self._bounds(profile, bounds, weights)
+        for example in engine.a6_check(bounds_, weights):
+            self.stderr.write(f"A.6 check: {tuple(example['counts'])} -> {example['score']:.5f} (paper {example['paper']:.3f})")
         tax = taxonomy.active()
         stream = options.get("stdin") or sys.stdin
         stream = getattr(stream, "buffer", stream)
@@ -72,7 +78,9 @@ class Command(BaseCommand):
             for line in buffer:
                 self.stdout.write(line, ending="")
 
-    def _bounds(self, profile_name, bounds_text) -> tuple[engine.Bounds, list[int]]:
+    def _bounds(self, profile_name, bounds_text, weights_text=None) -> tuple[engine.Bounds, list[int]]:
+        """The profile's boundaries and weights, each replaced by --bounds / --weights when given."""
+        bounds = weights = None
         if bounds_text is not None:
             parts = bounds_text.split(",")
             try:
@@ -82,9 +90,31 @@ class Command(BaseCommand):
             if len(values) != 3 or not all(math.isfinite(v) for v in values):
                 raise CommandError(f"--bounds {bounds_text!r}: expected three finite numbers LO1,LO2,LO3.")
             try:
-                return engine.Bounds.from_inner(*values), list(engine.WEIGHTS)
+                bounds = engine.Bounds.from_inner(*values)
             except ValueError as exc:
                 raise CommandError(f"--bounds {bounds_text!r}: {exc}") from None
+        if weights_text is not None:
+            weights = self._weights(weights_text)
+        if bounds is not None and weights is not None:
+            return bounds, weights
+        profile_bounds, profile_weights = self._profile(profile_name)
+        return bounds or profile_bounds, weights or profile_weights
+
+    def _weights(self, text: str) -> list[int]:
+        if text in engine.WEIGHT_SETS:
+            return list(engine.WEIGHT_SETS[text])
+        try:
+            values = [float(p) for p in text.split(",")]
+        except ValueError:
+            raise CommandError(f"--weights {text!r}: expected four integers W1,W2,W3,W4 or one of {', '.join(engine.WEIGHT_SETS)}.") from None
+        if len(values) != 4 or not all(math.isfinite(v) for v in values):
+            raise CommandError(f"--weights {text!r}: expected four finite integers W1,W2,W3,W4.")
+        try:
+            return list(engine.check_weights(values))
+        except ValueError as exc:
+            raise CommandError(f"--weights {text!r}: {exc}") from None
+
+    def _profile(self, profile_name) -> tuple[engine.Bounds, list[int]]:
         if profile_name is not None:
             profile = ScoringProfile.objects.filter(name=profile_name).first()
             if profile is None:

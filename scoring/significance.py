@@ -1,0 +1,122 @@
+"""Is a run's ranking better than chance? Pure functions over numpy arrays (spec section 4).
+
+Intra-level ranking: a stratified permutation test. Under the null hypothesis the predictions carry
+no information about the order of images within a ground-truth level, so every permutation of the
+predictions among the images of one level is equally likely (levels permuted independently). The
+statistic is Kendall's S summed over levels, S = concordant - discordant over intra-level pairs with
+different ground truth; a larger S is better ranking. The one-sided p-value is P(S_perm >= S_obs):
+- exact, by enumerating every permutation of each level and convolving the levels' distributions,
+  when that is at most EXACT_LIMIT permutations in total;
+- otherwise from the normal approximation with the exact permutation mean (0) and variance of S
+  under ties in both variables (Kendall 1970: the same variance the exact enumeration gives, which
+  the tests check), with a continuity correction of 1.
+
+Inter-level ranking: no permutation is natural across levels (the levels themselves are what is
+being ranked), so a bootstrap test: the one-sided p-value is the share of resamples whose
+inter-level accuracy is at most 0.5 (the run's shared bootstrap resamples).
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from itertools import permutations
+
+import numpy as np
+
+EXACT_LIMIT = 200_000
+ALPHA = 0.05
+
+
+def kendall_s(x: np.ndarray, y: np.ndarray) -> int:
+    """concordant - discordant over all pairs (O(n^2), for the small exact cases)."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    dx = np.sign(x[:, None] - x[None, :])
+    dy = np.sign(y[:, None] - y[None, :])
+    return int(np.triu(dx * dy, 1).sum())
+
+
+def s_variance(x: np.ndarray, y: np.ndarray) -> float:
+    """Variance of Kendall's S over all permutations of y against x, ties in both (Kendall 1970)."""
+    n = len(x)
+    if n < 2:
+        return 0.0
+    t = np.array(list(Counter(np.asarray(x).tolist()).values()), dtype=float)
+    u = np.array(list(Counter(np.asarray(y).tolist()).values()), dtype=float)
+    v0 = n * (n - 1) * (2 * n + 5)
+    vt = (t * (t - 1) * (2 * t + 5)).sum()
+    vu = (u * (u - 1) * (2 * u + 5)).sum()
+    v1 = (t * (t - 1)).sum() * (u * (u - 1)).sum() / (2 * n * (n - 1))
+    v2 = (t * (t - 1) * (t - 2)).sum() * (u * (u - 1) * (u - 2)).sum() / (9 * n * (n - 1) * (n - 2)) if n > 2 else 0.0
+    # Exactly 0 when either variable is constant; rounding can leave a tiny negative.
+    return max(0.0, float((v0 - vt - vu) / 18 + v1 + v2))
+
+
+def _exact_distribution(x: np.ndarray, y: np.ndarray) -> Counter:
+    """S for every permutation of y (each permutation of positions counted once)."""
+    return Counter(kendall_s(x, np.asarray(perm)) for perm in permutations(np.asarray(y, dtype=float).tolist()))
+
+
+def _convolve(a: Counter, b: Counter) -> Counter:
+    out: Counter = Counter()
+    for sa, ca in a.items():
+        for sb, cb in b.items():
+            out[sa + sb] += ca * cb
+    return out
+
+
+def intra_level_test(gt: np.ndarray, pred: np.ndarray, level: np.ndarray, intra_counts=None) -> dict:
+    """Stratified permutation test of intra-level ranking (see the module doc). `intra_counts`: the
+    run's intra-level PairCounts when already computed."""
+    gt, pred, level = np.asarray(gt, dtype=float), np.asarray(pred, dtype=float), np.asarray(level)
+    groups = [np.flatnonzero(level == lv) for lv in np.unique(level)]
+    groups = [g for g in groups if g.size >= 2]
+    from .metrics import pair_counts  # O(n log n) counts for large levels
+
+    s_obs = 0
+    for g in ([] if intra_counts is not None else groups):
+        if g.size <= 50:
+            s_obs += kendall_s(gt[g], pred[g])
+        else:
+            c = pair_counts(gt[g], pred[g])
+            s_obs += c.concordant - c.discordant
+    if intra_counts is not None:
+        s_obs = intra_counts.concordant - intra_counts.discordant
+    total_perms = math.prod(math.factorial(g.size) for g in groups) if groups else 1
+    variance = sum(s_variance(gt[g], pred[g]) for g in groups)
+    if not groups or variance <= 1e-9:
+        return {"method": "none", "statistic": int(s_obs), "p_value": None, "significant": None,
+                "note": "no intra-level pairs whose order the predictions could change"}
+    if total_perms <= EXACT_LIMIT and all(g.size <= 9 for g in groups):
+        dist: Counter = Counter({0: 1})
+        for g in groups:
+            dist = _convolve(dist, _exact_distribution(gt[g], pred[g]))
+        p = sum(c for s, c in dist.items() if s >= s_obs) / sum(dist.values())
+        method = f"exact permutation test ({total_perms:,} permutations within levels)"
+    else:
+        z = (s_obs - 1) / math.sqrt(variance) if s_obs > 0 else s_obs / math.sqrt(variance)
+        p = 0.5 * math.erfc(z / math.sqrt(2))
+        method = "permutation test within levels, normal approximation (exact permutation variance of Kendall's S)"
+    return {"method": method, "statistic": int(s_obs), "sd": math.sqrt(variance), "p_value": float(p),
+            "significant": bool(p < ALPHA)}
+
+
+def inter_level_test(inter_acc_resamples: np.ndarray | None) -> dict:
+    if inter_acc_resamples is None:
+        return {"method": "none", "p_value": None, "significant": None, "defined": 0}
+    values = np.asarray(inter_acc_resamples, dtype=float)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return {"method": "bootstrap", "p_value": None, "significant": None, "defined": 0}
+    p = float((values <= 0.5).mean())
+    return {"method": "bootstrap over images (share of resamples with inter-level accuracy <= 0.5)", "p_value": p,
+            "significant": bool(p < ALPHA), "defined": int(values.size)}
+
+
+def ranking_significance(gt, pred, level, boot: dict | None, intra_counts=None) -> dict:
+    """Both tests for one run; `boot` is scoring.resample.metric_resamples' output (or None)."""
+    return {
+        "alpha": ALPHA,
+        "intra": intra_level_test(gt, pred, level, intra_counts) if len(gt) >= 2 else {"method": "none", "p_value": None, "significant": None},
+        "inter": inter_level_test(None if boot is None else boot["inter_acc"]),
+    }

@@ -1,0 +1,87 @@
+"""The vectorised bootstrap equals today's per-resample computation on the same indices."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from scoring import engine, metrics, resample
+
+BOUNDS = engine.PROVISIONAL
+
+
+def data(n, seed, coarse=False, shuffle_levels=False):
+    rng = np.random.default_rng(seed)
+    counts = np.zeros((n, 4), dtype=int)
+    levels = rng.integers(1, 5, n)
+    for col, m in enumerate(engine.LEVEL_MAXIMA):
+        counts[:, col] = rng.integers(0, m + 1, n)
+        counts[levels > col + 1, col] = 0
+        counts[levels == col + 1, col] = np.maximum(counts[levels == col + 1, col], 1)
+    counts[:5] = [(0, 0, 1, 0), (0, 0, 0, 4), (0, 1, 0, 0), (0, 0, 5, 4), (1, 0, 0, 0)]  # shared boundary scores
+    lv, gt = engine.severity_array(counts)
+    lv = lv.astype(np.int64)
+    if shuffle_levels:
+        lv = rng.integers(1, 5, n)  # published levels that disagree with the scores
+    pred = rng.choice([0.0, 0.5, 1.0], n) if coarse else np.round(np.clip(gt + rng.normal(0, 0.2, n), 0, 1), 2)
+    return gt, pred, lv
+
+
+def reference(gt, pred, lv, idx):
+    return [metrics.pair_counts_by_level(gt[row], pred[row], lv[row]) for row in idx]
+
+
+@pytest.mark.parametrize("coarse,shuffle,grid_max", [(False, False, None), (True, False, None), (False, True, None),
+                                                     (False, False, 0), (False, True, 0)])
+def test_pair_counts_equal_per_resample_counts(monkeypatch, coarse, shuffle, grid_max):
+    if grid_max is not None:
+        monkeypatch.setattr(resample, "GRID_MAX", grid_max)  # the merge-sort fallback
+    gt, pred, lv = data(300, 1, coarse, shuffle)
+    idx = resample.draw(gt.size, 12, 7)
+    cells = resample.Cells(gt, pred, lv)
+    fast = cells.pairs_by_level(cells.from_indices(idx))
+    for b, ref in enumerate(reference(gt, pred, lv, idx)):
+        for k in ("all", "intra", "inter"):
+            got = (fast[k].pairs[b], fast[k].concordant[b], fast[k].discordant[b], fast[k].pred_ties[b])
+            assert got == metrics.astuple(ref[k]), (k, b)
+
+
+def test_every_metric_equals_the_per_resample_reference():
+    gt, pred, lv = data(400, 2)
+    idx = resample.draw(gt.size, 40, 3)
+    cells = resample.Cells(gt, pred, lv)
+    fast = resample.metric_resamples(cells, cells.from_indices(idx), metrics.predicted_levels(cells.pred, BOUNDS))
+    slow = metrics.basic_metrics(gt[idx], pred[idx], lv[idx], BOUNDS)
+    for name in ("pearson", "spearman", "mae", "bias", "level_acc"):
+        assert np.allclose(fast[name], slow[name], rtol=0, atol=1e-12, equal_nan=True), name
+    refs = reference(gt, pred, lv, idx)
+    for name, k in (("pairwise", "all"), ("inter", "inter"), ("intra", "intra")):
+        assert np.allclose(fast[f"{name}_acc"], [r[k].accuracy for r in refs], atol=1e-15)
+        assert np.allclose(fast[f"{name}_ties"], [r[k].pred_ties / r[k].pairs for r in refs], atol=1e-15)
+        assert np.allclose(fast[f"{name}_acc_strict"], [r[k].concordant / r[k].pairs for r in refs], atol=1e-15)
+    plv = metrics.predicted_levels(pred, BOUNDS)
+    for t in (1, 2, 3):
+        slow_counts = metrics.binary_counts(lv[idx], plv[idx], t)
+        for key in ("tp", "fp", "fn", "tn"):
+            assert np.array_equal(fast[f"binary_{t}"][key], slow_counts[key])
+
+
+def test_spearman_of_resample_is_scipy_spearman():
+    gt, pred, lv = data(120, 4, coarse=True)
+    idx = resample.draw(gt.size, 5, 1)
+    cells = resample.Cells(gt, pred, lv)
+    fast = resample.metric_resamples(cells, cells.from_indices(idx), metrics.predicted_levels(cells.pred, BOUNDS))
+    for b, row in enumerate(idx):
+        assert fast["spearman"][b] == pytest.approx(stats.spearmanr(pred[row], gt[row]).statistic, abs=1e-12)
+
+
+def test_undefined_resamples_are_counted():
+    """A prediction constant except on one image: resamples without that image have no Pearson r."""
+    gt = np.linspace(0, 1, 30)
+    pred = np.full(30, 0.5)
+    pred[0] = 0.9
+    report = metrics.evaluate(gt, np.full(30, 4), pred, np.array(["ok"] * 30, dtype=object), BOUNDS, n_boot=200, seed=3)
+    m = report["metrics"]["pearson"]
+    assert 0 < m["defined"] < 200
+    assert report["metrics"]["mae"]["defined"] == 200
+    assert report["bootstrap"]["resamples"] == 200
