@@ -51,6 +51,8 @@ class LaunchForm(forms.Form):
                                    coerce=int, required=False, empty_value=None)
     from_run = forms.IntegerField(required=False, min_value=1, help_text="Only images this judge run scored…")
     min_score = forms.FloatField(required=False, min_value=0, max_value=1, help_text="…at or above this score.")
+    also_from_runs = forms.CharField(required=False, max_length=200, label="and judge runs #",
+                                     help_text="More judge run ids, comma-separated: every listed run must have scored the image at or above the score.")
     sample_size = forms.IntegerField(required=False, min_value=1, max_value=1_000_000, help_text="Random sample of this many (blank: all).")
     seed = forms.IntegerField(initial=0, min_value=0, max_value=2**31 - 1, required=False)
     face_variant = forms.ChoiceField(required=False, label="Images judged", help_text=(
@@ -108,7 +110,27 @@ class LaunchForm(forms.Form):
                 self.add_error("from_run", f"Run #{from_run} is not a judge run; it has no scores.")
             elif not RunResult.objects.filter(run=source, outcome=RunResult.OUTCOME_OK).exists():
                 self.add_error("from_run", f"Run #{from_run} has no parsed scores yet.")
+        data["also_from_runs"] = self._also_from_runs(data.get("also_from_runs") or "", from_run)
         return data
+
+    def _also_from_runs(self, text: str, from_run) -> tuple[int, ...]:
+        """Comma-separated judge run ids, each with parsed scores; needs the first run (from_run)."""
+        parts = [p.strip() for p in text.split(",") if p.strip()]
+        if not parts:
+            return ()
+        if not from_run:
+            self.add_error("also_from_runs", "Give the first judge run (From judge run #) before more runs.")
+            return ()
+        if not all(p.isdigit() and 0 < int(p) < 2**31 for p in parts):
+            self.add_error("also_from_runs", "Use judge run ids separated by commas, e.g. 12, 15.")
+            return ()
+        ids = tuple(dict.fromkeys(int(p) for p in parts if int(p) != from_run))
+        judged = set(RunResult.objects.filter(run_id__in=ids, run__task=Run.TASK_JUDGE, outcome=RunResult.OUTCOME_OK)
+                     .values_list("run_id", flat=True).distinct())
+        missing = [i for i in ids if i not in judged]
+        if missing:
+            self.add_error("also_from_runs", f"Not judge runs with parsed scores: {', '.join(f'#{i}' for i in missing)}.")
+        return ids
 
     def spec(self) -> LaunchSpec:
         d = self.cleaned_data
@@ -126,6 +148,7 @@ class LaunchForm(forms.Form):
                 level=d.get("level"),
                 from_run=d.get("from_run"),
                 min_score=d.get("min_score"),
+                also_from_runs=d.get("also_from_runs") or (),
                 sample_size=d.get("sample_size"),
                 seed=d.get("seed") or 0,
             ),

@@ -23,11 +23,12 @@ class Selection:
     level: int | None = None  # consensus level 1-4
     from_run: int | None = None
     min_score: float | None = None
+    also_from_runs: tuple[int, ...] = ()  # counterfactual subset: every listed judge run scored >= min_score
     sample_size: int | None = None
     seed: int = 0
 
     def describe(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if v not in (None, "")}
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items() if v not in (None, "", ())}
 
 
 def select_image_ids(selection: Selection) -> tuple[list[int], dict]:
@@ -43,10 +44,13 @@ def select_image_ids(selection: Selection) -> tuple[list[int], dict]:
             images, attribute=selection.attribute, attribute_value=selection.attribute_value, level=selection.level
         )
     if selection.from_run:
-        results = RunResult.objects.filter(run_id=selection.from_run, outcome=RunResult.OUTCOME_OK)
-        if selection.min_score is not None:
-            results = results.filter(score__gte=selection.min_score)
-        images = images.filter(pk__in=results.values("image_id"))
+        # Every chosen judge run must have scored the image (at or above min_score): the paper's
+        # counterfactual subset is the images all models judged confidently severe.
+        for run_id in (selection.from_run, *selection.also_from_runs):
+            results = RunResult.objects.filter(run_id=run_id, outcome=RunResult.OUTCOME_OK)
+            if selection.min_score is not None:
+                results = results.filter(score__gte=selection.min_score)
+            images = images.filter(pk__in=results.values("image_id"))
     ids = sorted(images.values_list("pk", flat=True))
     described["matched"] = len(ids)
     if selection.sample_size and selection.sample_size < len(ids):
