@@ -198,6 +198,28 @@ def bench_metrics(n_images: int) -> None:
         raise SystemExit("O(n log n) and O(n^2) counts differ")
 
 
+def bench_agreement(n_images: int = 20_000, annotators: int = 4) -> None:
+    """The agreement study over n_images x annotators (2 humans, 2 models), cold: the first call in
+    this process after the imports, nothing cached."""
+    from scoring import agreement
+
+    rng = np.random.default_rng(5)
+    keys = [f"a{i}" for i in range(22)]
+    levels = [1] * 3 + [2] * 10 + [3] * 5 + [4] * 4
+    values = rng.choice([0.0, 0.5, 1.0], size=(annotators, n_images, 22), p=[0.55, 0.15, 0.3])
+    values[1] = np.where(rng.random(values[1].shape) < 0.7, values[0], values[1])  # humans agree often
+    values[1, rng.random(n_images) < 0.5] = np.nan  # the second human labelled half of the images
+    kinds = ["human", "human"] + ["model"] * (annotators - 2)
+    data = agreement.LabelSet(values, [f"ann-{i}" for i in range(annotators)], kinds, keys, levels)
+    started = time.perf_counter()
+    report = agreement.agreement_report(data)
+    elapsed = time.perf_counter() - started
+    hh = report["human_human"]["overall"]
+    print(f"[4] agreement study, {n_images:,} images x {annotators} annotators x 22 attributes, cold: {elapsed:.3f} s "
+          f"(target < 1 s: {'met' if elapsed < 1 else 'NOT met'}); human study {report['human_study']['images']:,} images, "
+          f"strict {hh['strict']:.3f}, Fleiss' kappa {hh['fleiss_kappa']:.3f}")
+
+
 def bench_leaderboard(n_runs: int, n_images: int) -> None:
     data_dir = tempfile.mkdtemp(prefix="cprt-bench-")
     os.environ["CPRT_DATA_DIR"] = data_dir
@@ -256,6 +278,8 @@ def bench_leaderboard(n_runs: int, n_images: int) -> None:
     add_runs(n_runs - 1, 1)
     cold_n = render()
     warm_n = min(render() for _ in range(5))
+    ranked = len(client.get(url, {"format": "json"}).json()["tables"]["leaderboard"]["rows"])
+    print(f"      common-set ranking of {n_runs} runs ({ranked} ranked at the 95% floor) included in every render below")
     print(f"[3] leaderboard via the test client, {n_images} results per run (SQLite in {data_dir}):")
     print(f"      1 run : cold {cold_1[0]:.2f} s ({cold_1[1]} queries)   warm {warm_1[0] * 1000:.0f} ms ({warm_1[1]} queries, {warm_1[2]:,} bytes)")
     print(f"      {n_runs} runs: cold {cold_n[0]:.2f} s ({cold_n[1]} queries, {n_runs - 1} runs computed)   "
@@ -270,8 +294,14 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=sum(LEVEL_COUNTS))
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--skip-leaderboard", action="store_true")
+    parser.add_argument("--only", choices=("metrics", "agreement", "leaderboard"), help="run one part")
     args = parser.parse_args()
+    if args.only == "agreement":
+        return bench_agreement()
+    if args.only == "leaderboard":
+        return bench_leaderboard(args.runs, args.images)
     bench_metrics(args.images)
+    bench_agreement()
     if not args.skip_leaderboard:
         bench_leaderboard(args.runs, args.images)
 

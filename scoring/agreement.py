@@ -25,7 +25,6 @@ Decisions (documented in docs/scoring.md):
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Sequence
@@ -41,11 +40,14 @@ MAJORITY = "human majority"
 def binarise_array(values: np.ndarray) -> np.ndarray:
     """0.5 -> 0, 1 -> 1, 0 -> 0, NaN stays NaN; anything else is refused."""
     values = np.asarray(values, dtype=float)
-    present = ~np.isnan(values)
-    bad = present & ~np.isin(values, (0.0, 0.5, 1.0))
-    if bad.any():
+    ones = values == 1.0
+    valid = ones | (values == 0.0) | (values == 0.5)
+    if not (valid | np.isnan(values)).all():
+        bad = ~valid & ~np.isnan(values)
         raise ValueError(f"{values[bad][0]!r} is not a valid label (0, 0.5 or 1).")
-    return np.where(present, (values == 1.0).astype(float), np.nan)
+    out = ones.astype(float)
+    out[~valid] = np.nan
+    return out
 
 
 def human_majority(values: np.ndarray, is_human: Sequence[bool], minimum: int = 2) -> np.ndarray:

@@ -1,7 +1,6 @@
 """scoring.agreement against independent computations (plain loops, sklearn, krippendorff directly)."""
 from __future__ import annotations
 
-import itertools
 
 import krippendorff
 import numpy as np

@@ -48,14 +48,13 @@ def test_fleiss_kappa_and_strict_rate_equal_an_item_by_item_computation(missing)
     assert got["overall"]["n"] == len(ratings)
     assert got["overall"]["strict"] == pytest.approx(sum(strict) / len(strict), abs=1e-15)
     assert got["overall"]["fleiss_kappa"] == pytest.approx(textbook_fleiss(ratings), abs=1e-12)
-    level2 = [r for k, r in enumerate(ratings)]  # per level: recompute for level 2 columns only
-    ratings2 = []
+    ratings2 = []  # level 2: the two level-2 columns only
     for i in range(humans.shape[1]):
         for j in (1, 2):
             item = [int(v == 1) for v in humans[:, i, j] if not np.isnan(v)]
             if len(item) >= 2:
                 ratings2.append(item)
-    assert level2 and got["levels"]["2"]["fleiss_kappa"] == pytest.approx(textbook_fleiss(ratings2), abs=1e-12)
+    assert ratings2 and got["levels"]["2"]["fleiss_kappa"] == pytest.approx(textbook_fleiss(ratings2), abs=1e-12)
 
 
 def _figures(report, rename):

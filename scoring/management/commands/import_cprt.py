@@ -42,7 +42,7 @@ class Command(BaseCommand):
             out.write(f"Fitted boundaries: lo1={lo[0]:.6f} lo2={lo[1]:.6f} lo3={lo[2]:.6f} lo4=0")
             out.write(f"Largest residual of the profile against the published scores: {joint.max_residual:.3g}")
             if joint.indistinguishable:
-                out.write(f"The rows cannot tell these weight sets apart (each reproduces the file): "
+                out.write("The rows cannot tell these weight sets apart (each reproduces the file): "
                           + ", ".join(c.name for c in joint.candidates))
             for example in joint.report()["a6"]:
                 out.write(f"A.6 check: {tuple(example['counts'])} -> {example['score']:.5f} (paper {example['paper']:.3f})")
