@@ -93,3 +93,34 @@ def test_calibration_sort_form(browser, live_server):
     assert page.locator("svg.chart").count() >= 1
     assert no_sideways_scroll(page)
     shot(page, "calibration")
+
+
+def test_agreement_page_sections_heatmap_and_split_form(browser, live_server):
+    make_user("agree-staff", "adjudicator")
+    a, b = make_user("agree-a", "reviewer"), make_user("agree-b", "reviewer")
+    images = make_images(8, prefix="2017_73")
+    gpt = Annotator.objects.create(kind="model", name="model:openai/gpt-5.1-a-long-model-name@annotate-v2", provider="openai", model_name="gpt-5.1")
+    gem = Annotator.objects.create(kind="model", name="model:gemini/gemini-3-flash@annotate-v2", provider="gemini", model_name="gemini-3-flash")
+    for user, cut in ((a, 8), (b, 5)):
+        human = Annotator.for_user(user)
+        label_everything(images, human, lambda i, k, cut=cut: 1.0 if (k == "age" and i < cut) else 0.0)
+        for image in images:
+            submit(image, human)
+    label_everything(images, gpt, lambda i, k: 1.0 if k in ("age", "gender") else 0.0)
+    label_everything(images, gem, lambda i, k: 0.5 if k == "age" else 0.0)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    log_in(page, live_server.url, "agree-staff")
+    page.goto(f"{live_server.url}/scoring/agreement/")
+    assert "8 of 8 images have at least two human labelings" in " ".join(page.inner_text("body").split())
+    page.click("nav.page-nav >> text=Kappa heatmap")
+    page.wait_for_url("**#heatmap")
+    heatmap = page.locator("#heatmap svg.chart")
+    assert heatmap.count() == 1 and "Cohen's κ" in heatmap.inner_html()
+    box = heatmap.bounding_box()
+    assert box["width"] <= 1280
+    assert no_sideways_scroll(page)
+    shot(page, "agreement")
+    page.select_option("select[name=split]", "test")
+    page.click("form.filters button[type=submit]")
+    page.wait_for_url("**split=test**")
+    assert page.locator("#table-summary").count() == 1
