@@ -308,13 +308,17 @@ class Cells:
         self.gt, self.pred, self.level = uniq[:, 0], uniq[:, 1], uniq[:, 2].astype(np.int64)
         self.size = uniq.shape[0]
 
-    def from_indices(self, idx: np.ndarray) -> np.ndarray:
-        """(resamples, cells) counts straight from bootstrap indices."""
+    def from_indices(self, idx: np.ndarray, chunk: int = 50) -> np.ndarray:
+        """(resamples, cells) counts straight from bootstrap indices, a few resamples at a time (cache-sized)."""
         B = idx.shape[0]
-        of = self.of.astype(np.int32) if B * self.size < 2**31 else self.of
-        flat = of[idx]
-        flat += (np.arange(B, dtype=flat.dtype) * self.size)[:, None]
-        return np.bincount(flat.ravel(), minlength=B * self.size).reshape(B, self.size).astype(np.int32)
+        out = np.empty((B, self.size), dtype=np.int32)
+        of = self.of.astype(np.int32) if chunk * self.size < 2**31 else self.of
+        for s in range(0, B, chunk):
+            flat = of[idx[s:s + chunk]]
+            k = flat.shape[0]
+            flat += (np.arange(k, dtype=flat.dtype) * self.size)[:, None]
+            out[s:s + k] = np.bincount(flat.ravel(), minlength=k * self.size).reshape(k, self.size)
+        return out
 
     def from_items(self, W: np.ndarray) -> np.ndarray:
         out = np.zeros((W.shape[0], self.size), dtype=np.int64)
