@@ -126,10 +126,11 @@ def pair_stats(a: np.ndarray, b: np.ndarray, a3: np.ndarray | None = None, b3: n
 
 def _confusions(a: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
     """(attributes, k, k) counts of label codes 0..k-1 over images where both raters labelled."""
-    both = ~np.isnan(a) & ~np.isnan(b)
     n_attr = a.shape[1]
-    code = (a[both] * k + b[both]).astype(np.int64) + np.nonzero(both)[1] * (k * k)
-    return np.bincount(code, minlength=n_attr * k * k).reshape(n_attr, k, k)
+    both = ~(np.isnan(a) | np.isnan(b))
+    code = (np.nan_to_num(a) * k + np.nan_to_num(b)).astype(np.int64) + np.arange(n_attr) * (k * k)
+    code = np.where(both, code, n_attr * k * k)  # one extra bin for items not labelled by both
+    return np.bincount(code.ravel(), minlength=n_attr * k * k + 1)[:-1].reshape(n_attr, k, k)
 
 
 def _stacked(cm: np.ndarray, attr_levels: np.ndarray) -> np.ndarray:
@@ -349,15 +350,17 @@ def krippendorff_alpha(values: np.ndarray, images: np.ndarray | None = None) -> 
     if values.shape[0] < 2:
         return result
     data = values.reshape(values.shape[0], -1)
-    keep = (~np.isnan(data)).sum(axis=0) >= 2
-    data = data[:, keep]
-    result["items"] = int(data.shape[1])
-    result["images"] = int(((~np.isnan(values)).sum(axis=0) >= 2).any(axis=1).sum())
-    if data.shape[1] == 0:
+    labelled = (~np.isnan(data)).sum(axis=0)
+    result["items"] = int((labelled >= 2).sum())  # items with fewer than two values drop out of the coincidences
+    result["images"] = int((labelled.reshape(values.shape[1], -1) >= 2).any(axis=1).sum())
+    if result["items"] == 0:
         return result
-    binary = binarise_array(data)
-    result["nominal_binary"] = alpha_from_counts(*_category_counts(binary, (0.0, 1.0)), level="nominal")
-    result["ordinal_three_valued"] = alpha_from_counts(*_category_counts(data, (0.0, 0.5, 1.0)), level="ordinal")
+    binarise_array(data)  # refuses anything but 0, 0.5, 1
+    counts, freq = _category_counts(data, (0.0, 0.5, 1.0))
+    # Binarised (0.5 -> 0): the same items with the 0 and 0.5 counts merged.
+    binary = np.stack([counts[:, 0] + counts[:, 1], counts[:, 2]], axis=1)
+    result["nominal_binary"] = alpha_from_counts(binary, freq, level="nominal")
+    result["ordinal_three_valued"] = alpha_from_counts(counts, freq, level="ordinal")
     return result
 
 
