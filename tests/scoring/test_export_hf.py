@@ -96,7 +96,7 @@ def test_computed_rows_use_the_profile_and_images_without_score_are_counted(tmp_
     assert row["id"] == "2017_1"
     assert row["binary_labels"]["level1"]["biometrics"] == 1 and row["binary_labels"]["level3"]["age"] == 1
     assert row["binary_labels"]["level3"]["location"] == 0
-    assert (row["level"], row["score"]) == engine.severity((1, 0, 1, 0), model_profile.bounds)
+    assert (row["level"], row["score"]) == engine.severity((1, 0, 1, 0), model_profile.bounds, model_profile.weights)
     card = (tmp_path / "hf" / "README.md").read_text()
     assert "Warning: provisional boundaries" in card
     assert "model:openai/gpt-5.1@annotate-v1" in card and "model:gemini/gemini-3-flash@annotate-v1" in card
