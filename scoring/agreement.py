@@ -352,7 +352,7 @@ def krippendorff_alpha(values: np.ndarray, images: np.ndarray | None = None) -> 
     data = values.reshape(values.shape[0], -1)
     labelled = (~np.isnan(data)).sum(axis=0)
     result["items"] = int((labelled >= 2).sum())  # items with fewer than two values drop out of the coincidences
-    result["images"] = int((labelled.reshape(values.shape[1], -1) >= 2).any(axis=1).sum())
+    result["images"] = int(((~np.isnan(values)).sum(axis=0) >= 2).any(axis=1).sum()) if values.shape[1] else 0
     if result["items"] == 0:
         return result
     binarise_array(data)  # refuses anything but 0, 0.5, 1

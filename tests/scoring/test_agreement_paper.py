@@ -105,3 +105,10 @@ def test_alpha_per_annotator_kind_leaves_ground_truth_out():
     assert by_kind["models only"]["annotators"] == 1 and by_kind["models only"]["nominal_binary"] is None
     assert by_kind["humans and models"]["annotators"] == 3
     assert by_kind["humans only"]["nominal_binary"] == pytest.approx(agreement.krippendorff_alpha(values[:2])["nominal_binary"])
+
+
+def test_no_images_gives_empty_figures_not_an_error():
+    values = np.full((3, 0, len(KEYS)), np.nan)
+    report = agreement.agreement_report(agreement.LabelSet(values, ["h1", "h2", "m"], ["human", "human", "model"], KEYS, LEVELS))
+    assert report["human_study"]["images"] == 0 and report["pairs"] == []
+    assert all(row["nominal_binary"] is None and row["images"] == 0 for row in report["krippendorff"])
