@@ -15,7 +15,7 @@ from django.db import transaction
 
 from annotations import taxonomy
 
-from .. import outcomes
+from .. import outcomes, schemas
 from ..models import Run
 from ..providers.batch_types import ResultLine
 from ..schemas import Stage1Answer
@@ -111,7 +111,7 @@ def _store(run: Run, batch: ProviderBatch, group: list, keys, attribute_ids: dic
                 outcomes.apply_judge(out, line.reply)
                 outs.append(out)
             elif batch.stage == "stage1":
-                stage1 = outcomes.apply_stage1(out, line.reply, keys)
+                stage1 = outcomes.apply_stage1(out, line.reply, keys, schemas.stage1_choices(run.prompt_text.get("schemas", {}).get("stage1", {})))
                 if stage1 is None:
                     outs.append(out)
                 else:
