@@ -430,6 +430,8 @@ def krippendorff_by_kind(values: np.ndarray, kinds: Sequence[str], human_study: 
 def disputed_items(values: np.ndarray, adjudicated: np.ndarray | None = None) -> np.ndarray:
     """(images, attributes) bool: at least two binarised labels that differ, and no adjudication."""
     binary = binarise_array(values)
+    if binary.shape[0] == 0:  # no annotator at all: nothing is disputed
+        return np.zeros(binary.shape[1:], dtype=bool)
     hi = np.nanmax(np.where(np.isnan(binary), -np.inf, binary), axis=0)
     lo = np.nanmin(np.where(np.isnan(binary), np.inf, binary), axis=0)
     disputed = np.isfinite(hi) & np.isfinite(lo) & (hi != lo)
@@ -450,7 +452,8 @@ def dispute_impact(values: np.ndarray, adjudications: np.ndarray, attr_levels: S
     has_adj = ~np.isnan(adjudications)
     disputed = disputed_items(values, has_adj)
     binary = binarise_array(values)
-    agreed = np.nan_to_num(np.nanmax(np.where(np.isnan(binary), -np.inf, binary), axis=0), neginf=0.0)
+    agreed = (np.nan_to_num(np.nanmax(np.where(np.isnan(binary), -np.inf, binary), axis=0), neginf=0.0)
+              if binary.shape[0] else np.zeros(binary.shape[1:]))
     base = np.where(has_adj, binarise_array(np.where(has_adj, adjudications, 0.0)), agreed)
     low = np.where(disputed, 0, base).astype(np.int8)
     high = np.where(disputed, 1, base).astype(np.int8)
