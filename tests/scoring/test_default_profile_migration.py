@@ -1,4 +1,4 @@
-"""Migration scoring.0009: the exponential default profile, stored scores recomputed, change audited."""
+"""Migration scoring.0010: the exponential default profile, stored scores recomputed, change audited."""
 from __future__ import annotations
 
 import importlib
@@ -11,7 +11,7 @@ from scoring import engine
 from scoring.models import ComputedMetrics, ImageScore, ScoringProfile
 from tests.support.factories import ImageFactory
 
-migration = importlib.import_module("scoring.migrations.0009_exponential_default_profile")
+migration = importlib.import_module("scoring.migrations.0010_exponential_default_profile")
 
 
 @pytest.mark.django_db

@@ -54,7 +54,7 @@ def _switch(apps, weights, lo, source, action):
     apps.get_model("core", "AuditEvent").objects.create(
         action=action, target_type="ScoringProfile", target_id=str(profile.pk),
         data={"old": old, "new": {"version": profile.version, "weights": weights, "lo": list(lo)}, "scores_recomputed": rescored,
-              "active": ScoringProfile.objects.get(pk=profile.pk).is_active, "by": "migration scoring.0009"},
+              "active": ScoringProfile.objects.get(pk=profile.pk).is_active, "by": "migration scoring.0010"},
     )
 
 
@@ -63,10 +63,10 @@ def forward(apps, schema_editor):
 
 
 def backward(apps, schema_editor):
-    _switch(apps, OLD_WEIGHTS, OLD_LO, "Provisional default (tight weights), restored by reverting migration scoring.0009.",
+    _switch(apps, OLD_WEIGHTS, OLD_LO, "Provisional default (tight weights), restored by reverting migration scoring.0010.",
             "profile.default_reverted")
 
 
 class Migration(migrations.Migration):
-    dependencies = [("scoring", "0008_repo_id_pattern_ends_at_z"), ("core", "0001_initial")]
+    dependencies = [("scoring", "0009_export_lease"), ("core", "0001_initial")]
     operations = [migrations.RunPython(forward, backward)]
