@@ -265,7 +265,9 @@ def disagreements(request):
     return _respond(request, form, "disagreements", "scoring/disagreements.html", context, [table], {"profile": profile.label})
 
 
-def _review_context(request, image, form=None) -> dict:
+def _review_context(request, image, form=None, neighbours=True) -> dict:
+    """The review page's context. A refused POST passes neighbours=False: the disagreement queue behind
+    previous/next is a stored computation, and a refused request must change nothing."""
     profile = ScoringProfile.active()
     attributes = services.active_attributes()
     labels = services.queries.image_labels(image)
@@ -293,7 +295,7 @@ def _review_context(request, image, form=None) -> dict:
         "image": image, "profile": profile, "score": score, "annotators": [(n, kinds[n]) for n in annotators], "rows": rows,
         "blur": _blur(request), "form": form or AdjudicationForm(attribute_keys=attributes.keys()),
         "label_choices": [("0", "0"), ("0.5", "0.5"), ("1", "1")],
-        "neighbours": _disputed_neighbours(profile, image.pk),
+        "neighbours": _disputed_neighbours(profile, image.pk) if neighbours else None,
     }
 
 
@@ -326,13 +328,13 @@ def adjudicate(request, image_id: int):
     attributes = services.active_attributes()
     form = AdjudicationForm(request.POST, attribute_keys=attributes.keys())
     if not form.is_valid():
-        return render(request, "scoring/review.html", _review_context(request, image, form), status=400)
+        return render(request, "scoring/review.html", _review_context(request, image, form, neighbours=False), status=400)
     c = form.cleaned_data
     try:
         services.adjudicate(request.user, image, attributes[c["attribute"]], c["value"], c["note"])
     except services.AdjudicationConflict as exc:
         messages.error(request, exc.message)
-        return render(request, "scoring/review.html", _review_context(request, image), status=exc.status)
+        return render(request, "scoring/review.html", _review_context(request, image, neighbours=False), status=exc.status)
     messages.success(request, f"{c['attribute']} of {image.vispr_id} set to {c['value']:g}; score updated.")
     return redirect("scoring:review", image_id=image.pk)
 

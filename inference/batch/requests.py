@@ -14,7 +14,7 @@ from ..models import Run
 from ..providers import ModelRequest
 from . import conf
 
-_CUSTOM_ID = re.compile(r"^run(\d{1,12})-img(\d{1,12})-(judge|stage1|stage2)$")
+_CUSTOM_ID = re.compile(r"^run(\d{1,12})-img(\d{1,12})-(judge|stage1|stage2)\Z")
 
 
 def custom_id(run_id: int, image_id: int, stage: str) -> str:
