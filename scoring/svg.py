@@ -106,7 +106,12 @@ def heatmap(row_names: Sequence[str], col_names: Sequence[str], matrix: Sequence
     label_h = 20 + int(5.2 * max((len(n) for n in short_cols), default=4))
     legend_h = 58
     width = label_w + cell * len(col_names) + 16
-    width = max(width, label_w + 280)
+    # Diagonal column names reach right of their column (cos 40° of ~7 px a character), and the legend's
+    # caption sits right of its bar: make room for both so no label is clipped.
+    longest_col = max((len(n) for n in short_cols), default=4)
+    width = max(width, label_w + cell * max(len(col_names) - 1, 0) + cell / 2 + 5.4 * longest_col + 12)
+    width = max(width, label_w + 250 + 7 * (len(scale_label) + 24))
+    width = int(width)
     height = label_h + cell * len(row_names) + legend_h
     parts = _open(width, height, title)
     font = 'font-family="system-ui, sans-serif" font-size="13"'

@@ -112,9 +112,10 @@ def test_an_unreadable_image_is_reported_and_the_rest_is_done(two_photos, make_i
     ({"split": "other"}, "No images with a stored file to anonymize in split other"),
 ])
 def test_bad_launch_is_refused_and_changes_nothing(two_photos, kwargs, message):
+    audit_before = AuditEvent.objects.count()
     with pytest.raises(variants.VariantError, match=message):
         jobs.start_job(None, dispatch_task=False, **kwargs)
-    assert not AnonymizationJob.objects.exists() and not AuditEvent.objects.exists()
+    assert not AnonymizationJob.objects.exists() and AuditEvent.objects.count() == audit_before
 
 
 def test_command_prints_the_counts(two_photos, capsys):

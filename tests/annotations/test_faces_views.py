@@ -35,9 +35,10 @@ def test_launch_queues_a_job_and_dispatches_on_commit(astro, client_as, adjudica
     ({"split": "other", "method": "blur", "threshold": "0.5", "margin": "0.2"}, b"Choose a split that has images."),
 ])
 def test_bad_launch_is_a_400_with_the_reason_and_changes_nothing(astro, client_as, adjudicator, admin_user, data, message):
+    audit_before = AuditEvent.objects.count()
     response = client_as(admin_user).post("/faces/", data)
     assert response.status_code == 400 and message in response.content
-    assert not AnonymizationJob.objects.exists() and not AuditEvent.objects.exists()
+    assert not AnonymizationJob.objects.exists() and AuditEvent.objects.count() == audit_before
 
 
 def test_job_page_lists_variants_with_residual_and_the_variant_page_shows_both_images(astro, client_as, adjudicator, admin_user):

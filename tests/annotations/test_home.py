@@ -54,7 +54,8 @@ def test_home_lists_images_with_level_score_and_provisional_badge(client_as, adj
     assert scored["profile"].provisional
     assert "provisional boundaries" in html
     assert "level 1" in tile(html, "2017_00000001")
-    assert '<span class="score">0.750</span>' in tile(html, "2017_00000001")  # n=(1,0,0,0): t=0, so exactly lo(1)
+    lo1 = f'{scored["profile"].lo1:.3f}'
+    assert f'<span class="score">{lo1}</span>' in tile(html, "2017_00000001")  # n=(1,0,0,0): t=0, so exactly lo(1)
     assert "level 4" in tile(html, "2017_00000002")
     assert '<span class="score">0.000</span>' in tile(html, "2017_00000002")
     assert "no consensus yet" in tile(html, "2017_00000003")

@@ -341,7 +341,7 @@ LAUNCH = {"task": "judge", "provider": "openai", "model_name": "gpt-5.1", "strat
 
 def test_admin_launches_a_run_with_the_forms_rules(api, admin_user, openai_server, images, monkeypatch, django_capture_on_commit_callbacks):
     sent = []
-    monkeypatch.setattr(launching, "dispatch", lambda run_id, image_ids=None: sent.append(run_id) or 1)
+    monkeypatch.setattr(launching, "dispatch", lambda run_id, image_ids=None, **options: sent.append(run_id) or 1)
     client = api(admin_user)
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post("/api/runs/", {**LAUNCH, "counterfactual_faces": True, "sample_size": 3, "seed": 5}, format="json")
@@ -398,7 +398,7 @@ def test_cancel_and_resume(api, admin_user, monkeypatch, django_capture_on_commi
     again = client.post(f"/api/runs/{run.pk}/cancel/")
     assert again.status_code == 409 and "nothing to cancel" in again.json()["detail"]
     sent = []
-    monkeypatch.setattr(launching, "dispatch", lambda run_id, image_ids=None: sent.append(sorted(image_ids)) or 1)
+    monkeypatch.setattr(launching, "dispatch", lambda run_id, image_ids=None, **options: sent.append(sorted(image_ids)) or 1)
     with django_capture_on_commit_callbacks(execute=True):
         resumed = client.post(f"/api/runs/{run.pk}/resume/")
     assert resumed.status_code == 200 and resumed.json()["redispatched"] == 2 and resumed.json()["run"]["status"] == "queued"

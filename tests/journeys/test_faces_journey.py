@@ -120,7 +120,7 @@ def test_anonymize_judge_export_and_compare(browser, live_server, openai_server,
     prompt = make_run(model="gpt-5.1", strategy="zero_shot", cf=True)
     add_results(prompt, [(img, "ok", 0.05) for img in rows])
     prompt.save()
-    page.click("nav >> text=Faces: 3 ways")
+    page.click("nav >> text=3-way faces")
     page.click(f"a[href='?original={original.pk}&prompt={prompt.pk}&pixel={pixel.pk}']")
     page.wait_for_selector("#three-way-overall")
     text = page.inner_text("#three-way-overall")
