@@ -102,7 +102,7 @@ def heatmap(row_names: Sequence[str], col_names: Sequence[str], matrix: Sequence
     """
     short_rows = [_short(n) for n in row_names]
     short_cols = [_short(n) for n in col_names]
-    label_w = 14 + 7 * max((len(n) for n in short_rows), default=4)
+    label_w = 16 + 8 * max((len(n) for n in short_rows), default=4)
     label_h = 20 + int(5.2 * max((len(n) for n in short_cols), default=4))
     legend_h = 58
     width = label_w + cell * len(col_names) + 16
