@@ -39,6 +39,9 @@ def test_label_everything_with_the_keyboard(browser, live_server, make_image):
     log_in(page, live_server.url, "keyboard")
     shot(page, "1-logged-in")
     page.goto(f"{live_server.url}/label/")
+    # Enter goes to the focused element: wait until autofocus has put the "Next image" button there (under
+    # CI's load the key could otherwise arrive before the focus and do nothing).
+    page.wait_for_function("document.activeElement && document.activeElement.matches('button[type=submit]')")
     page.keyboard.press("Enter")  # the autofocused "Next image" button
     page.wait_for_url(re.compile(r".*/labelings/\d+/$"))
     page.wait_for_selector("html[data-labeling-ready='1']", state="attached")

@@ -37,6 +37,7 @@ def test_reviewer_journey(journey, make_image, settings):
     # Three images with the keyboard alone: Enter on the autofocused button, n/y per question, Enter submits
     # and opens the next image.
     journey.visit(page, "/label/", "reviewer-queue")
+    page.wait_for_function("document.activeElement && document.activeElement.matches('button[type=submit]')")
     with page.expect_navigation():
         page.keyboard.press("Enter")
     for n, key in enumerate(("n", "y", "n")):
