@@ -1,6 +1,7 @@
 """CPRT-Bench files: the constants and errors every step shares."""
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -71,3 +72,16 @@ def public_annotator(annotator: dict) -> dict:
         "model_name": "" if human else annotator["model_name"],
         "prompt_version": "" if human else annotator["prompt_version"],
     }
+
+
+def swap_in(staging: Path, out_dir: Path) -> None:
+    """Replace `out_dir` by the finished `staging` folder (the previous export is removed only after)."""
+    if out_dir.exists():
+        old = out_dir.with_name(f".{out_dir.name}-previous")
+        shutil.rmtree(old, ignore_errors=True)
+        out_dir.rename(old)
+        staging.rename(out_dir)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        staging.rename(out_dir)
+    out_dir.chmod(0o755)  # mkdtemp made it private to us; an export folder is meant to be read

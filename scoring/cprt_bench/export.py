@@ -21,7 +21,7 @@ from inference.models import Run, RunResult
 from .. import engine
 from ..models import ImageScore, ScoringProfile
 from .card import dataset_card
-from .common import CHUNK, CONFIGS, EXPORT_MARKER, SPLITS, ExportError, chunked, public_annotator
+from .common import CHUNK, CONFIGS, EXPORT_MARKER, SPLITS, ExportError, chunked, public_annotator, swap_in
 
 
 # Export (Hugging Face datasets layout: a folder of parquet files per configuration + a dataset card)
@@ -162,7 +162,7 @@ def export_dataset(
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-export-", dir=out_dir.parent))
     try:
         summary = _write_export(staging, splits, profile, tax, include_annotations, include_images, progress, face_variant or {})
-        _swap_in(staging, out_dir)
+        swap_in(staging, out_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -178,18 +178,6 @@ def export_dataset(
         face_variant=face_variant or {},
     )
     return summary
-
-
-def _swap_in(staging: Path, out_dir: Path) -> None:
-    if out_dir.exists():
-        old = out_dir.with_name(f".{out_dir.name}-previous")
-        shutil.rmtree(old, ignore_errors=True)
-        out_dir.rename(old)
-        staging.rename(out_dir)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        staging.rename(out_dir)
-    out_dir.chmod(0o755)  # mkdtemp made it private to us; an export folder is meant to be read
 
 
 def _write_parquet(target: Path, schema, ids: list[int], make_rows, advance, size: int = CHUNK) -> int:

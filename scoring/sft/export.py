@@ -20,6 +20,7 @@ from annotations.models import Image
 from core.audit import audit
 from inference import prompts
 from scoring import cprt_bench
+from scoring.cprt_bench.common import swap_in
 from scoring.models import ScoringProfile
 
 from . import selection
@@ -66,18 +67,6 @@ def _check_out_dir(out_dir: Path) -> None:
         previous = readme.is_file() and MARKER in readme.read_text(encoding="utf-8", errors="replace")
         if any(out_dir.iterdir()) and not previous:
             raise SFTError(f"{out_dir} is not empty and is not a previous SFT export: choose a new or empty folder.")
-
-
-def _swap_in(staging: Path, out_dir: Path) -> None:
-    if out_dir.exists():
-        old = out_dir.with_name(f".{out_dir.name}-previous")
-        shutil.rmtree(old, ignore_errors=True)
-        out_dir.rename(old)
-        staging.rename(out_dir)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        staging.rename(out_dir)
-    out_dir.chmod(0o755)
 
 
 def export_sft(
@@ -155,7 +144,7 @@ def export_sft(
                 fh.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in excluded)
             summary["files"]["excluded"] = "excluded.jsonl"
         (staging / "README.md").write_text(sft_card(summary, profile, judge, tax), encoding="utf-8")
-        _swap_in(staging, out_dir)
+        swap_in(staging, out_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
