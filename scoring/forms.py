@@ -162,13 +162,24 @@ class AdjudicationForm(forms.Form):
         return float(self.cleaned_data["value"])
 
 
-class CounterfactualForm(ExportForm):
-    table_names = ("changes", "groups")
-    base = forms.IntegerField(required=False, min_value=1, error_messages={"invalid": "base must be a run id.", "min_value": "base must be a run id."})
-    cf = forms.IntegerField(required=False, min_value=1, error_messages={"invalid": "cf must be a run id.", "min_value": "cf must be a run id."})
-    drop = forms.FloatField(required=False, min_value=0.01, max_value=1.0, error_messages={
+def _run_id_field(name: str) -> forms.IntegerField:
+    """An optional run id; a wrong value is refused with one message naming the field."""
+    message = f"{name} must be a run id."
+    return forms.IntegerField(required=False, min_value=1, error_messages={"invalid": message, "min_value": message})
+
+
+def _drop_field() -> forms.FloatField:
+    """The counterfactual pages' collapse threshold (blank: 0.3)."""
+    return forms.FloatField(required=False, min_value=0.01, max_value=1.0, error_messages={
         "invalid": "drop must be a number between 0.01 and 1.",
         "min_value": "drop must be between 0.01 and 1.", "max_value": "drop must be between 0.01 and 1."})
+
+
+class CounterfactualForm(ExportForm):
+    table_names = ("changes", "groups")
+    base = _run_id_field("base")
+    cf = _run_id_field("cf")
+    drop = _drop_field()
 
     def clean_drop(self):
         value = self.cleaned_data.get("drop")
@@ -271,12 +282,10 @@ class ThreeWayForm(forms.Form):
     """Original vs prompt-level vs pixel-level counterfactual: three finished judge runs of one provider,
     model and strategy (original: plain; prompt: counterfactual faces; pixel: judged on anonymized images)."""
 
-    original = forms.IntegerField(required=False, min_value=1, error_messages={"invalid": "original must be a run id.", "min_value": "original must be a run id."})
-    prompt = forms.IntegerField(required=False, min_value=1, error_messages={"invalid": "prompt must be a run id.", "min_value": "prompt must be a run id."})
-    pixel = forms.IntegerField(required=False, min_value=1, error_messages={"invalid": "pixel must be a run id.", "min_value": "pixel must be a run id."})
-    drop = forms.FloatField(required=False, min_value=0.01, max_value=1.0, error_messages={
-        "invalid": "drop must be a number between 0.01 and 1.",
-        "min_value": "drop must be between 0.01 and 1.", "max_value": "drop must be between 0.01 and 1."})
+    original = _run_id_field("original")
+    prompt = _run_id_field("prompt")
+    pixel = _run_id_field("pixel")
+    drop = _drop_field()
 
     def clean_drop(self):
         value = self.cleaned_data.get("drop")
