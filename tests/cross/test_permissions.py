@@ -81,6 +81,11 @@ def blind_world(world):
     return world
 
 
+def _carries(body: str, secret: str) -> bool:
+    """The secret as a whole token: a score "0.931" must not match inside a timestamp such as "12:34:50.931"."""
+    return re.search(rf"(?<![\w.]){re.escape(secret)}(?![\w])", body) is not None
+
+
 def _submitted_image_ids(user) -> set[int]:
     from annotations.models import Labeling
 
@@ -135,7 +140,7 @@ def test_blind_column(blind_world, client):
             where = f"{case.method.upper()} {url} as {persona}"
             for image_id in hidden:
                 for secret in world["blind_secrets"][image_id]:
-                    if secret in body:
+                    if _carries(body, secret):
                         failures.append(f"{where}: carries {secret!r} of image {image_id}, not submitted by them")
             if content_type.startswith("application/json"):
                 data = response.json()
