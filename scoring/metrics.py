@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 from scipy import stats
-from sklearn.metrics import accuracy_score, balanced_accuracy_score, confusion_matrix, precision_recall_fscore_support
+from sklearn.metrics import accuracy_score, balanced_accuracy_score, precision_recall_fscore_support
 
 from . import resample, significance
 from .engine import LEVELS, Bounds
@@ -329,7 +329,7 @@ def evaluate(
     plv = predicted_levels(p, bounds)
     if n >= 2 and n_boot:
         cells = resample.Cells(g, p, lv)
-        boot = resample.metric_resamples(cells, cells.from_indices(resample.draw(n, n_boot, seed)),
+        boot = resample.metric_resamples(cells, resample.draw(n, n_boot, seed),
                                          predicted_levels(cells.pred, bounds), THRESHOLDS)
     pairs = pair_counts_by_level(g, p, lv) if n >= 2 else {k: PairCounts() for k in ("all", "intra", "inter")}
     report["metrics"] = point_and_intervals(g, p, lv, bounds, boot, pairs)
@@ -337,7 +337,7 @@ def evaluate(
     report["significance"] = significance.ranking_significance(g, p, lv, boot, pairs["intra"])
     report["confusion"] = {
         "labels": list(LEVELS),
-        "matrix": confusion_matrix(lv, plv, labels=list(LEVELS)).tolist() if n else [[0] * 4 for _ in LEVELS],
+        "matrix": level_confusion(lv, plv).tolist(),
         "rows": "ground-truth level",
         "columns": "predicted level",
     }
@@ -368,6 +368,16 @@ def evaluate(
         binary[str(threshold)] = entry
     report["binary"] = binary
     return report
+
+
+def level_confusion(gt_level: np.ndarray, pred_level: np.ndarray) -> np.ndarray:
+    """4x4 counts, rows the ground-truth level, columns the predicted level; values outside LEVELS
+    (consecutive integers) are not counted. The same as sklearn's confusion_matrix(labels=LEVELS)
+    (tested), counted directly: sklearn's input checks cost more than the whole count."""
+    gt_level, pred_level = np.asarray(gt_level), np.asarray(pred_level)
+    lo, k = LEVELS[0], len(LEVELS)
+    known = np.isin(gt_level, LEVELS) & np.isin(pred_level, LEVELS)
+    return np.bincount((gt_level[known] - lo) * k + (pred_level[known] - lo), minlength=k * k).reshape(k, k)
 
 
 def _with_interval(value, samples) -> dict:

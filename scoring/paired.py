@@ -29,7 +29,7 @@ def paired_comparison(gt, gt_level, pred_a, pred_b, bounds: Bounds, *, n_boot: i
         idx = resample.draw(n, n_boot, seed)
         for name, pred in (("a", pred_a), ("b", pred_b)):
             cells = resample.Cells(gt, pred, gt_level)
-            boots[name] = resample.metric_resamples(cells, cells.from_indices(idx), predicted_levels(cells.pred, bounds), THRESHOLDS)
+            boots[name] = resample.metric_resamples(cells, idx, predicted_levels(cells.pred, bounds), THRESHOLDS)
     for metric in ALL_METRICS:
         va, vb = a[metric]["value"], b[metric]["value"]
         diff = None if va is None or vb is None else va - vb

@@ -9,9 +9,10 @@ intervals of different metrics (and of two runs in a paired comparison) come fro
 The pairwise counts follow the definitions in scoring.metrics exactly (pairs of *positions* in the
 resample, so two copies of one image form a pair tied in the ground truth, which is not counted):
 - tie counts per ground-truth group, prediction group and joint group come from sums of W per group;
-- concordant minus discordant comes from one weighted merge-sort sweep over the images sorted by
-  (ground truth, prediction); the sweep's index arithmetic depends only on the order, so it is
-  precomputed once and applied to all resamples as a few gathers and cumulative sums per level.
+- concordant pairs come from one sweep over the prediction values (PairPlan): a cumulative sum over
+  the ground-truth rows per prediction value, for all resamples of a chunk at once. Data with many
+  distinct values over few cells use a weighted merge-sort sweep instead, whose index arithmetic
+  depends only on the order, so it is precomputed once and applied to all resamples.
 """
 from __future__ import annotations
 
@@ -23,12 +24,6 @@ import numpy as np
 def draw(n: int, resamples: int, seed: int) -> np.ndarray:
     """(resamples, n) bootstrap indices: the single draw every metric of a run reuses."""
     return np.random.default_rng(seed).integers(0, n, size=(resamples, n), dtype=np.int32 if n < 2**31 else np.int64)
-
-
-def multiplicities(idx: np.ndarray, n: int) -> np.ndarray:
-    """(resamples, n) counts of each image in each resample."""
-    B = idx.shape[0]
-    return np.bincount((idx + (np.arange(B)[:, None] * n)).ravel(), minlength=B * n).reshape(B, n)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -108,21 +103,20 @@ def _dense_rank(values: np.ndarray) -> np.ndarray:
     return np.unique(values, return_inverse=True)[1].ravel()
 
 
-GRID_MAX = 400_000  # cells of the (gt row x prediction value) grid above which the merge sweep is used
+# The column sweep takes rows x columns steps per resample, the merge-sort sweep about
+# cells x log2(cells) steps that each cost ~20 times more (bench/metrics.py's run with scores of
+# 2, 3 and 4 decimals): the column sweep is used while it is the cheaper one.
+SWEEP_RATIO = 16
 
 
 def _tied(M: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """Per resample: position pairs whose cells share `keys` (copies of one image included)."""
-    order = np.argsort(keys, kind="stable")
-    k = keys[order]
-    starts = np.flatnonzero(np.concatenate(([True], k[1:] != k[:-1])))
-    S = np.add.reduceat(M[:, order], starts, axis=1)
-    return (S * (S - 1) // 2).sum(axis=1)
+    return _choose2(_group_sums(M, keys).T)
 
 
 def _rows(gt: np.ndarray, level: np.ndarray) -> tuple[np.ndarray, bool]:
-    """Grid row of each cell: distinct (gt, level) sorted by gt, then level descending; and whether
-    every level's rows are contiguous in that order (so one grid serves the intra-level count)."""
+    """Row of each cell: distinct (gt, level) sorted by gt, then level descending; and whether
+    every level's rows are contiguous in that order (so one sweep serves the intra-level count)."""
     keys = np.stack([gt, -level.astype(float)], axis=1)
     uniq, row = np.unique(keys, axis=0, return_inverse=True)
     lv = -uniq[:, 1]
@@ -130,140 +124,141 @@ def _rows(gt: np.ndarray, level: np.ndarray) -> tuple[np.ndarray, bool]:
     return row.ravel(), np.unique(runs).size == runs.size
 
 
-def pair_counts_cells(M: np.ndarray, gt: np.ndarray, pred: np.ndarray, level: np.ndarray, margins: dict | None = None) -> dict[str, ResampledPairs]:
-    """{"all", "intra", "inter"} pair counts from multiplicities M (resamples, cells) of distinct
-    (gt, pred, level) cells.
+def _choose2(x: np.ndarray) -> np.ndarray:
+    """Per resample: sum of x(x-1)/2 over groups, x (groups, resamples)."""
+    x = x.astype(np.int64, copy=False)
+    return (x * (x - 1)).sum(axis=0) // 2  # every term is even
 
-    Grid rows are (gt, level), columns prediction values. After a 2-D cumulative sum, the grid at a
-    cell holds the count of positions in rows <= its row and columns <= its column (dominance), and
-    sum_c M_c * grid_c = (row-strict concordant) + (same row, lower pred) + (lower row, same pred)
-    + sum_c M_c^2 (inclusion-exclusion); the middle terms and ties are group sums. Cells of one gt
-    value in two levels (the shared boundary score) are row-strict but gt-tied: their concordant
-    count is removed explicitly. Intra-level dominance is the same grid minus the rows before the
-    level's block. Grids too large for memory fall back to a weighted merge-sort sweep per level.
+
+def _run_starts(keys: np.ndarray) -> np.ndarray:
+    return np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+
+
+class PairPlan:
+    """Everything about the pair counts of one set of cells that does not depend on the resample.
+
+    Rows are the distinct (gt, level) sorted by gt, then level descending; columns the prediction
+    values. Concordant pairs are counted by one sweep over the columns in prediction order: before
+    a column's cells are added, the running per-row counts of the earlier columns are cumulated over
+    the rows (one cumulative sum of a (rows, resamples) array per column), so at a cell the count of
+    positions with a strictly lower prediction and a strictly lower ground truth is one lookup (the
+    rows before the first row of its gt value), and its intra-level count is the same lookup minus
+    the rows before its level's block. Ties and pair totals are group sums of the same counts.
+    Levels whose rows are not contiguous in gt order (published levels that disagree with the
+    scores), or many rows and columns over few cells (SWEEP_RATIO), use the merge-sort sweep instead.
     """
-    B, C = M.shape
-    z = np.zeros(B, dtype=np.int64)
-    if C == 0:
-        empty = ResampledPairs(z, z, z, z)
-        return {"all": empty, "intra": empty, "inter": empty}
-    row, contiguous = _rows(gt, level)
-    pr = _dense_rank(pred)
-    lv = np.asarray(level)
-    levels = np.unique(lv)
-    R, P = int(row.max()) + 1, int(pr.max()) + 1
-    M32 = M.astype(np.int32, copy=False)
-    jt = np.einsum("ij,ij->i", M32, M32, dtype=np.int64)
-    N = M32.sum(axis=1, dtype=np.int64)
-    jt = (jt - N) // 2  # sum of M(M-1)/2: cells are distinct (gt, pred, level)
-    cross = _same_gt_other_level(M, gt, pred, row, jt_only=True)  # same (gt, pred) in two levels
-    jt_gp = jt + cross
-    if R * P > GRID_MAX or not contiguous:
-        M64 = M.astype(np.int64)
+
+    def __init__(self, gt: np.ndarray, pred: np.ndarray, level: np.ndarray):
+        self.gt, self.pred, self.level = gt, pred, np.asarray(level)
+        self.size = gt.size
+        if gt.size == 0:
+            self.sweep = False
+            return
+        row, contiguous = _rows(gt, self.level)
+        pr = _dense_rank(pred)
+        R, P = int(row.max()) + 1, int(pr.max()) + 1
+        self.row, self.R, self.P = row, R, P
+        self.sweep = contiguous and R * P <= SWEEP_RATIO * gt.size * max(np.log2(gt.size), 1)
+        self.cross = _SameGtOtherLevel(gt, pred, row)
+        if not self.sweep:
+            return
+        row_gt = np.empty(R)
+        row_gt[row] = gt
+        row_level = np.empty(R, dtype=self.level.dtype)
+        row_level[row] = self.level
+        first_of_gt = np.searchsorted(row_gt, gt, "left")  # rows before the first row of the cell's gt value
+        self.level_starts = _run_starts(row_level)  # contiguous blocks, one per level
+        block_start = self.level_starts[np.searchsorted(self.level_starts, row, "right") - 1]
+        order = np.lexsort((row, pr))  # by column, then row
+        self.order = order
+        self.rows1 = row[order] + 1
+        self.q = first_of_gt[order]
+        self.b = block_start[order]
+        self.before_block = self.q < self.b
+        cols = _run_starts(pr[order])
+        ends = np.append(cols[1:], order.size)
+        self.columns = [(int(s), int(e), int(max(self.q[s:e].max(), self.b[s:e].max())) + 1) for s, e in zip(cols, ends)]
+        self.gt_starts = _run_starts(row_gt)  # rows of one gt value are adjacent
+        pl = pr[order] * (int(self.level.max()) + 1) + self.level[order]
+        self.pl_starts = _run_starts(pl)  # (column, level) runs in the sweep order
+        self.pred_of_pl = _run_starts(pr[order][self.pl_starts])
+
+    def counts(self, M: np.ndarray, margins: dict | None = None) -> dict[str, ResampledPairs]:
+        B = M.shape[0]
+        z = np.zeros(B, dtype=np.int64)
+        if self.size == 0:
+            empty = ResampledPairs(z, z, z, z)
+            return {"all": empty, "intra": empty, "inter": empty}
+        # position pairs within one cell (copies of one image, or equal cells): sum of M(M-1)/2
+        jt = (np.einsum("ij,ij->i", M, M, dtype=np.int64) - M.sum(axis=1, dtype=np.int64)) // 2
+        jt_gp = jt + self.cross.equal_pred(M)
+        if not self.sweep:
+            return self._fallback(M.astype(np.int64), jt, jt_gp)
+        MT = np.ascontiguousarray(M[:, self.order].T, dtype=np.int32)  # (cells in sweep order, resamples)
+        G = np.zeros((self.R + 1, B), dtype=np.int32)  # G[r + 1]: positions in row r of the columns swept
+        H = np.empty_like(G)
+        below_gt = np.zeros_like(MT)  # positions with a lower prediction and a lower gt
+        below_block = np.zeros_like(MT)  # positions with a lower prediction in the levels before the cell's
+        for j, (s, e, top) in enumerate(self.columns):
+            if j:
+                np.cumsum(G[:top], axis=0, out=H[:top])  # H[i]: positions in rows < i
+                np.take(H, self.q[s:e], axis=0, out=below_gt[s:e], mode="clip")
+                np.take(H, self.b[s:e], axis=0, out=below_block[s:e], mode="clip")
+            G[self.rows1[s:e]] += MT[s:e]
+        conc = np.einsum("ij,ij->j", MT, below_gt, dtype=np.int64)
+        below_gt -= below_block
+        below_gt[self.before_block] = 0  # the cell's gt value starts in an earlier level: none in its own
+        conc_i = np.einsum("ij,ij->j", MT, below_gt, dtype=np.int64)
+        row_total = G[1:].astype(np.int64)
+        gt_total = np.add.reduceat(row_total, self.gt_starts, axis=0)
+        level_total = np.add.reduceat(row_total, self.level_starts, axis=0)
+        column_level = np.add.reduceat(MT, self.pl_starts, axis=0)  # int32: each sum is at most the resample size
+        pred_total = np.add.reduceat(column_level, self.pred_of_pl, axis=0)
+        if margins is not None:  # group sizes per prediction value and per gt value, for Spearman's ranks
+            margins["pred"], margins["gt"] = pred_total.T, gt_total.T
+        N = row_total.sum(axis=0)
+        xt, xt_row, yt, yt_lv = _choose2(gt_total), _choose2(row_total), _choose2(pred_total), _choose2(column_level)
+        pairs, ties = N * (N - 1) // 2 - xt, yt - jt_gp
+        pairs_i, ties_i = _choose2(level_total) - xt_row, yt_lv - jt
+        total = ResampledPairs(pairs, conc, pairs - ties - conc, ties)
+        intra = ResampledPairs(pairs_i, conc_i, pairs_i - ties_i - conc_i, ties_i)
+        return {"all": total, "intra": intra, "inter": total - intra}
+
+    def _fallback(self, M64, jt, jt_gp) -> dict[str, ResampledPairs]:
+        gt, pred, lv, P = self.gt, self.pred, self.level, self.P
+        N = M64.sum(axis=1)
+        pr = _dense_rank(pred)
         xt, yt = _tied(M64, _dense_rank(gt)), _tied(M64, pr)
-        xt_row, yt_lv = _tied(M64, row), _tied(M64, _dense_rank(lv) * P + pr)
-        Nl = np.stack([M64[:, lv == v].sum(axis=1) for v in levels], axis=1)
+        xt_row, yt_lv = _tied(M64, self.row), _tied(M64, _dense_rank(lv) * P + pr)
+        Nl = np.stack([M64[:, lv == v].sum(axis=1) for v in np.unique(lv)], axis=1)
         pairs, ties = N * (N - 1) // 2 - xt, yt - jt_gp
         pairs_i, ties_i = (Nl * (Nl - 1) // 2).sum(axis=1) - xt_row, yt_lv - jt
         return _pair_counts_sweep(M64, gt, pred, lv, pairs, ties, pairs_i, ties_i, xt, jt_gp)
 
-    flat = row * P + pr
-    row_level = np.zeros(R, dtype=lv.dtype)
-    row_level[row] = lv
-    blocks = {}
-    for v in levels:
-        rows_v = np.flatnonzero(row_level == v)
-        blocks[v] = (int(rows_v.min()), int(rows_v.max()))
-    block_start = np.array([blocks[v][0] for v in lv])
-    later = np.flatnonzero(block_start > 0)
-    wanted_rows = sorted({R - 1} | {b for _, b in blocks.values()} | {a - 1 for a, _ in blocks.values() if a > 0})
-    at_cell, row_total, at_rows, below = _grid_pass(M32, flat, R, P, wanted_rows, (block_start[later] - 1) * P + pr[later])
 
-    def choose2(x):
-        return (x * (x - 1) // 2).sum(axis=1)
+class _SameGtOtherLevel:
+    """Position pairs in different rows (levels) of one gt value with equal predictions: the shared
+    boundary scores, a handful of cells."""
 
-    def column_totals(upto_row: np.ndarray) -> np.ndarray:
-        return np.diff(upto_row.astype(np.int64), axis=1, prepend=0)
+    def __init__(self, gt, pred, row):
+        self.parts = []
+        values, counts = np.unique(gt, return_counts=True)
+        for value in values[counts > 1]:
+            cols = np.flatnonzero(gt == value)
+            r = row[cols]
+            if np.unique(r).size < 2:
+                continue
+            pc = pred[cols]
+            equal = (r[:, None] < r[None, :]) & (pc[:, None] == pc[None, :])
+            if equal.any():
+                self.parts.append((cols, equal.astype(np.int64)))
 
-    row_gt = np.zeros(R)
-    row_gt[row] = gt
-    gt_starts = np.flatnonzero(np.concatenate(([True], row_gt[1:] != row_gt[:-1])))
-    xt = choose2(np.add.reduceat(row_total, gt_starts, axis=1))  # gt runs in row order = gt value order
-    xt_row = choose2(row_total)
-    pred_totals = column_totals(at_rows[R - 1])
-    yt = choose2(pred_totals)
-    if margins is not None:  # group sizes per prediction value and per gt value, for Spearman's ranks
-        margins["pred"] = pred_totals
-        margins["gt"] = np.add.reduceat(row_total, gt_starts, axis=1)
-    yt_lv = np.zeros(B, dtype=np.int64)
-    Nl = []
-    for v in levels:
-        first, last = blocks[v]
-        upto = at_rows[last].astype(np.int64) - (at_rows[first - 1] if first > 0 else 0)
-        yt_lv += choose2(column_totals(upto))
-        Nl.append(row_total[:, first:last + 1].sum(axis=1))
-    Nl = np.stack(Nl, axis=1)
-    pairs, ties = N * (N - 1) // 2 - xt, yt - jt_gp
-    pairs_i, ties_i = (Nl * (Nl - 1) // 2).sum(axis=1) - xt_row, yt_lv - jt
-
-    square = 2 * jt + N
-    dominated = np.einsum("ij,ij->i", M32, at_cell, dtype=np.int64)
-    concordant = dominated - (xt_row - jt) - (yt - jt) - square - _same_gt_other_level(M, gt, pred, row)
-    dominated_i = dominated - np.einsum("ij,ij->i", M32[:, later], below, dtype=np.int64)
-    conc_i = dominated_i - (xt_row - jt) - (yt_lv - jt) - square
-    total = ResampledPairs(pairs, concordant, pairs - ties - concordant, ties)
-    intra = ResampledPairs(pairs_i, conc_i, pairs_i - ties_i - conc_i, ties_i)
-    return {"all": total, "intra": intra, "inter": total - intra}
-
-
-GRID_CHUNK = 16  # resamples per pass: one chunk's grid stays in the CPU cache
-
-
-def _grid_pass(M32, flat, R, P, wanted_rows, below_at):
-    """2-D cumulative sums of each resample's (row x prediction) grid, a few resamples at a time.
-
-    Returns the dominance count at every cell, each row's total, the cumulated grid rows asked for
-    (B, P) and the cumulated grid at the flat positions `below_at`.
-    """
-    B, C = M32.shape
-    at_cell = np.empty((B, C), dtype=np.int32)
-    row_total = np.empty((B, R), dtype=np.int64)
-    at_rows = {r: np.empty((B, P), dtype=np.int32) for r in wanted_rows}
-    below = np.empty((B, len(below_at)), dtype=np.int32)
-    buffer = np.zeros((GRID_CHUNK, R * P), dtype=np.int32)
-    for s in range(0, B, GRID_CHUNK):
-        k = min(GRID_CHUNK, B - s)
-        grid = buffer[:k]
-        grid[...] = 0
-        grid[:, flat] = M32[s:s + k]
-        cube = grid.reshape(k, R, P)
-        np.cumsum(cube, axis=2, out=cube)
-        row_total[s:s + k] = cube[:, :, P - 1]
-        np.cumsum(cube, axis=1, out=cube)
-        at_cell[s:s + k] = grid[:, flat]
-        below[s:s + k] = grid[:, below_at]
-        for r in wanted_rows:
-            at_rows[r][s:s + k] = cube[:, r, :]
-    return at_cell, row_total, at_rows, below
-
-
-def _same_gt_other_level(M, gt, pred, row, jt_only: bool = False) -> np.ndarray:
-    """Position pairs in different rows (levels) of one gt value: with the earlier row's prediction
-    lower, or (jt_only) with equal predictions."""
-    out = np.zeros(M.shape[0], dtype=np.int64)
-    values, counts = np.unique(gt, return_counts=True)
-    for value in values[counts > 1]:
-        cols = np.flatnonzero(gt == value)
-        r = row[cols]
-        if np.unique(r).size < 2:
-            continue
-        pc = pred[cols]
-        if jt_only:
-            below = (r[:, None] < r[None, :]) & (pc[:, None] == pc[None, :])
-        else:
-            below = (r[:, None] < r[None, :]) & (pc[:, None] < pc[None, :])
-        out += np.einsum("bi,ij,bj->b", M[:, cols], below.astype(np.int64), M[:, cols])
-    return out
+    def equal_pred(self, M: np.ndarray) -> np.ndarray:
+        out = np.zeros(M.shape[0], dtype=np.int64)
+        for cols, equal in self.parts:
+            Mc = M[:, cols].astype(np.int64)
+            out += np.einsum("bi,ij,bj->b", Mc, equal, Mc)
+        return out
 
 
 def _pair_counts_sweep(M, gt, pred, lv, pairs, ties, pairs_i, ties_i, xt, jt_gp) -> dict[str, ResampledPairs]:
@@ -285,19 +280,6 @@ def _pair_counts_sweep(M, gt, pred, lv, pairs, ties, pairs_i, ties_i, xt, jt_gp)
     return {"all": total, "intra": intra, "inter": total - intra}
 
 
-def resampled_pair_counts(W: np.ndarray, gt: np.ndarray, pred: np.ndarray) -> ResampledPairs:
-    """Pair counts of every resample from item multiplicities W (scoring.metrics.pair_counts of each)."""
-    gt = np.asarray(gt, dtype=float)
-    cells = Cells(gt, np.asarray(pred, dtype=float), np.zeros(gt.size, dtype=np.int64))
-    return cells.pairs_by_level(cells.from_items(W))["all"]
-
-
-def resampled_pair_counts_by_level(W: np.ndarray, gt: np.ndarray, pred: np.ndarray, level: np.ndarray) -> dict[str, ResampledPairs]:
-    """{"all", "intra", "inter"} from item multiplicities W (see Cells for the path from indices)."""
-    cells = Cells(np.asarray(gt, dtype=float), np.asarray(pred, dtype=float), np.asarray(level))
-    return cells.pairs_by_level(cells.from_items(W))
-
-
 class Cells:
     """Items merged into distinct (gt, pred, level) cells: every metric is a function of cell counts."""
 
@@ -307,46 +289,40 @@ class Cells:
         self.of = of.ravel()  # cell of each item
         self.gt, self.pred, self.level = uniq[:, 0], uniq[:, 1], uniq[:, 2].astype(np.int64)
         self.size = uniq.shape[0]
+        self._plan = None
 
     def from_indices(self, idx: np.ndarray, chunk: int = 50) -> np.ndarray:
         """(resamples, cells) counts straight from bootstrap indices, a few resamples at a time (cache-sized)."""
         B = idx.shape[0]
         out = np.empty((B, self.size), dtype=np.int32)
-        of = self.of.astype(np.int32) if chunk * self.size < 2**31 else self.of
+        of = self.of.astype(np.intp, copy=False)  # bincount's own index type: no conversion of the gathered indices
         for s in range(0, B, chunk):
             flat = of[idx[s:s + chunk]]
             k = flat.shape[0]
-            flat += (np.arange(k, dtype=flat.dtype) * self.size)[:, None]
+            flat += (np.arange(k, dtype=np.intp) * self.size)[:, None]
             out[s:s + k] = np.bincount(flat.ravel(), minlength=k * self.size).reshape(k, self.size)
         return out
 
-    def from_items(self, W: np.ndarray) -> np.ndarray:
-        out = np.zeros((W.shape[0], self.size), dtype=np.int64)
-        order = np.argsort(self.of, kind="stable")
-        starts = np.flatnonzero(np.concatenate(([True], self.of[order][1:] != self.of[order][:-1])))
-        out[:, self.of[order][starts]] = np.add.reduceat(W[:, order], starts, axis=1)
-        return out
-
-    def point(self) -> np.ndarray:
-        """Counts of the original sample as a single 'resample'."""
-        return np.bincount(self.of, minlength=self.size)[None, :]
+    @property
+    def plan(self) -> PairPlan:
+        if self._plan is None:
+            self._plan = PairPlan(self.gt, self.pred, self.level)
+        return self._plan
 
     def pairs_by_level(self, M: np.ndarray, margins: dict | None = None) -> dict[str, ResampledPairs]:
-        return pair_counts_cells(M, self.gt, self.pred, self.level, margins)
+        return self.plan.counts(M, margins)
 
 
 # ---------------------------------------------------------------------------------------------
 # Every metric of every resample of one run
 
+RESAMPLE_CHUNK = 50  # resamples computed together: every temporary of a chunk stays in the CPU cache
 
-def _group_sums(M: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(resamples, groups) sums of M over cells with equal keys (groups in key order), and each cell's group."""
+
+def _group_sums(M: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """(resamples, groups) sums of M over cells with equal keys (groups in key order)."""
     order = np.argsort(keys, kind="stable")
-    k = keys[order]
-    change = np.concatenate(([True], k[1:] != k[:-1]))
-    group = np.empty(keys.size, dtype=np.int64)
-    group[order] = np.cumsum(change) - 1
-    return np.add.reduceat(M[:, order], np.flatnonzero(change), axis=1), group
+    return np.add.reduceat(M[:, order], _run_starts(keys[order]), axis=1)
 
 
 def _average_ranks(S: np.ndarray) -> np.ndarray:
@@ -355,23 +331,41 @@ def _average_ranks(S: np.ndarray) -> np.ndarray:
     return np.cumsum(S, axis=1) - S + (S + 1) / 2
 
 
-def metric_resamples(cells: Cells, M: np.ndarray, predicted_level: np.ndarray, thresholds=(1, 2, 3)) -> dict[str, np.ndarray]:
-    """Every severity metric of every resample, (resamples,) arrays with NaN where undefined.
+def metric_resamples(cells: Cells, idx: np.ndarray, predicted_level: np.ndarray, thresholds=(1, 2, 3)) -> dict[str, np.ndarray]:
+    """Every severity metric of every resample given by bootstrap indices `idx` (resamples, items),
+    as (resamples,) arrays with NaN where undefined; binary_T entries are dicts of tp/fp/fn/tn counts.
 
-    `predicted_level` is the level of each cell's prediction under the profile's boundaries.
+    `predicted_level` is the level of each cell's prediction under the profile's boundaries. The
+    resamples are taken RESAMPLE_CHUNK at a time; the results do not depend on the chunk size.
     """
     g, p, lv = cells.gt, cells.pred, cells.level
-    Mf = M.astype(float)
-    N = Mf.sum(axis=1)
     err = p - g
     gm, pm = g - g.mean(), p - p.mean()
     features = [pm, gm, pm * pm, gm * gm, pm * gm, np.abs(err), err, (predicted_level == lv).astype(float)]
     for t in thresholds:
         truth, guess = lv <= t, predicted_level <= t
         features += [truth & guess, ~truth & guess, truth & ~guess, ~truth & ~guess]
-    sums = Mf @ np.stack(features, axis=1).astype(float)
+    features = np.stack(features, axis=1).astype(float)
+    ranks = _dense_rank(p), _dense_rank(g)
+    parts = [_chunk_metrics(cells, cells.from_indices(idx[s:s + RESAMPLE_CHUNK]), features, ranks, thresholds)
+             for s in range(0, idx.shape[0], RESAMPLE_CHUNK)]
+    if not parts:
+        parts = [_chunk_metrics(cells, np.zeros((0, cells.size), dtype=np.int32), features, ranks, thresholds)]
+    out: dict = {}
+    for key, value in parts[0].items():
+        if isinstance(value, dict):
+            out[key] = {k: np.concatenate([part[key][k] for part in parts]) for k in value}
+        else:
+            out[key] = np.concatenate([part[key] for part in parts])
+    return out
+
+
+def _chunk_metrics(cells: Cells, M: np.ndarray, features: np.ndarray, ranks, thresholds) -> dict:
+    Mf = M.astype(float)
+    N = Mf.sum(axis=1)
+    sums = Mf @ features
     sp, sg, spp, sgg, spg = (sums[:, i] for i in range(5))
-    out: dict[str, np.ndarray] = {}
+    out: dict = {}
     with np.errstate(all="ignore"):
         vp, vg = spp - sp * sp / N, sgg - sg * sg / N
         r = (spg - sp * sg / N) / np.sqrt(vp * vg)
@@ -381,15 +375,15 @@ def metric_resamples(cells: Cells, M: np.ndarray, predicted_level: np.ndarray, t
 
         margins: dict = {}
         pairs = cells.pairs_by_level(M, margins)
-        gp_, gg_ = _dense_rank(p), _dense_rank(g)
-        Sp = margins["pred"] if "pred" in margins else _group_sums(M, gp_)[0]
-        Sg = margins["gt"] if "gt" in margins else _group_sums(M, gg_)[0]
+        gp_, gg_ = ranks
+        Sp = margins["pred"] if "pred" in margins else _group_sums(M, gp_)
+        Sg = margins["gt"] if "gt" in margins else _group_sums(M, gg_)
         rp, rg = _average_ranks(Sp), _average_ranks(Sg)
         mean = (N + 1) / 2
         dp, dg = rp - mean[:, None], rg - mean[:, None]
         sxx = (Sp * dp * dp).sum(axis=1)
         syy = (Sg * dg * dg).sum(axis=1)
-        sxy = (Mf * dp[:, gp_] * dg[:, gg_]).sum(axis=1)
+        sxy = np.einsum("ij,ij,ij->i", Mf, np.take(dp, gp_, axis=1), np.take(dg, gg_, axis=1))
         rho = sxy / np.sqrt(sxx * syy)
         out["spearman"] = np.clip(np.where((sxx <= 1e-9) | (syy <= 1e-9), np.nan, rho), -1, 1)
 
@@ -400,5 +394,4 @@ def metric_resamples(cells: Cells, M: np.ndarray, predicted_level: np.ndarray, t
     for i, t in enumerate(thresholds):
         base = 8 + 4 * i
         out[f"binary_{t}"] = {k: sums[:, base + j] for j, k in enumerate(("tp", "fp", "fn", "tn"))}
-    out["_pairs"] = pairs
     return out

@@ -170,3 +170,11 @@ def test_evaluate_with_too_little_data_gives_none_not_errors():
 def test_evaluate_rejects_mismatched_arrays():
     with pytest.raises(ValueError):
         metrics.evaluate(np.zeros(3), np.ones(2), np.zeros(3), np.array(["ok"] * 3, dtype=object), BOUNDS)
+
+
+def test_level_confusion_is_sklearns_confusion_matrix():
+    rng = np.random.default_rng(8)
+    gt_level, pred_level = rng.integers(0, 6, 500), rng.integers(1, 5, 500)  # 0 and 5 are not levels
+    expected = confusion_matrix(gt_level, pred_level, labels=[1, 2, 3, 4])
+    assert metrics.level_confusion(gt_level, pred_level).tolist() == expected.tolist()
+    assert metrics.level_confusion(np.array([], dtype=int), np.array([], dtype=int)).tolist() == [[0] * 4] * 4

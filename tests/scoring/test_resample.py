@@ -31,11 +31,11 @@ def reference(gt, pred, lv, idx):
     return [metrics.pair_counts_by_level(gt[row], pred[row], lv[row]) for row in idx]
 
 
-@pytest.mark.parametrize("coarse,shuffle,grid_max", [(False, False, None), (True, False, None), (False, True, None),
-                                                     (False, False, 0), (False, True, 0)])
-def test_pair_counts_equal_per_resample_counts(monkeypatch, coarse, shuffle, grid_max):
-    if grid_max is not None:
-        monkeypatch.setattr(resample, "GRID_MAX", grid_max)  # the merge-sort fallback
+@pytest.mark.parametrize("coarse,shuffle,ratio", [(False, False, None), (True, False, None), (False, True, None),
+                                                  (False, False, 0), (False, True, 0)])
+def test_pair_counts_equal_per_resample_counts(monkeypatch, coarse, shuffle, ratio):
+    if ratio is not None:
+        monkeypatch.setattr(resample, "SWEEP_RATIO", ratio)  # the merge-sort fallback
     gt, pred, lv = data(300, 1, coarse, shuffle)
     idx = resample.draw(gt.size, 12, 7)
     cells = resample.Cells(gt, pred, lv)
@@ -50,7 +50,7 @@ def test_every_metric_equals_the_per_resample_reference():
     gt, pred, lv = data(400, 2)
     idx = resample.draw(gt.size, 40, 3)
     cells = resample.Cells(gt, pred, lv)
-    fast = resample.metric_resamples(cells, cells.from_indices(idx), metrics.predicted_levels(cells.pred, BOUNDS))
+    fast = resample.metric_resamples(cells, idx, metrics.predicted_levels(cells.pred, BOUNDS))
     slow = metrics.basic_metrics(gt[idx], pred[idx], lv[idx], BOUNDS)
     for name in ("pearson", "spearman", "mae", "bias", "level_acc"):
         assert np.allclose(fast[name], slow[name], rtol=0, atol=1e-12, equal_nan=True), name
@@ -70,7 +70,7 @@ def test_spearman_of_resample_is_scipy_spearman():
     gt, pred, lv = data(120, 4, coarse=True)
     idx = resample.draw(gt.size, 5, 1)
     cells = resample.Cells(gt, pred, lv)
-    fast = resample.metric_resamples(cells, cells.from_indices(idx), metrics.predicted_levels(cells.pred, BOUNDS))
+    fast = resample.metric_resamples(cells, idx, metrics.predicted_levels(cells.pred, BOUNDS))
     for b, row in enumerate(idx):
         assert fast["spearman"][b] == pytest.approx(stats.spearmanr(pred[row], gt[row]).statistic, abs=1e-12)
 
@@ -85,3 +85,60 @@ def test_undefined_resamples_are_counted():
     assert 0 < m["defined"] < 200
     assert report["metrics"]["mae"]["defined"] == 200
     assert report["bootstrap"]["resamples"] == 200
+
+
+def test_results_do_not_depend_on_the_chunk_of_resamples(monkeypatch):
+    gt, pred, lv = data(250, 5)
+    idx = resample.draw(gt.size, 23, 2)
+    plv = metrics.predicted_levels(resample.Cells(gt, pred, lv).pred, BOUNDS)
+    whole = resample.metric_resamples(resample.Cells(gt, pred, lv), idx, plv)
+    monkeypatch.setattr(resample, "RESAMPLE_CHUNK", 4)  # 6 chunks, the last one short
+    chunked = resample.metric_resamples(resample.Cells(gt, pred, lv), idx, plv)
+    assert whole.keys() == chunked.keys()
+    for key, value in whole.items():
+        if isinstance(value, dict):
+            for k in value:
+                np.testing.assert_array_equal(value[k], chunked[key][k])
+        else:
+            assert value.shape == (23,)
+            np.testing.assert_array_equal(value, chunked[key])
+
+
+def test_column_sweep_and_merge_sort_agree_on_scores_with_three_decimals(monkeypatch):
+    gt, _, lv = data(400, 6)
+    pred = np.round(np.clip(gt + np.random.default_rng(6).normal(0, 0.2, gt.size), 0, 1), 3)
+    idx = resample.draw(gt.size, 9, 4)
+    monkeypatch.setattr(resample, "SWEEP_RATIO", 10**6)
+    sweep = resample.Cells(gt, pred, lv)
+    assert sweep.plan.sweep
+    monkeypatch.setattr(resample, "SWEEP_RATIO", 0)
+    merge = resample.Cells(gt, pred, lv)
+    assert not merge.plan.sweep
+    a, b = sweep.pairs_by_level(sweep.from_indices(idx)), merge.pairs_by_level(merge.from_indices(idx))
+    for k in ("all", "intra", "inter"):
+        for field in ("pairs", "concordant", "discordant", "pred_ties"):
+            np.testing.assert_array_equal(getattr(a[k], field), getattr(b[k], field))
+
+
+def test_many_small_random_cases_equal_the_per_resample_counts():
+    """Few distinct values, ties everywhere, levels from the scores (with shared boundaries) or at random."""
+    rng = np.random.default_rng(0)
+    paths = {True: 0, False: 0}
+    for trial in range(150):
+        n = int(rng.integers(2, 40))
+        gt = rng.choice(np.round(rng.random(int(rng.integers(1, 8))), 2), n)
+        if trial % 3:
+            lv = np.digitize(gt, [0.25, 0.5, 0.75]).astype(np.int64) + 1
+            lv = np.where(rng.random(n) < 0.1, np.clip(lv + 1, 1, 4), lv)
+        else:
+            lv = rng.integers(1, 5, n)
+        pred = rng.choice(np.round(rng.random(int(rng.integers(1, 6))), 1), n)
+        idx = resample.draw(n, 5, trial)
+        cells = resample.Cells(gt, pred, lv)
+        paths[bool(cells.plan.sweep)] += 1
+        fast = cells.pairs_by_level(cells.from_indices(idx))
+        for b, ref in enumerate(reference(gt, pred, lv, idx)):
+            for k in ("all", "intra", "inter"):
+                got = (fast[k].pairs[b], fast[k].concordant[b], fast[k].discordant[b], fast[k].pred_ties[b])
+                assert got == metrics.astuple(ref[k]), (trial, k, b)
+    assert paths[True] > 30 and paths[False] > 30  # both the column sweep and the merge sort were checked
