@@ -134,9 +134,9 @@ def _sort_key(metric: str):
     return key
 
 
-PAIR_DETAIL = [("pairwise_acc", "pairwise acc."), ("pairwise_ties", "ties"), ("pairwise_acc_strict", "ties wrong"),
-               ("inter_acc", "inter-level acc."), ("inter_ties", "ties"), ("inter_acc_strict", "ties wrong"),
-               ("intra_acc", "intra-level acc."), ("intra_ties", "ties"), ("intra_acc_strict", "ties wrong")]
+PAIR_DETAIL = [("pairwise_acc", "pairwise acc."), ("pairwise_ties", "pairwise tie share"), ("pairwise_acc_strict", "pairwise acc., ties wrong"),
+               ("inter_acc", "inter-level acc."), ("inter_ties", "inter-level tie share"), ("inter_acc_strict", "inter-level acc., ties wrong"),
+               ("intra_acc", "intra-level acc."), ("intra_ties", "intra-level tie share"), ("intra_acc_strict", "intra-level acc., ties wrong")]
 RANK_COLUMNS = [("pearson", "Pearson r"), ("spearman", "Spearman ρ"), ("mae", "MAE"), ("bias", "bias"), ("level_acc", "level acc.")] + PAIR_DETAIL
 
 
@@ -169,8 +169,8 @@ def leaderboard(runs, reports: dict, ranking: dict, sort: str) -> list[Table]:
                    + RANK_COLUMNS + [("compare", "compare")], ranked_rows,
                    note=f"Common set: {ranking['common_size']:,} images (every ranked run gave a valid score on each). "
                         f"Runs with coverage below {100 * floor:g}% are listed below, not ranked. Pairwise accuracies count "
-                        "a tie in the prediction as ½; 'ties' is the share of pairs tied in the prediction and 'ties wrong' "
-                        "the accuracy when a tie counts as wrong.")
+                        "a tie in the prediction as ½; the 'tie share' is the share of pairs tied in the prediction and "
+                        "'ties wrong' the accuracy when a tie counts as wrong.")
     unranked_rows = []
     for rid, coverage in ranking["unranked"].items():
         run = by_id[int(rid)]

@@ -319,3 +319,12 @@ def test_run_page_annotate_run_without_annotator(staff):
     response = staff.get(reverse("scoring:run", args=[run.pk]))
     assert response.status_code == 200
     assert b"no model annotator yet" in response.content and b"not finished" in response.content
+
+
+def test_compare_names_every_metric_unambiguously(staff):
+    """Each pairwise family has its own tie share and ties-wrong row, named as such (they read 'ties' three times)."""
+    _, (a, b) = judge_world(24)
+    tables = staff.get(reverse("scoring:compare"), {"a": a.pk, "b": b.pk, "format": "json"}).json()["tables"]
+    labels = [row["metric"] for row in tables["comparison"]["rows"]]
+    assert len(labels) == len(set(labels)) == len(metrics.ALL_METRICS)
+    assert {"pairwise tie share", "inter-level acc., ties wrong", "intra-level tie share"} <= set(labels)
