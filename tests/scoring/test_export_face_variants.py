@@ -2,8 +2,11 @@
 original in their place, and the dataset card says so; the export form and job record the setting."""
 from __future__ import annotations
 
+import io
+
 import pyarrow.parquet as pq
 import pytest
+from django.core.management import CommandError, call_command
 
 from annotations.faces import jobs
 from annotations.faces.models import FaceVariant
@@ -73,3 +76,26 @@ def test_export_form_and_job_record_the_setting(world, admin_user, settings, tmp
     assert exports.run_export(job.pk)["status"] == ExportJob.STATUS_FINISHED
     job.refresh_from_db()
     assert job.summary["face_variant"] == SETTING and job.summary["anonymized_images"] == 2
+
+
+def test_export_hf_command_exports_the_variants(world, tmp_path):
+    out = io.StringIO()
+    call_command("export_hf", str(tmp_path / "out"), "--split", "test", "--profile", "models", "--include-images",
+                 "--face-variant", "pixelate:0.5:0.2", stdout=out)
+    table = pq.read_table(tmp_path / "out" / "images" / "test.parquet").to_pylist()
+    assert {row["id"]: row["image"]["bytes"] for row in table}["2017_exp_astro"] == _read(FaceVariant.objects.get(image=world["astro"]).file)
+    assert len(table) == 2 and "faces pixelate, threshold 0.5, margin 0.2" in out.getvalue()
+    assert "faces removed" in (tmp_path / "out" / "README.md").read_text()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--face-variant", "pixelate:0.5:0.2"], "add --include-images"),
+    (["--include-images", "--face-variant", "pixelate:0.5"], "method:threshold:margin"),
+    (["--include-images", "--face-variant", "melt:0.5:0.2"], "melt"),
+    (["--include-images", "--face-variant", "pixelate:2:0.2"], "threshold must be"),
+    (["--include-images", "--face-variant", "blur:0.5:0.2"], "No image has a face-anonymized variant under blur:0.5:0.2"),
+])
+def test_export_hf_command_refuses_a_bad_face_variant_and_writes_nothing(world, tmp_path, args, message):
+    with pytest.raises(CommandError, match=message):
+        call_command("export_hf", str(tmp_path / "out"), "--split", "test", *args)
+    assert not (tmp_path / "out").exists()
