@@ -175,6 +175,17 @@ class EmptyBody(StrictSerializer):
     """For actions that take no input: an empty body or {}."""
 
 
+class PageQuery(StrictSerializer):
+    """The query of a paginated list: `page` only."""
+
+    page = serializers.IntegerField(min_value=1, max_value=MAX_INT, required=False)
+
+
+def form_errors(errors) -> dict:
+    """A Django form's errors as an API 400 body: one list of messages per field, form-wide ones under non_field_errors."""
+    return {(api_settings.NON_FIELD_ERRORS_KEY if name == "__all__" else name): list(msgs) for name, msgs in errors.items()}
+
+
 class StrictIntegerField(serializers.IntegerField):
     """A JSON integer (not a string, float or boolean)."""
 

@@ -1,4 +1,5 @@
-"""The REST API under /api/ (namespace "api"): images, labelings, runs, metrics, agreement, schema, docs.
+"""The REST API under /api/ (namespace "api"): images, labelings, runs, face-anonymization jobs, metrics,
+agreement, schema, docs.
 
 Token (`Authorization: Token <key>`, keys from `manage.py drf_create_token USER`) or session auth;
 the roles and access rules are the pages'. See docs/api.md.
@@ -8,6 +9,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.permissions import IsAuthenticated
 
 from annotations import api as annotations_api
+from annotations.faces import api as faces_api
 from core.api import HasRole
 from inference import api as inference_api
 from scoring import api as scoring_api
@@ -45,6 +47,10 @@ urlpatterns = [
     path("runs/<int:run_id>/", inference_api.RunDetail.as_view(), name="run-detail"),
     path("runs/<int:run_id>/cancel/", inference_api.RunCancel.as_view(), name="run-cancel"),
     path("runs/<int:run_id>/resume/", inference_api.RunResume.as_view(), name="run-resume"),
+    path("anonymizations/", faces_api.JobList.as_view(), name="anonymization-list"),
+    path("anonymizations/<int:job_id>/", faces_api.JobDetail.as_view(), name="anonymization-detail"),
+    path("anonymizations/<int:job_id>/cancel/", faces_api.JobCancel.as_view(), name="anonymization-cancel"),
+    path("anonymizations/<int:job_id>/resume/", faces_api.JobResume.as_view(), name="anonymization-resume"),
     path("metrics/", scoring_api.MetricsList.as_view(), name="metrics-list"),
     path("metrics/<int:run_id>/", scoring_api.RunMetrics.as_view(), name="run-metrics"),
     path("agreement/", scoring_api.Agreement.as_view(), name="agreement"),

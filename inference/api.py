@@ -13,8 +13,8 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from core.api import (
-    MAX_INT, ApiView, EmptyBody, HasRole, Pagination, StrictBooleanField, StrictCharField, StrictFloatField,
-    StrictIntegerField, StrictSerializer, error_response,
+    MAX_INT, ApiView, EmptyBody, HasRole, PageQuery, Pagination, StrictBooleanField, StrictCharField, StrictFloatField,
+    StrictIntegerField, StrictSerializer, error_response, form_errors,
 )
 from core.roles import ROLE_ADMIN
 
@@ -73,17 +73,13 @@ class RunLaunch(StrictSerializer):
     mode = StrictCharField(max_length=8, required=False, help_text="online (default) or batch (the provider's batch API).")
 
 
-def _form_errors(form) -> dict:
-    return {("non_field_errors" if name == "__all__" else name): list(msgs) for name, msgs in form.errors.items()}
-
-
 class RunList(ApiView):
     permission_classes = [IsAuthenticated, IsAdmin]
     pagination_class = Pagination  # also tells the schema that the list is paginated
 
     @extend_schema(responses=RunSerializer(many=True), summary="Model runs, newest first")
     def get(self, request):
-        self.validated_query(_PageQuery)
+        self.validated_query(PageQuery)
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(Run.objects.select_related("created_by").defer("image_ids", "prompt_text"), request, view=self)
         return paginator.get_paginated_response(RunSerializer(page, many=True).data)
@@ -101,16 +97,12 @@ class RunList(ApiView):
         data = self.validated_body(RunLaunch)
         form = LaunchForm({"split": "all", **{k: v for k, v in data.items() if v is not None}})
         if not form.is_valid():
-            return Response(_form_errors(form), status=status.HTTP_400_BAD_REQUEST)
+            return Response(form_errors(form.errors), status=status.HTTP_400_BAD_REQUEST)
         try:
             run = launching.launch_run(request.user, form.spec())
         except ValueError as exc:
             return Response({"non_field_errors": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
-
-
-class _PageQuery(StrictSerializer):
-    page = serializers.IntegerField(min_value=1, max_value=MAX_INT, required=False)
 
 
 class RunDetail(ApiView):

@@ -44,6 +44,9 @@ from rest_framework.test import APIClient
 
 from annotations import taxonomy
 from annotations.api import LabelingWrite
+from annotations.faces import jobs as faces_jobs
+from annotations.faces.api import JobLaunch
+from annotations.faces.models import AnonymizationJob
 from core.api import ApiView, EmptyBody
 from annotations.models import Annotator, Labeling
 from cprt_site import api_urls
@@ -95,9 +98,14 @@ def world(admin_user, reviewer_a, adjudicator, make_image, settings, monkeypatch
     stopped = make_run(status="failed")
     stopped.image_ids, stopped.total_images = [i.pk for i in images], len(images)
     stopped.save(update_fields=["image_ids", "total_images"])
+    monkeypatch.setattr(faces_jobs, "dispatch", lambda job_id: None)
+    queued_job = faces_jobs.start_job(adjudicator, split="test", dispatch_task=False)
+    stopped_job = faces_jobs.start_job(adjudicator, split="test", dispatch_task=False)
+    AnonymizationJob.objects.filter(pk=stopped_job.pk).update(status="cancelled")
     return {
         "users": {"admin": admin_user, "reviewer_a": reviewer_a, "adjudicator": adjudicator},
         "image": images[0], "labeling": labeling, "judge_run": judge, "run": running, "stopped_run": stopped,
+        "faces_job": queued_job, "stopped_faces_job": stopped_job,
     }
 
 
@@ -138,6 +146,10 @@ BODY_ENDPOINTS = {
     ("POST", "api:run-list"): BodyEndpoint("admin", None, RunLaunch, lambda: dict(LAUNCH)),
     ("POST", "api:run-cancel"): BodyEndpoint("admin", "run", EmptyBody, dict),
     ("POST", "api:run-resume"): BodyEndpoint("admin", "stopped_run", EmptyBody, dict),
+    ("POST", "api:anonymization-list"): BodyEndpoint(
+        "adjudicator", None, JobLaunch, lambda: {"split": "test", "method": "blur", "threshold": 0.5, "margin": 0.2}),
+    ("POST", "api:anonymization-cancel"): BodyEndpoint("adjudicator", "faces_job", EmptyBody, dict),
+    ("POST", "api:anonymization-resume"): BodyEndpoint("adjudicator", "stopped_faces_job", EmptyBody, dict),
 }
 
 
@@ -157,7 +169,7 @@ def endpoint_url(world, key) -> str:
     obj = BODY_ENDPOINTS[key].path_object
     if obj is None:
         return reverse(name)
-    kwarg = "labeling_id" if obj == "labeling" else "run_id"
+    kwarg = {"labeling": "labeling_id", "faces_job": "job_id", "stopped_faces_job": "job_id"}.get(obj, "run_id")
     return reverse(name, kwargs={kwarg: world[obj].pk})
 
 
@@ -316,7 +328,7 @@ def get_endpoints() -> list[tuple[str, str, str]]:
             for name, route, view in api_views() if issubclass(view, ApiView) and hasattr(view, "get")]
 
 
-PATH_OBJECTS = {"image_id": "image", "labeling_id": "labeling", "run_id": "judge_run"}
+PATH_OBJECTS = {"image_id": "image", "labeling_id": "labeling", "run_id": "judge_run", "job_id": "faces_job"}
 BAD_QUERY_VALUES = ["abc", "0", "-1", "1.5", "9" * 40, "", "%FF%FE", "%00", "x" * 5000, "1%200"]
 
 

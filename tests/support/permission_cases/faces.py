@@ -10,6 +10,12 @@ WRONG_METHOD = matrix(reviewer_a=403, reviewer_b=403, adjudicator=405, admin=405
 REDIRECT = matrix(reviewer_a=403, reviewer_b=403, adjudicator=302, admin=302)
 
 
+def _api(status: int) -> dict:
+    """The REST API (/api/anonymizations/): 401 without a login, 403 for reviewers, `status` for staff. The
+    matrix posts form-encoded bodies, which the JSON-only API answers with 415 once role and object pass."""
+    return matrix(anonymous=401, reviewer_a=403, reviewer_b=403, adjudicator=status, admin=status)
+
+
 def setup(world):
     from annotations.faces.models import AnonymizationJob, FaceVariant
     from annotations.images import attach, clean_image
@@ -50,6 +56,19 @@ def cases(world):
         Case("faces:variant_bytes", kwargs=variant, expect=STAFF_ONLY),
         Case("faces:variant_bytes", kwargs={"variant_id": 999999}, expect=NOT_FOUND),
         Case("faces:variant_bytes", kwargs=variant, method="post", expect=WRONG_METHOD),
+        Case("api:anonymization-list", expect=_api(200)),
+        Case("api:anonymization-list", query="page=0", expect=_api(400)),
+        Case("api:anonymization-list", method="post", expect=_api(415)),
+        Case("api:anonymization-list", method="put", expect=_api(405)),
+        Case("api:anonymization-detail", kwargs=job, expect=_api(200)),
+        Case("api:anonymization-detail", kwargs={"job_id": 999999}, expect=_api(404)),
+        Case("api:anonymization-detail", kwargs=job, method="post", expect=_api(405)),
+        Case("api:anonymization-cancel", kwargs=job, method="post", expect=_api(415)),
+        Case("api:anonymization-cancel", kwargs={"job_id": 999999}, method="post", expect=_api(404)),
+        Case("api:anonymization-cancel", kwargs=job, expect=_api(405)),
+        Case("api:anonymization-resume", kwargs=job, method="post", expect=_api(415)),
+        Case("api:anonymization-resume", kwargs={"job_id": 999999}, method="post", expect=_api(404)),
+        Case("api:anonymization-resume", kwargs=job, expect=_api(405)),
         Case("scoring:three_way", expect=STAFF_ONLY),
         Case("scoring:three_way", query="original=abc", expect=BAD),
         Case("scoring:three_way", query="original=999999&prompt=999998&pixel=999997", expect=BAD),
