@@ -27,6 +27,10 @@ install: $(VENV)/.installed
 demo: install
 	$(BIN)/python manage.py run_demo --port $(PORT)
 
+## make demo-fake-provider: the demo plus the project's fake OpenAI-compatible server (a stand-in with synthetic answers), so runs can be launched.
+demo-fake-provider: install
+	$(BIN)/python manage.py run_demo --port $(PORT) --with-fake-provider
+
 ## make test: the whole suite (SQLite by default; set DATABASE_URL and CELERY_BROKER_URL for PostgreSQL + Redis).
 test: install
 	$(BIN)/lint-imports

@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import http.cookiejar
 import io
+import json
 import os
 import re
 import signal
@@ -293,3 +294,60 @@ def test_run_demo_serves_the_seeded_site_and_stops_cleanly_on_sigterm(tmp_path):
         log.close()
     text = (tmp_path / "run_demo.log").read_text()
     assert "demo-reviewer-password" in text and "Demo stopped." in text
+
+
+def _environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
+
+
+@pytest.mark.worker
+def test_run_demo_with_fake_provider_lets_the_admin_launch_a_run_that_the_worker_finishes(tmp_path):
+    """The newcomer's path: `run_demo --with-fake-provider`, log in as admin, launch an OpenAI judge run
+    with an invented model name, and watch the demo's own worker finish it against the fake."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("DATABASE_URL", "CELERY_", "DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "OPENAI_", "VLLM_"))}
+    env.update(CPRT_DATA_DIR=str(tmp_path / "data"), PYTHONUNBUFFERED="1")
+    log = open(tmp_path / "run_demo.log", "wb")
+    proc = subprocess.Popen([sys.executable, "manage.py", "run_demo", "--port", str(port), "--with-fake-provider"],
+                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_for_http(f"{base}/accounts/login/", proc)
+        children = child_pids(proc.pid)
+        assert len(children) == 3, "expected the fake provider, a worker and a web server"
+        keys = {_environ(pid).get("OPENAI_API_KEY") for pid in children} - {None}
+        assert len(keys) == 1 and len(next(iter(keys))) >= 24, "web and worker share one fresh random key"
+        key = keys.pop()
+
+        opener, _ = log_in(base, "admin", "demo-admin-password")
+        form = opener.open(f"{base}/runs/new/", timeout=10).read().decode()
+        assert "OPENAI_API_KEY is not set" not in form
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form).group(1)
+        body = json.dumps({"task": "judge", "provider": "openai", "model_name": "demo-invented-model",
+                           "strategy": "zero_shot", "concurrency": 4}).encode()
+        request = urllib.request.Request(f"{base}/api/runs/", data=body, headers={
+            "Content-Type": "application/json", "X-CSRFToken": token, "Referer": base})
+        run = json.load(opener.open(request, timeout=10))
+        assert run["status"] == "queued" and run["total_images"] == len(demo.SCENES)
+
+        deadline = time.monotonic() + 90
+        while run["status"] in ("queued", "running") and time.monotonic() < deadline:
+            time.sleep(0.5)
+            raw = opener.open(f"{base}/api/runs/{run['id']}/", timeout=10).read().decode()
+            run = json.loads(raw)
+        assert run["status"] == "finished", run
+        assert run["done_count"] == len(demo.SCENES) and run["outcome_counts"].get("ok") == len(demo.SCENES), run
+        assert key not in raw
+
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        log.close()
+    text = (tmp_path / "run_demo.log").read_text()
+    assert "Fake provider (a stand-in, not a model" in text and "Demo stopped." in text
+    assert key not in text
