@@ -6,7 +6,7 @@
   "use strict";
   function mark() {
     var here = window.location.pathname;
-    var links = Array.prototype.map.call(document.querySelectorAll(".nav a[href]"), function (a) {
+    var links = Array.prototype.map.call(document.querySelectorAll(".nav a[href], .account a[href]"), function (a) {
       return { el: a, path: new URL(a.href, window.location.href).pathname };
     });
     var best = links.filter(function (l) { return l.path === here; })[0];

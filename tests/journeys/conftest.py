@@ -31,6 +31,8 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
 WIDTH, HEIGHT = 1280, 900
+# How many rows the top bar's navigation links take (they must fit one row at WIDTH, for every role).
+NAV_ROWS = "() => new Set([...document.querySelectorAll('.nav a')].map(a => Math.round(a.getBoundingClientRect().top))).size"
 # Records CSP violations in the page (Chromium also logs them as console errors; this catches report-only ones too).
 CSP_PROBE = """
 window.__cprtCsp = [];
@@ -112,6 +114,12 @@ class Journey:
         except Exception:  # the page is navigating; its violations were logged to the console as well
             csp = []
         self.problems += [f"{page.url}: CSP violation: {v}" for v in csp]
+        try:
+            rows = page.evaluate(NAV_ROWS)
+        except Exception:  # navigating, as above
+            rows = 0
+        if rows > 1 and page.viewport_size["width"] >= WIDTH:
+            self.problems.append(f"{page.url}: the top bar's links wrap onto {rows} rows at {page.viewport_size['width']} px")
         assert not self.problems, "\n".join(self.problems)
 
     # --- pages ----------------------------------------------------------------------------------------
