@@ -336,11 +336,12 @@ def agreement_tables(report: dict, level_of: dict) -> list[Table]:
     summary_head = head + [("paper_agreement", "paper: agreement"), ("paper_kappa", "paper: κ")]
     paper = []
     for p in paper_reference()["annotator_agreement"]:
-        human = p["a"].lower().startswith("human") and p["b"].lower().startswith("human")
+        humans = sum(name.lower().startswith("human") for name in (p["a"], p["b"]))
+        # Both sides human: Appendix D's strict rate; one side: the model against the human majority; neither: two models.
+        kind = ("agreement between the two models", "agreement with the human majority", "strict consensus (Appendix D)")[humans]
         paper.append({"source": "paper Table 2", "a": p["a"], "b": p["b"], "group": "published", "n": None,
-                      "agreement": p["agreement"],
-                      "agreement_kind": "strict consensus (Appendix D)" if human else "agreement with the human majority",
-                      "kappa": p["cohen_kappa"], "kappa_kind": "multi-rater κ, kind not stated" if human else "Cohen's κ"})
+                      "agreement": p["agreement"], "agreement_kind": kind,
+                      "kappa": p["cohen_kappa"], "kappa_kind": "multi-rater κ, kind not stated" if humans == 2 else "Cohen's κ"})
     tables = [
         Table("summary", "Agreement as the paper measured it", summary_head, summary,
               note="Human-human: the share of items on which every human gave the same label (the paper's 87.4%) and "

@@ -230,6 +230,10 @@ def test_agreement_page_values_and_published(staff, reviewer_a, reviewer_b, mode
     assert human["kappa_kind"] == "Fleiss' κ" and (human["paper_agreement"], human["paper_kappa"]) == (0.874, 0.652)
     published = data["paper"]["rows"]
     assert {"agreement": 0.874, "kappa": 0.652} == {k: published[0][k] for k in ("agreement", "kappa")}
+    kinds = {(r["a"], r["b"]): r["agreement_kind"] for r in published}
+    assert kinds[("Human", "Human")] == "strict consensus (Appendix D)"
+    assert kinds[("GPT-5.1", "Human")] == "agreement with the human majority"
+    assert kinds[("GPT-5.1", "Llama 4")] == "agreement between the two models"  # not "with the human majority"
     age = next(r for r in data["per_attribute"]["rows"] if r["comparison"].startswith(gpt.name) and r["attribute"] == "age")
     assert age["agreement"] == pytest.approx(0.5)  # gpt says 0.5 -> 0; human majority of (1, 1|0) is 1 for i < 5 else 0
     strict = data["strict_consensus"]["rows"][0]
