@@ -175,16 +175,20 @@ def _blue(frac: float) -> str:
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
-def diverging_bars(items: Sequence[tuple[str, float | None]], *, title: str, x_label: str, limit: float | None = None) -> str:
+def diverging_bars(items: Sequence[tuple[str, float | None]], *, title: str, x_label: str, limit: float | None = None,
+                   intervals: Sequence[tuple[float | None, float | None]] | None = None) -> str:
     """Horizontal bars left (negative, blue) or right (positive, red) of a zero line, one per label;
-    values are shares (0.12 = 12 points) and printed beside each bar."""
-    values = [v for _, v in items if v is not None]
+    values are shares (0.12 = 12 points) and printed beside each bar. `intervals` (lo, hi) per item
+    are drawn as a dark whisker across the bar."""
+    intervals = list(intervals or [(None, None)] * len(items))
+    values = [v for _, v in items if v is not None] + [e for lo_hi in intervals for e in lo_hi if e is not None]
     limit = limit or max([0.1] + [abs(v) for v in values])
-    row_h, label_w, bar_w = 22, 190, 460
-    width, height = label_w + bar_w + 70, 34 + row_h * len(items) + 40
+    # pad: room for a value printed left of the longest negative bar, clear of the names.
+    row_h, label_w, bar_w, pad = 22, 190, 460, 48
+    width, height = label_w + pad + bar_w + 70, 34 + row_h * len(items) + 40
     parts = _open(width, height, title)
     font = 'font-family="system-ui, sans-serif" font-size="12"'
-    zero = label_w + bar_w / 2
+    zero = label_w + pad + bar_w / 2
     for i, (name, value) in enumerate(items):
         y = 26 + i * row_h
         parts.append(f'<text x="{label_w - 8}" y="{y + 14}" text-anchor="end" {font}>{escape(_short(name, 26))}</text>')
@@ -196,7 +200,17 @@ def diverging_bars(items: Sequence[tuple[str, float | None]], *, title: str, x_l
         colour = "#b42318" if value > 0 else "#1d4ed8"
         parts.append(f'<rect x="{_fmt(x)}" y="{y + 3}" width="{_fmt(max(length, 1))}" height="{row_h - 7}" fill="{colour}">'
                      f"<title>{escape(f'{name}: {100 * value:+.1f} points')}</title></rect>")
-        tx = x + length + 4 if value >= 0 else x - 4
+        lo, hi = intervals[i]
+        if lo is not None and hi is not None:
+            x_lo, x_hi, mid = zero + lo / limit * (bar_w / 2), zero + hi / limit * (bar_w / 2), y + 3 + (row_h - 7) / 2
+            parts.append(f'<line x1="{_fmt(x_lo)}" y1="{_fmt(mid)}" x2="{_fmt(x_hi)}" y2="{_fmt(mid)}" stroke="#111827" stroke-width="1.5">'
+                         f"<title>{escape(f'{name}: 95% CI {100 * lo:+.1f} to {100 * hi:+.1f} points')}</title></line>")
+            for xe in (x_lo, x_hi):
+                parts.append(f'<line x1="{_fmt(xe)}" y1="{_fmt(mid - 4)}" x2="{_fmt(xe)}" y2="{_fmt(mid + 4)}" stroke="#111827" stroke-width="1.5"/>')
+            x_end = max(x + length, x_hi) if value >= 0 else min(x, x_lo)
+        else:
+            x_end = x + length if value >= 0 else x
+        tx = x_end + 4 if value >= 0 else x_end - 4
         anchor = "start" if value >= 0 else "end"
         parts.append(f'<text x="{_fmt(tx)}" y="{y + 14}" text-anchor="{anchor}" {font}>{100 * value:+.1f}</text>')
     bottom = 26 + row_h * len(items)
@@ -206,7 +220,7 @@ def diverging_bars(items: Sequence[tuple[str, float | None]], *, title: str, x_l
         parts.append(f'<line x1="{_fmt(x)}" y1="20" x2="{_fmt(x)}" y2="{bottom}" stroke="#e4e7ec" stroke-dasharray="3 3"/>')
         parts.append(f'<text x="{_fmt(x)}" y="{bottom + 14}" text-anchor="middle" {FONT}>{100 * frac * limit:+.0f}</text>')
     parts.append(f'<text x="{_fmt(zero)}" y="{bottom + 32}" text-anchor="middle" {FONT}>{escape(x_label)}</text>')
-    parts.append(f'<text x="{label_w}" y="14" {FONT} fill="#1d4ed8">← under-predicts</text>')
-    parts.append(f'<text x="{label_w + bar_w}" y="14" text-anchor="end" {FONT} fill="#b42318">over-predicts →</text>')
+    parts.append(f'<text x="{label_w + pad}" y="14" {FONT} fill="#1d4ed8">← under-predicts</text>')
+    parts.append(f'<text x="{label_w + pad + bar_w}" y="14" text-anchor="end" {FONT} fill="#b42318">over-predicts →</text>')
     parts.append("</svg>")
     return "".join(parts)

@@ -208,10 +208,17 @@ def comparison_table(data: dict, run_a, run_b) -> Table:
                       f"1/{data['resamples']}. For MAE a negative difference favours A.")
 
 
-def calibration_table(name: str, title: str, rows: list[dict]) -> Table:
+def calibration_table(name: str, title: str, rows: list[dict], resamples: int) -> Table:
+    shown = [{**r, "difference": r["difference"] if r["difference"] is None else {"value": r["difference"], "lo": r["lo"], "hi": r["hi"]}}
+             for r in rows]
     return Table(name, title, [("attribute", "attribute"), ("level", "level"), ("n", "images"), ("model_rate", "model positive rate"),
-                               ("reference_rate", "reference positive rate"), ("difference", "difference (model − reference)")], rows,
-                 note="Binarised labels (0.5 → 0). A positive difference is over-prediction.")
+                               ("reference_rate", "reference positive rate"), ("difference", "difference (model − reference) [95% CI]"),
+                               ("model_only", "yes by the model only"), ("reference_only", "yes by the reference only"),
+                               ("p_value", "p (exact McNemar)"), ("defined", "resamples defined")], shown,
+                 note=f"Binarised labels (0.5 → 0). A positive difference is over-prediction. The interval is a percentile "
+                      f"bootstrap over images ({resamples} resamples); the p-value is the exact McNemar test on the images where "
+                      "the two labels differ (a binomial test at 1/2), so it asks whether the model says yes more or less often "
+                      "than the reference on the same images.")
 
 
 def run_metrics_table(report: dict) -> Table:

@@ -144,9 +144,10 @@ def calibration(request, run_id: int):
     majority = calibration_lib.sort_rows(data["human_majority"], sort)
     consensus = calibration_lib.sort_rows(data["consensus"], sort)
     chart = svg.diverging_bars([(r["attribute"], r["difference"]) for r in majority], title="Model − human majority positive rate",
-                               x_label="percentage points (positive: the model over-predicts)")
-    tables = [T.calibration_table("human_majority", "Against the human majority (two or more humans)", majority),
-              T.calibration_table("consensus", "Against the consensus ground truth (active profile)", consensus)]
+                               x_label="percentage points (positive: the model over-predicts); whiskers: 95% CI",
+                               intervals=[(r["lo"], r["hi"]) for r in majority])
+    tables = [T.calibration_table("human_majority", "Against the human majority (two or more humans)", majority, calibration_lib.N_BOOT),
+              T.calibration_table("consensus", "Against the consensus ground truth (active profile)", consensus, calibration_lib.N_BOOT)]
     context = {"run": run, "form": form, "data": data, "chart": mark_safe(chart), "finding": calibration_lib.PAPER_FINDING}
     return _respond(request, form, f"calibration-{run.pk}", "scoring/calibration.html", context, tables, {"run": run.pk, "sort": sort})
 
