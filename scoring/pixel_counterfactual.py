@@ -12,7 +12,7 @@ from annotations.faces.variants import variant_files
 from annotations.faces.models import FaceVariant
 from inference.models import Run
 
-from . import queries
+from . import queries, significance
 from .models import ScoringProfile
 
 CONDITIONS = ("prompt", "pixel")  # each compared with the original
@@ -55,7 +55,8 @@ def compare(original: dict[int, float], prompt: dict[int, float], pixel: dict[in
         "prompt": np.array([prompt[i] for i in common], dtype=float) - base,
         "pixel": np.array([pixel[i] for i in common], dtype=float) - base,
     }
-    overall = {c: {**_summary(changes[c]), "collapsed": int((changes[c] <= -drop).sum())} for c in CONDITIONS}
+    overall = {c: {**_summary(changes[c]), "collapsed": int((changes[c] <= -drop).sum()), "test": significance.paired_change(changes[c])}
+               for c in CONDITIONS}
     by_level = []
     level_of = np.array([levels.get(i, 0) for i in common], dtype=int)
     for level in (1, 2, 3, 4):
@@ -76,6 +77,8 @@ def compare(original: dict[int, float], prompt: dict[int, float], pixel: dict[in
         "common": len(common),
         "only_some": len((set(original) | set(prompt) | set(pixel)) - set(common)),
         "overall": overall, "by_level": by_level, "groups": groups, "largest": largest,
+        # "do the two counterfactuals move the score by the same amount?" (pixel change − prompt change, per image)
+        "gap": significance.paired_change(changes["pixel"] - changes["prompt"]),
         # "does telling the model to ignore faces behave like a model that cannot see them?"
         "agreement": float(np.corrcoef(changes["prompt"], changes["pixel"])[0, 1]) if len(common) > 2 and
         changes["prompt"].std() > 0 and changes["pixel"].std() > 0 else None,

@@ -15,7 +15,7 @@ from core.audit import audit
 from inference.models import Run
 
 from . import agreement as agreement_lib
-from . import calibration, engine, paired, queries, ranking
+from . import calibration, engine, paired, queries, ranking, significance
 from . import metrics as metrics_lib
 from .models import ComputedMetrics, ImageScore, ScoringProfile
 
@@ -390,6 +390,7 @@ def counterfactual(base: Run, cf: Run, profile: ScoringProfile, drop: float) -> 
         "only_with": len(set(after) - set(before)),
         "mean_change": float(deltas.mean()) if deltas.size else None,
         "median_change": float(np.median(deltas)) if deltas.size else None,
+        "change_test": significance.paired_change(deltas),
         "collapsed": int(sum(r["collapsed"] for r in rows)),
         "collapsed_sensitive": int(sum(r["collapsed"] and bool(r["sensitive_non_face"]) for r in rows)),
         "rows": rows,

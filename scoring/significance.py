@@ -14,6 +14,12 @@ different ground truth; a larger S is better ranking. The one-sided p-value is P
 Inter-level ranking: no permutation is natural across levels (the levels themselves are what is
 being ranked), so a bootstrap test: the one-sided p-value is the share of resamples whose
 inter-level accuracy is at most 0.5 (the run's shared bootstrap resamples).
+
+Score changes between two conditions on the same images (the counterfactual pages): the mean change
+with a 95% percentile bootstrap interval over images, and the Wilcoxon signed-rank test (two-sided,
+scipy: exact for small samples without ties, else the normal approximation) of "the change is
+symmetric about 0". Images whose score did not change carry no sign and are left out of the test
+(Wilcoxon's own treatment); the count of those that remain is reported.
 """
 from __future__ import annotations
 
@@ -22,6 +28,9 @@ from collections import Counter
 from itertools import permutations
 
 import numpy as np
+from scipy import stats
+
+from . import resample
 
 EXACT_LIMIT = 200_000
 ALPHA = 0.05
@@ -120,3 +129,27 @@ def ranking_significance(gt, pred, level, boot: dict | None, intra_counts=None) 
         "intra": intra_level_test(gt, pred, level, intra_counts) if len(gt) >= 2 else {"method": "none", "p_value": None, "significant": None},
         "inter": inter_level_test(None if boot is None else boot["inter_acc"]),
     }
+
+
+CHANGE_RESAMPLES = 500
+CHANGE_SEED = 20260323
+
+
+def paired_change(changes, resamples: int = CHANGE_RESAMPLES, seed: int = CHANGE_SEED) -> dict:
+    """Mean of per-image changes with its bootstrap interval, and the Wilcoxon signed-rank p-value."""
+    values = np.asarray(changes, dtype=float)
+    values = values[np.isfinite(values)]
+    n = int(values.size)
+    out = {"n": n, "mean": None, "lo": None, "hi": None, "p_value": None, "changed": int(np.count_nonzero(values)),
+           "test": "Wilcoxon signed-rank, two-sided", "resamples": resamples}
+    if not n:
+        return out
+    out["mean"] = float(values.mean())
+    if resamples:
+        idx = resample.draw(n, resamples, seed)
+        means = np.concatenate([values[idx[k:k + 50]].mean(axis=1) for k in range(0, resamples, 50)])
+        lo, hi = np.percentile(means, [2.5, 97.5])
+        out["lo"], out["hi"] = float(lo), float(hi)
+    nonzero = values[values != 0]
+    out["p_value"] = float(stats.wilcoxon(nonzero).pvalue) if nonzero.size else 1.0
+    return out

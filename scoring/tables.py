@@ -222,11 +222,34 @@ def calibration_table(name: str, title: str, rows: list[dict], resamples: int) -
 
 
 def run_metrics_table(report: dict) -> Table:
-    rows = [{"metric": label, "estimate": report["metrics"][key]} for key, label in METRIC_COLUMNS]
+    metrics_ = report["metrics"]
+    rows = [{"metric": label, "estimate": metrics_[key], "defined": (metrics_.get(key) or {}).get("defined")}
+            for key, label in RANK_COLUMNS if key in metrics_]
     boot = report.get("bootstrap", {})
-    return Table("metrics", "Severity metrics", [("metric", "metric"), ("estimate", "estimate [95% CI]")], rows,
-                 note=f"Bootstrap: {boot.get('resamples')} resamples ({boot.get('pairwise_resamples')} for the pairwise "
-                      f"accuracies), percentile intervals, seed {boot.get('seed')}.")
+    return Table("metrics", "Severity metrics", [("metric", "metric"), ("estimate", "estimate [95% CI]"), ("defined", "resamples defined")], rows,
+                 note=f"Bootstrap: {boot.get('resamples')} resamples of the images, drawn once (seed {boot.get('seed')}) and shared "
+                      "by every metric; percentile intervals. 'Resamples defined' counts the resamples in which the metric "
+                      "exists (Pearson does not on a constant resample; intra-level accuracy needs two images of one level); "
+                      "the interval uses only those. Pairwise accuracies count a tie in the prediction as ½; the tie share and "
+                      "the accuracy with ties counted wrong stand beside each.")
+
+
+def significance_table(report: dict) -> Table:
+    """Is the run's ranking better than chance? One row per pair family, naming the test used."""
+    sig = report.get("significance") or {}
+    alpha = sig.get("alpha", 0.05)
+    rows = []
+    for key, label, metric in (("intra", "intra-level ranking", "intra_acc"), ("inter", "inter-level ranking", "inter_acc")):
+        test = sig.get(key) or {}
+        significant = test.get("significant")
+        rows.append({"ranking": label, "accuracy": report.get("metrics", {}).get(metric), "p_value": test.get("p_value"),
+                     "verdict": None if significant is None else ("above chance" if significant else "not shown above chance"),
+                     "method": test.get("note") or ("not computed" if test.get("method") in (None, "none") else test["method"])})
+    return Table("significance", "Ranking better than chance?",
+                 [("ranking", "pairs"), ("accuracy", "accuracy [95% CI]"), ("p_value", "p (one-sided)"),
+                  ("verdict", f"at α = {alpha:g}"), ("method", "test")], rows,
+                 note="Null hypothesis: the predictions carry no information about the order of the images (within a "
+                      "ground-truth level for intra-level pairs). 'Not shown above chance' is not evidence of chance ranking.")
 
 
 def excluded_table(report: dict) -> Table:

@@ -23,8 +23,9 @@ def three_way(request):
     runs = form.cleaned_data.get("runs")
     if runs:
         original, prompt, pixel = runs
+        data = pixel_counterfactual.three_way(original, prompt, pixel, ScoringProfile.active(), form.cleaned_data["drop"])
         context.update({
-            "runs": runs, "original": original, "prompt": prompt, "pixel": pixel, "drop": form.cleaned_data["drop"],
-            "data": pixel_counterfactual.three_way(original, prompt, pixel, ScoringProfile.active(), form.cleaned_data["drop"]),
+            "runs": runs, "original": original, "prompt": prompt, "pixel": pixel, "drop": form.cleaned_data["drop"], "data": data,
+            "conditions": [("prompt-level", prompt, data["overall"]["prompt"]), ("pixel-level", pixel, data["overall"]["pixel"])],
         })
     return render(request, "scoring/three_way.html", context)

@@ -182,7 +182,7 @@ def run_detail(request, run_id: int):
     vispr = dict(Image.objects.filter(**({} if vispr_ids is None else {"id__in": vispr_ids})).values_list("id", "vispr_id"))
     rows = T.prediction_rows(points, vispr, plv)
     extremes = T.extremes_table(rows)
-    tables = [T.run_metrics_table(report), T.excluded_table(report), T.confusion_table(report), T.per_level_table(report),
+    tables = [T.run_metrics_table(report), T.significance_table(report), T.excluded_table(report), T.confusion_table(report), T.per_level_table(report),
               T.binary_table(report, threshold), extremes, T.predictions_table(rows)]
     thumbs = {i.pk: i for i in Image.objects.filter(id__in=extreme_ids)}
     context.update({

@@ -72,3 +72,11 @@ def percent(value):
     if value is None:
         return "—"
     return f"{100 * value:.1f}%"
+
+
+@register.filter
+def pvalue(value):
+    """A p-value: three decimals, or two significant digits below 0.001 (so 2e-05 does not read as 0.000)."""
+    if value is None:
+        return DASH
+    return f"{value:.3f}" if value >= 0.001 or value == 0 else f"{value:.1e}"

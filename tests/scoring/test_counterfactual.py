@@ -45,6 +45,9 @@ def test_counterfactual_service(pair):
     assert gov == {"attribute": "gov_ids", "images": 4, "collapsed": 2,
                    "mean_change": pytest.approx(np.mean([after[k] - before[k] for k in range(4)]))}
     assert sum(data["histogram"]["counts"]) == 7
+    test = data["change_test"]
+    assert test["n"] == 7 and test["changed"] == 6 and test["mean"] == pytest.approx(data["mean_change"])  # image 6 did not move
+    assert test["lo"] <= test["mean"] <= test["hi"] < 0 and 0 < test["p_value"] < 0.1
     assert not any("biometrics" in r["sensitive_non_face"] for r in data["rows"])
 
 
@@ -64,6 +67,7 @@ def test_counterfactual_page_and_download(client_as, adjudicator, pair):
     body = page.content.decode()
     assert page.status_code == 200 and "<svg" in body
     assert base.prompt_text["system"] in body and cf.prompt_text["system"] in body
+    assert "95% CI" in body and "Wilcoxon signed-rank test of no change" in body and "over the 6 images whose score changed" in body
     download = client.get(reverse("scoring:counterfactual"), {"base": base.pk, "cf": cf.pk, "format": "csv", "table": "changes", "drop": "0.5"})
     rows = list(csv.DictReader(io.StringIO(download.content.decode())))
     assert len(rows) == 7 and {r["image"] for r in rows if r["collapsed"] == "true"} == {images[k].vispr_id for k in (0, 2, 4, 5)}

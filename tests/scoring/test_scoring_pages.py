@@ -170,6 +170,19 @@ def test_run_page_judge(staff):
     assert {r["image"] for r in lines} == {i.vispr_id for i in images}
 
 
+def test_run_page_says_whether_the_ranking_beats_chance_and_how_it_was_tested(staff):
+    images, runs = judge_world(40, n_runs=1)
+    url = reverse("scoring:run", args=[runs[0].pk])
+    rows = staff.get(url, {"format": "json", "table": "significance"}).json()["tables"]["significance"]["rows"]
+    want = expected_report(runs[0], images)["significance"]
+    intra, inter = rows
+    assert intra["ranking"] == "intra-level ranking" and intra["p_value"] == pytest.approx(want["intra"]["p_value"])
+    assert intra["method"] == want["intra"]["method"] and inter["method"] == want["inter"]["method"]
+    assert inter["p_value"] == pytest.approx(want["inter"]["p_value"])
+    assert inter["verdict"] == ("above chance" if want["inter"]["significant"] else "not shown above chance")
+    assert "Ranking better than chance?" in staff.get(url).content.decode()
+
+
 @pytest.mark.parametrize("threshold", ["0", "4", "two", "1.5", "-1"])
 def test_run_page_refuses_bad_threshold(staff, threshold):
     _, runs = judge_world(8, n_runs=1)

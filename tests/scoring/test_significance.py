@@ -67,3 +67,42 @@ def test_a_good_ranker_is_significant_and_noise_is_not():
     assert "normal approximation" in good["method"]
     assert good["significant"] and good["p_value"] < 1e-6
     assert noise["p_value"] > 0.01
+
+
+# -------------------------------------------------------------------------------------------------
+# Score changes between two conditions (the counterfactual pages): bootstrap interval + Wilcoxon.
+
+
+def brute_force_wilcoxon(changes) -> float:
+    """Independent: every one of the 2^n sign assignments of the ranks of |change| (no ties, no zeros)."""
+    from itertools import product
+
+    values = np.asarray([c for c in changes if c != 0], dtype=float)
+    ranks = np.argsort(np.argsort(np.abs(values))) + 1
+    observed = ranks[values > 0].sum()
+    totals = np.array([ranks[np.array(signs, dtype=bool)].sum() for signs in product((0, 1), repeat=len(values))])
+    return min(1.0, 2 * min((totals <= observed).mean(), (totals >= observed).mean()))
+
+
+def test_paired_change_p_value_equals_an_exact_enumeration_of_signs():
+    rng = np.random.default_rng(11)
+    for n in (3, 5, 8, 12):
+        changes = np.round(rng.normal(-0.1, 0.2, n), 6)
+        changes[np.abs(changes) < 1e-3] = 0.05  # no zero in these cases
+        result = significance.paired_change(changes, resamples=0)
+        assert result["p_value"] == pytest.approx(brute_force_wilcoxon(changes), rel=1e-9)
+        assert result["changed"] == n and result["mean"] == pytest.approx(changes.mean())
+
+
+def test_paired_change_leaves_unchanged_images_out_of_the_test_and_bootstraps_the_mean():
+    changes = np.array([-0.4, -0.3, -0.5, -0.2, 0.0, 0.0, 0.1, -0.6])
+    result = significance.paired_change(changes, resamples=300, seed=3)
+    assert result["n"] == 8 and result["changed"] == 6
+    assert result["p_value"] == pytest.approx(brute_force_wilcoxon(changes), rel=1e-9)
+    from scoring import resample
+
+    means = changes[resample.draw(8, 300, 3)].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    assert (result["lo"], result["hi"]) == (pytest.approx(lo), pytest.approx(hi)) and result["hi"] < 0
+    assert significance.paired_change([0.0, 0.0])["p_value"] == 1.0  # nothing changed: no evidence of a change
+    assert significance.paired_change([])["mean"] is None

@@ -26,6 +26,9 @@ def test_compare_changes_levels_groups_and_largest_gaps():
     assert ids["pixel"]["mean"] == pytest.approx(-0.5)
     assert [r["image_id"] for r in data["largest"]] == [1, 2, 3]
     assert data["largest"][0]["gap"] == pytest.approx(0.65)
+    assert data["overall"]["prompt"]["test"]["changed"] == 2  # image 3 did not move
+    gap = data["gap"]  # pixel change - prompt change per image: +0.65, -0.4, 0
+    assert gap["n"] == 3 and gap["mean"] == pytest.approx(0.25 / 3) and gap["changed"] == 2 and gap["p_value"] == pytest.approx(1.0)
 
 
 def test_compare_with_no_common_image():
