@@ -43,6 +43,10 @@ class ScoringProfile(models.Model):
     def bounds(self) -> engine.Bounds:
         return engine.Bounds.from_inner(self.lo1, self.lo2, self.lo3)
 
+    def a6_check(self) -> list[dict]:
+        """The paper's two Appendix A.6 examples under this profile's weights and boundaries."""
+        return engine.a6_check(self.bounds, self.weights) if self.weights else []
+
     @property
     def label(self) -> str:
         return f"{self.name} v{self.version}" + (" — PROVISIONAL boundaries" if self.provisional else "")

@@ -45,6 +45,8 @@ def test_leaderboard_floor_and_compare_chooser(browser, live_server):
     assert page.locator("#table-leaderboard tbody tr").count() == 2
     assert f"#{runs[2].pk}" in page.inner_text("#table-not_ranked")
     assert no_sideways_scroll(page)
+    page.click("summary:has-text('Appendix A.6')")  # the profile's weights, boundaries and the paper's two examples
+    assert page.locator(".profile-detail table").is_visible() and "0.94703" in page.inner_text(".profile-detail")
     shot(page, "leaderboard-default")
     page.fill("input[name=floor]", "85")
     page.click("#leaderboard-filters button[type=submit]")

@@ -183,6 +183,18 @@ def test_run_page_says_whether_the_ranking_beats_chance_and_how_it_was_tested(st
     assert "Ranking better than chance?" in staff.get(url).content.decode()
 
 
+def test_leaderboard_and_run_page_show_the_profile_with_the_appendix_a6_check(staff):
+    _, runs = judge_world(8, n_runs=1)
+    profile = ScoringProfile.active()
+    for url in (reverse("scoring:leaderboard"), reverse("scoring:run", args=[runs[0].pk])):
+        body = staff.get(url).content.decode()
+        assert "Appendix A.6" in body and ", ".join(str(w) for w in profile.weights) in body
+        for example in profile.a6_check():
+            assert f"{example['score']:.5f}" in body and f"{example['paper']:.3f}" in body
+    assert list(profile.weights) == [658503, 7569, 87, 1]  # the provisional default reproduces both printed numbers
+    assert [e["matches_printed"] for e in profile.a6_check()] == [True, True]
+
+
 @pytest.mark.parametrize("threshold", ["0", "4", "two", "1.5", "-1"])
 def test_run_page_refuses_bad_threshold(staff, threshold):
     _, runs = judge_world(8, n_runs=1)
