@@ -14,6 +14,7 @@ import sys
 import time
 import urllib.parse
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -252,17 +253,29 @@ def child_pids(pid: int) -> list[int]:
     return [int(p) for p in out.split()]
 
 
-@pytest.mark.worker
-def test_run_demo_serves_the_seeded_site_and_stops_cleanly_on_sigterm(tmp_path):
+@contextmanager
+def running_demo(tmp_path, *args: str, drop_env: tuple[str, ...] = ()):
+    """`manage.py run_demo --port P *args` as a child with its own data folder and log; yields (proc, base URL).
+    On the way out the process is killed if it still runs, and the log is closed (read it from tmp_path/run_demo.log)."""
     port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "CELERY_", "DEBUG", "SECRET_KEY", "ALLOWED_HOSTS"))}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("DATABASE_URL", "CELERY_", "DEBUG", "SECRET_KEY", "ALLOWED_HOSTS") + drop_env)}
     env.update(CPRT_DATA_DIR=str(tmp_path / "data"), PYTHONUNBUFFERED="1")
     log = open(tmp_path / "run_demo.log", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "manage.py", "run_demo", "--port", str(port)], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
-    )
+    proc = subprocess.Popen([sys.executable, "manage.py", "run_demo", "--port", str(port), *args],
+                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
+        yield proc, f"http://127.0.0.1:{port}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+@pytest.mark.worker
+def test_run_demo_serves_the_seeded_site_and_stops_cleanly_on_sigterm(tmp_path):
+    with running_demo(tmp_path) as (proc, base):
         wait_for_http(f"{base}/accounts/login/", proc)
         children = child_pids(proc.pid)
         assert len(children) == 2, "expected a web server and a worker process"
@@ -287,11 +300,6 @@ def test_run_demo_serves_the_seeded_site_and_stops_cleanly_on_sigterm(tmp_path):
         while [pid for pid in processes if Path(f"/proc/{pid}").exists()] and time.monotonic() < deadline:
             time.sleep(0.2)
         assert [pid for pid in processes if Path(f"/proc/{pid}").exists()] == []
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        log.close()
     text = (tmp_path / "run_demo.log").read_text()
     assert "demo-reviewer-password" in text and "Demo stopped." in text
 
@@ -305,15 +313,7 @@ def _environ(pid: int) -> dict[str, str]:
 def test_run_demo_with_fake_provider_lets_the_admin_launch_a_run_that_the_worker_finishes(tmp_path):
     """The newcomer's path: `run_demo --with-fake-provider`, log in as admin, launch an OpenAI judge run
     with an invented model name, and watch the demo's own worker finish it against the fake."""
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("DATABASE_URL", "CELERY_", "DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "OPENAI_", "VLLM_"))}
-    env.update(CPRT_DATA_DIR=str(tmp_path / "data"), PYTHONUNBUFFERED="1")
-    log = open(tmp_path / "run_demo.log", "wb")
-    proc = subprocess.Popen([sys.executable, "manage.py", "run_demo", "--port", str(port), "--with-fake-provider"],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    try:
+    with running_demo(tmp_path, "--with-fake-provider", drop_env=("OPENAI_", "VLLM_")) as (proc, base):
         wait_for_http(f"{base}/accounts/login/", proc)
         children = child_pids(proc.pid)
         assert len(children) == 3, "expected the fake provider, a worker and a web server"
@@ -343,11 +343,6 @@ def test_run_demo_with_fake_provider_lets_the_admin_launch_a_run_that_the_worker
 
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        log.close()
     text = (tmp_path / "run_demo.log").read_text()
     assert "Fake provider (a stand-in, not a model" in text and "Demo stopped." in text
     assert key not in text
