@@ -37,10 +37,8 @@ def _bootstrap_intervals(diff: np.ndarray, valid: np.ndarray, resamples: int, se
     samples = np.full((resamples, attributes), np.nan)
     idx = resample.draw(n, resamples, seed)
     for start in range(0, resamples, CHUNK):
-        block = idx[start:start + CHUNK]
-        rows = block.shape[0]
-        # W[b, i]: how many times image i was drawn in resample b.
-        W = np.bincount((block + np.arange(rows)[:, None] * n).ravel(), minlength=rows * n).reshape(rows, n).astype(float)
+        W = resample.multiplicities(idx[start:start + CHUNK], n).astype(float)
+        rows = W.shape[0]
         sums, counts = W @ diff, W @ valid
         with np.errstate(invalid="ignore", divide="ignore"):
             samples[start:start + rows] = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)

@@ -26,6 +26,15 @@ def draw(n: int, resamples: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, n, size=(resamples, n), dtype=np.int32 if n < 2**31 else np.int64)
 
 
+def multiplicities(idx: np.ndarray, n: int, of: np.ndarray | None = None) -> np.ndarray:
+    """(resamples, n) counts W[b, i]: how many times bin i is drawn in resample b of `idx`, where item j
+    falls in bin of[j] (default: its own bin, so n is the number of items)."""
+    k = idx.shape[0]
+    flat = idx.astype(np.intp) if of is None else of[idx]  # a fresh array in bincount's index type, offset in place
+    flat += (np.arange(k, dtype=np.intp) * n)[:, None]
+    return np.bincount(flat.ravel(), minlength=k * n).reshape(k, n)
+
+
 # ---------------------------------------------------------------------------------------------
 # Pairwise counts
 
@@ -286,7 +295,7 @@ class Cells:
     def __init__(self, gt: np.ndarray, pred: np.ndarray, level: np.ndarray):
         keys = np.stack([gt, pred, level.astype(float)], axis=1)
         uniq, of = np.unique(keys, axis=0, return_inverse=True)
-        self.of = of.ravel()  # cell of each item
+        self.of = of.ravel().astype(np.intp, copy=False)  # cell of each item (bincount's index type)
         self.gt, self.pred, self.level = uniq[:, 0], uniq[:, 1], uniq[:, 2].astype(np.int64)
         self.size = uniq.shape[0]
         self._plan = None
@@ -295,12 +304,9 @@ class Cells:
         """(resamples, cells) counts straight from bootstrap indices, a few resamples at a time (cache-sized)."""
         B = idx.shape[0]
         out = np.empty((B, self.size), dtype=np.int32)
-        of = self.of.astype(np.intp, copy=False)  # bincount's own index type: no conversion of the gathered indices
         for s in range(0, B, chunk):
-            flat = of[idx[s:s + chunk]]
-            k = flat.shape[0]
-            flat += (np.arange(k, dtype=np.intp) * self.size)[:, None]
-            out[s:s + k] = np.bincount(flat.ravel(), minlength=k * self.size).reshape(k, self.size)
+            block = idx[s:s + chunk]
+            out[s:s + block.shape[0]] = multiplicities(block, self.size, of=self.of)
         return out
 
     @property
