@@ -126,3 +126,25 @@ def test_agreement_page_sections_heatmap_and_split_form(browser, live_server):
     page.click("form.filters button[type=submit]")
     page.wait_for_url("**split=test**")
     assert page.locator("#table-summary").count() == 1
+
+
+def test_counterfactual_pair_page_and_its_collapse_form(browser, live_server):
+    make_user("cf-staff", "adjudicator")
+    images = make_images(12, prefix="2017_75")
+    base, cf = make_run(strategy="taxonomy", model="cf-judge"), make_run(strategy="taxonomy", model="cf-judge", cf=True)
+    add_results(base, [(image, "ok", 0.9 - 0.02 * k) for k, image in enumerate(images)])
+    add_results(cf, [(image, "ok", 0.9 - 0.02 * k - (0.6 if k < 5 else 0.1 if k < 10 else 0.0)) for k, image in enumerate(images)])
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    log_in(page, live_server.url, "cf-staff")
+    page.click("nav >> text=Counterfactual")
+    page.click(f"text=#{base.pk} vs #{cf.pk}")
+    page.wait_for_url(f"**base={base.pk}**")
+    text = " ".join(page.inner_text("main").split())
+    assert "5 collapsed" in text and "95% CI" in text
+    assert "Wilcoxon signed-rank test of no change" in text and "over the 10 images whose score changed" in text
+    page.fill("input[name=drop]", "0.05")  # a looser collapse: the ten images that dropped at all
+    page.press("input[name=drop]", "Enter")
+    page.wait_for_url("**drop=0.05**")
+    assert "10 collapsed" in " ".join(page.inner_text("main").split())
+    assert no_sideways_scroll(page)
+    shot(page, "counterfactual")
