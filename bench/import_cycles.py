@@ -1,0 +1,36 @@
+"""Import circles inside each app (strongly connected components of more than one module), by grimp's graph."""
+import sys
+import grimp
+
+APPS = ["core", "annotations", "inference", "scoring", "demo", "cprt_site"]
+
+def sccs(graph, modules):
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+    sys.setrecursionlimit(10000)
+    def visit(v):
+        index[v] = low[v] = counter[0]; counter[0] += 1; stack.append(v); on.add(v)
+        for w in graph.find_modules_directly_imported_by(v):
+            if w not in modules: continue
+            if w not in index:
+                visit(w); low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop(); on.discard(w); comp.append(w)
+                if w == v: break
+            if len(comp) > 1: out.append(sorted(comp))
+    for m in sorted(modules):
+        if m not in index: visit(m)
+    return out
+
+graph = grimp.build_graph(*APPS)
+total = 0
+for app in APPS:
+    mods = {m for m in graph.modules if m == app or m.startswith(app + ".")}
+    for comp in sccs(graph, mods):
+        total += 1
+        print(f"{app}: {len(comp)} modules: {' '.join(comp)}")
+print(f"{total} import circles")

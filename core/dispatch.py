@@ -1,0 +1,61 @@
+"""Sending background tasks: by name, when the transaction commits. One way for every app.
+
+A service never imports its own `tasks` module (that is what closed import circles before): it names
+the task (`"inference.run_chunk"`) and `send_on_commit` looks it up in the Celery app's registry,
+inside `transaction.on_commit`, so a worker never sees an id whose row is not committed yet and a
+rolled-back request sends nothing. `send_now` is for code that already runs after the commit (a
+worker handing on its next chunk, the reconciler).
+
+Task arguments are ids and plain values; `task_args` validates them with a pydantic model in the
+task (the one task-side check, replacing per-app copies).
+"""
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from celery import current_app
+from django.db import transaction
+from pydantic import BaseModel, ConfigDict, PositiveInt, ValidationError
+
+DEFAULT_QUEUE = "default"
+
+
+def registered(task_name: str):
+    """The task registered under `task_name`. A web process has not imported the apps' `tasks`
+    modules (a worker does at start): the first lookup makes Celery import them (autodiscovery).
+    An unknown name raises celery's NotRegistered, so a misspelt name fails loudly, in tests too."""
+    if task_name not in current_app.tasks:
+        current_app.loader.import_default_modules()
+    return current_app.tasks[task_name]
+
+
+def send_now(task_name: str, args: list | tuple = (), kwargs: dict | None = None, queue: str = DEFAULT_QUEUE) -> Any:
+    """Send the registered task `task_name` now (the caller is past any transaction that matters)."""
+    return registered(task_name).apply_async(args=list(args), kwargs=kwargs or {}, queue=queue)
+
+
+def send_on_commit(task_name: str, args: list | tuple = (), kwargs: dict | None = None, queue: str = DEFAULT_QUEUE) -> None:
+    """Send the task when the current transaction commits (at once outside a transaction)."""
+    registered(task_name)  # check the name now, where the caller can see the error
+    args, kwargs = list(args), dict(kwargs or {})
+    transaction.on_commit(lambda: send_now(task_name, args, kwargs, queue))
+
+
+Args = TypeVar("Args", bound=BaseModel)
+
+
+class JobIdArgs(BaseModel):
+    """The arguments of a task about one job row."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+    job_id: PositiveInt
+
+
+def task_args(model: type[Args], task_name: str, **values) -> Args:
+    """Validate a task's arguments; a bad message fails with a message naming the task and field."""
+    try:
+        return model(**values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "arguments"
+        raise ValueError(f"{task_name} refuses its input: {where}: {first['msg']}") from None
