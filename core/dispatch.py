@@ -17,6 +17,8 @@ from celery import current_app
 from django.db import transaction
 from pydantic import BaseModel, ConfigDict, PositiveInt, ValidationError
 
+from core.logs import TASK_HEADER, current_request_id
+
 DEFAULT_QUEUE = "default"
 
 
@@ -30,15 +32,22 @@ def registered(task_name: str):
 
 
 def send_now(task_name: str, args: list | tuple = (), kwargs: dict | None = None, queue: str = DEFAULT_QUEUE) -> Any:
-    """Send the registered task `task_name` now (the caller is past any transaction that matters)."""
-    return registered(task_name).apply_async(args=list(args), kwargs=kwargs or {}, queue=queue)
+    """Send the registered task `task_name` now (the caller is past any transaction that matters).
+    The current request id (core/logs.py) goes with it as a message header, for the worker's logs."""
+    return _send(task_name, args, kwargs, queue, current_request_id())
 
 
 def send_on_commit(task_name: str, args: list | tuple = (), kwargs: dict | None = None, queue: str = DEFAULT_QUEUE) -> None:
-    """Send the task when the current transaction commits (at once outside a transaction)."""
+    """Send the task when the current transaction commits (at once outside a transaction), with the
+    request id current now (the commit may come after the request's context ended)."""
     registered(task_name)  # check the name now, where the caller can see the error
-    args, kwargs = list(args), dict(kwargs or {})
-    transaction.on_commit(lambda: send_now(task_name, args, kwargs, queue))
+    args, kwargs, rid = list(args), dict(kwargs or {}), current_request_id()
+    transaction.on_commit(lambda: _send(task_name, args, kwargs, queue, rid))
+
+
+def _send(task_name: str, args, kwargs, queue: str, rid: str | None) -> Any:
+    headers = {TASK_HEADER: rid} if rid else None
+    return registered(task_name).apply_async(args=list(args), kwargs=kwargs or {}, queue=queue, headers=headers)
 
 
 Args = TypeVar("Args", bound=BaseModel)

@@ -1,7 +1,7 @@
 """Keep configured secrets out of everything the app writes or shows.
 
 `scrub()` replaces every configured secret (API keys, tokens, SECRET_KEY, the password of any URL in
-the settings) and anything that looks like a bearer credential or a URL password with `[redacted]`,
+the settings, every value the settings read with `secret()`, also from a `NAME_FILE` file) and anything that looks like a bearer credential or a URL password with `[redacted]`,
 in strings and in JSON-like values. It is applied where text leaves the process: the fields that hold
 errors and raw provider replies (`ScrubbedTextField`, `ScrubbedJSONField`, on every save, update and
 bulk insert), log records (`scrub_filter`: every record as it is created, and a handler filter),
@@ -44,6 +44,8 @@ def _secret_values() -> tuple[str, ...]:
 
     values = {str(getattr(settings, name, "") or "") for name in SECRET_SETTINGS}
     values |= {os.environ.get(name, "") for name in SECRET_ENVIRONMENT}
+    # Every secret the settings read (cprt_site/env.py `secret()`), from NAME or from the file NAME_FILE.
+    values |= {str(v or "") for v in getattr(settings, "CPRT_SECRETS_READ", {}).values()}
     values |= {_url_password(str(getattr(settings, name, "") or "")) for name in URL_SETTINGS}
     values |= {str(db.get("PASSWORD") or "") for db in settings.DATABASES.values()}
     values |= {_url_password(str(cache.get("LOCATION") or "")) for cache in settings.CACHES.values()}

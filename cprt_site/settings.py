@@ -1,26 +1,54 @@
-"""Settings, all read from the environment (django-environ).
+"""Settings, all read from the environment through the typed helpers of cprt_site/env.py.
 
 Defaults give the embedded setup: SQLite and a filesystem Celery broker under ``CPRT_DATA_DIR``
 (``./var``). Production sets ``DATABASE_URL``, ``CELERY_BROKER_URL``, ``SECRET_KEY``,
 ``ALLOWED_HOSTS`` and ``DEBUG=0``; with DEBUG off the app refuses to start without a real secret
-key and host list.
+key and host list. Every knob is typed and bounded where it is read: a value out of its range, a
+typo in a choice or a switch stops start-up with ImproperlyConfigured naming the variable, the
+value and what is allowed. Secrets (``secret(...)``) may also come from a file named by ``NAME_FILE``.
 """
+import zoneinfo
 from pathlib import Path
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
-BASE_DIR = Path(__file__).resolve().parent.parent
-env = environ.Env()
+from core.logs import FORMATS as LOG_FORMATS
+from core.logs import logging_config
+from cprt_site.env import (
+    SECRETS_READ,
+    envbool,
+    envchoice,
+    envduration,
+    envfloat,
+    envint,
+    envlist,
+    envpath,
+    envstr,
+    envurl,
+    refuse,
+    secret,
+    secret_url,
+)
 
-DEBUG = env.bool("DEBUG", default=True)
-DATA_DIR = Path(env.str("CPRT_DATA_DIR", default=str(BASE_DIR / "var"))).resolve()
+BASE_DIR = Path(__file__).resolve().parent.parent
+# django-environ, kept for its URL parsers (DATABASE_URL, CACHE_URL); values are read with the helpers above.
+env = environ.Env()
+# Every value read through `secret()` (from NAME or NAME_FILE), by variable name: this is the helpers'
+# own dict, so secrets read further down are in it too. core/secrets.py scrubs them everywhere.
+CPRT_SECRETS_READ = SECRETS_READ
+
+DEBUG = envbool("DEBUG", True)
+DATA_DIR = envpath("CPRT_DATA_DIR", BASE_DIR / "var")
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 
 _DEV_SECRET = "dev-insecure-secret-key-only-for-local-debug-use"
-SECRET_KEY = env.str("SECRET_KEY", default=_DEV_SECRET if DEBUG else "")
-ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"] if DEBUG else [])
-CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+SECRET_KEY = secret("SECRET_KEY", _DEV_SECRET if DEBUG else "")
+ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"] if DEBUG else [])
+CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", [])
+for _origin in CSRF_TRUSTED_ORIGINS:
+    if not _origin.startswith(("http://", "https://")):
+        raise refuse("CSRF_TRUSTED_ORIGINS", ",".join(CSRF_TRUSTED_ORIGINS), "comma-separated origins, each with its scheme (https://cprt.example.org)")
 
 
 
@@ -69,6 +97,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so that every log line of the request carries its id (core/logs.py).
+    "core.logs.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -102,8 +132,14 @@ TEMPLATES = [
     },
 ]
 
-# Database: SQLite under the data folder unless DATABASE_URL says otherwise.
-DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{DATA_DIR / 'cprt.sqlite3'}")}
+# Database: SQLite under the data folder unless DATABASE_URL (or the file DATABASE_URL_FILE) says
+# otherwise. POSTGRES_PASSWORD (or POSTGRES_PASSWORD_FILE, the file compose's secret and the postgres
+# image share) is the password of a PostgreSQL DATABASE_URL that has none.
+DATABASE_URL = secret_url("DATABASE_URL", f"sqlite:///{DATA_DIR / 'cprt.sqlite3'}", ("sqlite", "postgres", "postgresql"))
+POSTGRES_PASSWORD = secret("POSTGRES_PASSWORD")
+DATABASES = {"default": environ.Env.db_url_config(DATABASE_URL)}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and not DATABASES["default"].get("PASSWORD") and POSTGRES_PASSWORD:
+    DATABASES["default"]["PASSWORD"] = POSTGRES_PASSWORD
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL and immediate transactions let the web process and the worker write without "database is locked".
     DATABASES["default"].setdefault("OPTIONS", {}).update(
@@ -111,11 +147,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     )
     # A file, not memory, so that a real worker process started by a test sees the test database.
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-cprt.sqlite3")}
-DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=0)
+DATABASES["default"]["CONN_MAX_AGE"] = envint("CONN_MAX_AGE", 0, min=0, max=86400)
 if not DEBUG:
     # compose passes POSTGRES_PASSWORD to the app containers too (env_file); a database password that
     # is set must not be a placeholder either (an empty one is left to the server's own auth rules).
-    for _name, _password in (("POSTGRES_PASSWORD", env.str("POSTGRES_PASSWORD", default="")), ("the password in DATABASE_URL", DATABASES["default"].get("PASSWORD") or "")):
+    for _name, _password in (("POSTGRES_PASSWORD", POSTGRES_PASSWORD), ("the password in DATABASE_URL", DATABASES["default"].get("PASSWORD") or "")):
         if _password and weak_secret(_password, 16):
             raise ImproperlyConfigured(f"DEBUG is off and {_name} {weak_secret(_password, 16)}: set a random value of at least 16 characters ({_MAKE_SECRET}).")
 
@@ -132,35 +168,40 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
-SESSION_COOKIE_AGE = env.int("SESSION_COOKIE_AGE", default=8 * 3600)
+SESSION_COOKIE_AGE = envint("SESSION_COOKIE_AGE", 8 * 3600, min=60, max=90 * 24 * 3600)
 # Cache: per-process memory by default; CACHE_URL=redis://... in production, shared by every process.
-CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://")}
+CACHE_URL = envurl("CACHE_URL", "locmemcache://", ("locmemcache", "dummycache", "filecache", "dbcache", "redis", "rediss", "rediscache"))
+CACHES = {"default": environ.Env.cache_url_config(CACHE_URL)}
 CPRT_SHARED_CACHE = not CACHES["default"]["BACKEND"].endswith("LocMemCache")
 # Sessions live in the database; with a shared cache they are read through it (one query less per
 # request). Never through a per-process cache: a logout would not reach the other processes.
 SESSION_ENGINE = "django.contrib.sessions.backends.cached_db" if CPRT_SHARED_CACHE else "django.contrib.sessions.backends.db"
 # The labeling page shows "left in the queue" from a count at most this old (the queue page counts afresh).
-CPRT_QUEUE_COUNT_TTL_S = env.int("CPRT_QUEUE_COUNT_TTL_S", default=30)
+CPRT_QUEUE_COUNT_TTL_S = envint("CPRT_QUEUE_COUNT_TTL_S", 30, min=0, max=3600)
 SESSION_EXPIRE_AT_BROWSER_CLOSE = True
 
 # django-axes: lock an account+IP after repeated failed logins.
-AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
-AXES_COOLOFF_TIME = env.float("AXES_COOLOFF_HOURS", default=0.25)
+AXES_FAILURE_LIMIT = envint("AXES_FAILURE_LIMIT", 5, min=1, max=1000)
+AXES_COOLOFF_TIME = envfloat("AXES_COOLOFF_HOURS", 0.25, min=0.001, max=24 * 365)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 # How many proxies in front of Django append to X-Forwarded-For (docker-compose.yml: nginx, and the
 # TLS proxy before it = 2). 0: no proxy, the socket address is the client (cprt_site.auth.client_ip).
-CPRT_TRUSTED_PROXIES = env.int("CPRT_TRUSTED_PROXIES", default=0)
+CPRT_TRUSTED_PROXIES = envint("CPRT_TRUSTED_PROXIES", 0, min=0, max=10)
 AXES_CLIENT_IP_CALLABLE = "cprt_site.auth.client_ip"
 
 LANGUAGE_CODE = "en-us"
-TIME_ZONE = env.str("TIME_ZONE", default="UTC")
+TIME_ZONE = envstr("TIME_ZONE", "UTC")
+try:
+    zoneinfo.ZoneInfo(TIME_ZONE)
+except (ValueError, zoneinfo.ZoneInfoNotFoundError):
+    raise refuse("TIME_ZONE", TIME_ZONE, "an IANA time zone name such as UTC or Europe/Paris") from None
 USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
 # The image collects them at build time into /app/staticfiles (deploy/Dockerfile sets STATIC_ROOT).
-STATIC_ROOT = Path(env.str("STATIC_ROOT", default=str(DATA_DIR / "staticfiles"))).resolve()
+STATIC_ROOT = envpath("STATIC_ROOT", DATA_DIR / "staticfiles")
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
@@ -172,34 +213,34 @@ STORAGES = {
     },
 }
 # Image bytes live here, outside STATIC_ROOT and with no MEDIA_URL: only a permission-checked view serves them.
-PRIVATE_IMAGE_ROOT = Path(env.str("PRIVATE_IMAGE_ROOT", default=str(DATA_DIR / "private-images"))).resolve()
+PRIVATE_IMAGE_ROOT = envpath("PRIVATE_IMAGE_ROOT", DATA_DIR / "private-images")
 # Finished dataset exports (zip files), also private: only admins download them, through a view.
-CPRT_EXPORT_ROOT = Path(env.str("CPRT_EXPORT_ROOT", default=str(DATA_DIR / "exports"))).resolve()
+CPRT_EXPORT_ROOT = envpath("CPRT_EXPORT_ROOT", DATA_DIR / "exports")
 # Behind nginx (docker-compose.yml), Django checks permissions and answers with X-Accel-Redirect;
 # nginx then sends the bytes from an `internal` location (deploy/nginx.conf). Off: Django streams them.
-CPRT_X_ACCEL_REDIRECT = env.bool("CPRT_X_ACCEL_REDIRECT", default=False)
+CPRT_X_ACCEL_REDIRECT = envbool("CPRT_X_ACCEL_REDIRECT", False)
 # name -> folder; nginx maps /_protected/<name>/ to the same folder.
 CPRT_PROTECTED_ROOTS = {"images": PRIVATE_IMAGE_ROOT, "exports": CPRT_EXPORT_ROOT}
-CPRT_MAX_IMAGE_PIXELS = env.int("CPRT_MAX_IMAGE_PIXELS", default=40_000_000)
-CPRT_MAX_IMAGE_BYTES = env.int("CPRT_MAX_IMAGE_BYTES", default=25 * 1024 * 1024)
-DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=5 * 1024 * 1024)
+CPRT_MAX_IMAGE_PIXELS = envint("CPRT_MAX_IMAGE_PIXELS", 40_000_000, min=1, max=1_000_000_000)
+CPRT_MAX_IMAGE_BYTES = envint("CPRT_MAX_IMAGE_BYTES", 25 * 1024 * 1024, min=1, max=2 * 1024**3)
+DATA_UPLOAD_MAX_MEMORY_SIZE = envint("DATA_UPLOAD_MAX_MEMORY_SIZE", 5 * 1024 * 1024, min=1024, max=2 * 1024**3)
 FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
 
 # How many independent human labelings each image needs.
-CPRT_LABELINGS_PER_IMAGE = env.int("CPRT_LABELINGS_PER_IMAGE", default=2)
+CPRT_LABELINGS_PER_IMAGE = envint("CPRT_LABELINGS_PER_IMAGE", 2, min=1, max=50)
 # A draft with no answer, untouched this long, gives its slot back (beat task annotations.release_idle_drafts).
-CPRT_DRAFT_IDLE_HOURS = env.float("CPRT_DRAFT_IDLE_HOURS", default=24.0)
+CPRT_DRAFT_IDLE_HOURS = envfloat("CPRT_DRAFT_IDLE_HOURS", 24.0, min=0.01, max=24 * 365)
 # Draft autosaves by one user within this many seconds of each other share one history row (0: one per save).
-CPRT_HISTORY_COALESCE_S = env.float("CPRT_HISTORY_COALESCE_S", default=60.0)
+CPRT_HISTORY_COALESCE_S = envduration("CPRT_HISTORY_COALESCE_S", 60.0, min=0, max=24 * 3600)
 
 # Celery: filesystem broker under the data folder by default, redis:// in production.
 # Redis delivers a message again when its task has not been acked after the visibility timeout (tasks
 # ack late), so every task must end well before it: soft and hard time limits below it, checked here.
-CPRT_BROKER_VISIBILITY_TIMEOUT_S = env.int("CPRT_BROKER_VISIBILITY_TIMEOUT_S", default=3600)
-CELERY_TASK_SOFT_TIME_LIMIT = env.int("CPRT_TASK_SOFT_TIME_LIMIT_S", default=CPRT_BROKER_VISIBILITY_TIMEOUT_S * 3 // 4)
-CELERY_TASK_TIME_LIMIT = env.int("CPRT_TASK_TIME_LIMIT_S", default=CPRT_BROKER_VISIBILITY_TIMEOUT_S * 5 // 6)
+CPRT_BROKER_VISIBILITY_TIMEOUT_S = envint("CPRT_BROKER_VISIBILITY_TIMEOUT_S", 3600, min=60, max=7 * 24 * 3600)
+CELERY_TASK_SOFT_TIME_LIMIT = envint("CPRT_TASK_SOFT_TIME_LIMIT_S", CPRT_BROKER_VISIBILITY_TIMEOUT_S * 3 // 4, min=1)
+CELERY_TASK_TIME_LIMIT = envint("CPRT_TASK_TIME_LIMIT_S", CPRT_BROKER_VISIBILITY_TIMEOUT_S * 5 // 6, min=1)
 # A run's chunk is sized to take about this long at the provider's rate limit (inference/chunks.py).
-CPRT_RUN_CHUNK_TARGET_S = env.float("CPRT_RUN_CHUNK_TARGET_S", default=min(600.0, CELERY_TASK_SOFT_TIME_LIMIT / 4))
+CPRT_RUN_CHUNK_TARGET_S = envduration("CPRT_RUN_CHUNK_TARGET_S", min(600.0, CELERY_TASK_SOFT_TIME_LIMIT / 4), min=0.001)
 if not 0 < CELERY_TASK_SOFT_TIME_LIMIT < CELERY_TASK_TIME_LIMIT < CPRT_BROKER_VISIBILITY_TIMEOUT_S:
     raise ImproperlyConfigured(
         "Celery time limits must satisfy 0 < CPRT_TASK_SOFT_TIME_LIMIT_S < CPRT_TASK_TIME_LIMIT_S < "
@@ -211,7 +252,7 @@ if not 0 < CPRT_RUN_CHUNK_TARGET_S <= CELERY_TASK_SOFT_TIME_LIMIT / 2:
         f"CPRT_RUN_CHUNK_TARGET_S must be positive and at most half of the soft time limit "
         f"({CELERY_TASK_SOFT_TIME_LIMIT} s); got {CPRT_RUN_CHUNK_TARGET_S}."
     )
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
+CELERY_BROKER_URL = envurl("CELERY_BROKER_URL", "filesystem://", ("filesystem", "redis", "rediss", "memory"))
 BROKER_DIR = DATA_DIR / "broker"
 if CELERY_BROKER_URL.startswith("filesystem://"):
     for sub in ("queue", "processed", "control"):
@@ -228,10 +269,10 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
 else:
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CPRT_BROKER_VISIBILITY_TIMEOUT_S}
 _default_results = f"file://{DATA_DIR / 'celery-results'}" if CELERY_BROKER_URL.startswith("filesystem://") else CELERY_BROKER_URL
-CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=_default_results)
+CELERY_RESULT_BACKEND = envurl("CELERY_RESULT_BACKEND", _default_results, ("file", "redis", "rediss", "cache+memory"))
 if CELERY_RESULT_BACKEND.startswith("file://"):
     Path(CELERY_RESULT_BACKEND.removeprefix("file://")).mkdir(parents=True, exist_ok=True)
-CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+CELERY_TASK_ALWAYS_EAGER = envbool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -254,68 +295,68 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {"TITLE": "CPRT Workbench API", "VERSION": "1", "SERVE_INCLUDE_SCHEMA": False}
 
-# Model providers: credentials only from the environment, never stored.
-OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
-OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="")
-GEMINI_API_KEY = env.str("GEMINI_API_KEY", default="")
-GEMINI_BASE_URL = env.str("GEMINI_BASE_URL", default="")
-VLLM_BASE_URL = env.str("VLLM_BASE_URL", default="")
-VLLM_API_KEY = env.str("VLLM_API_KEY", default="")
-HF_TOKEN = env.str("HF_TOKEN", default="")
+# Model providers: credentials only from the environment (or NAME_FILE), never stored.
+OPENAI_API_KEY = secret("OPENAI_API_KEY")
+OPENAI_BASE_URL = envurl("OPENAI_BASE_URL", "")
+GEMINI_API_KEY = secret("GEMINI_API_KEY")
+GEMINI_BASE_URL = envurl("GEMINI_BASE_URL", "")
+VLLM_BASE_URL = envurl("VLLM_BASE_URL", "")
+VLLM_API_KEY = secret("VLLM_API_KEY")
+HF_TOKEN = secret("HF_TOKEN")
 # A running export writes a heartbeat this often; beat marks one silent for CPRT_EXPORT_STALE_S failed (worker lost).
-CPRT_EXPORT_HEARTBEAT_S = env.float("CPRT_EXPORT_HEARTBEAT_S", default=30.0)
-CPRT_EXPORT_STALE_S = env.float("CPRT_EXPORT_STALE_S", default=300.0)
+CPRT_EXPORT_HEARTBEAT_S = envduration("CPRT_EXPORT_HEARTBEAT_S", 30.0, min=0.05, max=3600)
+CPRT_EXPORT_STALE_S = envduration("CPRT_EXPORT_STALE_S", 300.0, min=1.0, max=7 * 24 * 3600)
 # Face anonymization jobs (annotations/faces): threads per job, heartbeat, silence after which a job is resumable.
-CPRT_FACES_THREADS = env.int("CPRT_FACES_THREADS", default=2)
-CPRT_FACES_HEARTBEAT_S = env.float("CPRT_FACES_HEARTBEAT_S", default=5.0)
-CPRT_FACES_STALE_S = env.float("CPRT_FACES_STALE_S", default=120.0)
-HF_ENDPOINT = env.str("HF_ENDPOINT", default="")  # another Hub (a mirror, the tests' fake); empty: huggingface.co
-
-
-def _at_least(name: str, value, minimum):
-    """A run knob below its minimum is a configuration error, said at start-up."""
-    if value < minimum:
-        raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {value}")
-    return value
+CPRT_FACES_THREADS = envint("CPRT_FACES_THREADS", 2, min=1, max=64)
+CPRT_FACES_HEARTBEAT_S = envduration("CPRT_FACES_HEARTBEAT_S", 5.0, min=0.05, max=3600)
+CPRT_FACES_STALE_S = envduration("CPRT_FACES_STALE_S", 120.0, min=1.0, max=7 * 24 * 3600)
+HF_ENDPOINT = envurl("HF_ENDPOINT", "")  # another Hub (a mirror, the tests' fake); empty: huggingface.co
 
 
 # Runs and providers (read by inference; tests override them through Django's `settings`).
 # Seconds one provider request may take before it counts as a (retryable) timeout.
-CPRT_PROVIDER_TIMEOUT_S = _at_least("CPRT_PROVIDER_TIMEOUT_S", env.float("CPRT_PROVIDER_TIMEOUT_S", default=120.0), 0.05)
+CPRT_PROVIDER_TIMEOUT_S = envduration("CPRT_PROVIDER_TIMEOUT_S", 120.0, min=0.05, max=3600)
 # Attempts per request (first try included) for retryable failures; backoff doubles from _S up to _MAX_S.
-CPRT_PROVIDER_MAX_ATTEMPTS = _at_least("CPRT_PROVIDER_MAX_ATTEMPTS", env.int("CPRT_PROVIDER_MAX_ATTEMPTS", default=5), 1)
-CPRT_PROVIDER_BACKOFF_S = _at_least("CPRT_PROVIDER_BACKOFF_S", env.float("CPRT_PROVIDER_BACKOFF_S", default=1.0), 0.0)
-CPRT_PROVIDER_BACKOFF_MAX_S = _at_least("CPRT_PROVIDER_BACKOFF_MAX_S", env.float("CPRT_PROVIDER_BACKOFF_MAX_S", default=60.0), 0.0)
+CPRT_PROVIDER_MAX_ATTEMPTS = envint("CPRT_PROVIDER_MAX_ATTEMPTS", 5, min=1, max=100)
+CPRT_PROVIDER_BACKOFF_S = envduration("CPRT_PROVIDER_BACKOFF_S", 1.0, min=0.0, max=3600)
+CPRT_PROVIDER_BACKOFF_MAX_S = envduration("CPRT_PROVIDER_BACKOFF_MAX_S", 60.0, min=0.0, max=3600)
 # Minimum images per chunk task (chunks hold up to 200 x the lane's concurrency, see inference.dispatch).
-CPRT_RUN_CHUNK_SIZE = _at_least("CPRT_RUN_CHUNK_SIZE", env.int("CPRT_RUN_CHUNK_SIZE", default=50), 1)
+CPRT_RUN_CHUNK_SIZE = envint("CPRT_RUN_CHUNK_SIZE", 50, min=1, max=100_000)
 # Most requests one chunk task keeps in flight. A run with a higher concurrency is split into
 # ceil(concurrency / this) lanes (inference/leases.py) that run on separate worker processes, because one
 # Python process tops out at ~200 requests/s of SDK work, and loses efficiency to GIL contention well
 # before that (measured: 0.93 of ideal at 16 in flight, 0.86 at 32).
-CPRT_RUN_LANE_CONCURRENCY = _at_least("CPRT_RUN_LANE_CONCURRENCY", env.int("CPRT_RUN_LANE_CONCURRENCY", default=16), 1)
+CPRT_RUN_LANE_CONCURRENCY = envint("CPRT_RUN_LANE_CONCURRENCY", 16, min=1, max=1024)
 # A lane whose worker has not renewed its lease for CPRT_RUN_STALE_S is re-dispatched by the reconciler;
 # a lane no worker has claimed yet (queued work) never is.
-CPRT_RUN_STALE_S = _at_least("CPRT_RUN_STALE_S", env.float("CPRT_RUN_STALE_S", default=180.0), 1.0)
-CPRT_RUN_HEARTBEAT_S = _at_least("CPRT_RUN_HEARTBEAT_S", env.float("CPRT_RUN_HEARTBEAT_S", default=2.0), 0.05)
-CPRT_RECONCILE_EVERY_S = _at_least("CPRT_RECONCILE_EVERY_S", env.float("CPRT_RECONCILE_EVERY_S", default=60.0), 1.0)
+CPRT_RUN_STALE_S = envduration("CPRT_RUN_STALE_S", 180.0, min=1.0, max=7 * 24 * 3600)
+CPRT_RUN_HEARTBEAT_S = envduration("CPRT_RUN_HEARTBEAT_S", 2.0, min=0.05, max=3600)
+CPRT_RECONCILE_EVERY_S = envduration("CPRT_RECONCILE_EVERY_S", 60.0, min=1.0, max=24 * 3600)
 # Requests per minute allowed for a provider, shared by every worker; 0 means no limit.
-OPENAI_MAX_RPM = env.int("OPENAI_MAX_RPM", default=500)
-GEMINI_MAX_RPM = env.int("GEMINI_MAX_RPM", default=300)
-VLLM_MAX_RPM = env.int("VLLM_MAX_RPM", default=0)
+OPENAI_MAX_RPM = envint("OPENAI_MAX_RPM", 500, min=0, max=10_000_000)
+GEMINI_MAX_RPM = envint("GEMINI_MAX_RPM", 300, min=0, max=10_000_000)
+VLLM_MAX_RPM = envint("VLLM_MAX_RPM", 0, min=0, max=10_000_000)
 # Pixel budget for images sent to vLLM (downscaled client-side, aspect ratio kept).
-VLLM_MAX_PIXELS = _at_least("VLLM_MAX_PIXELS", env.int("VLLM_MAX_PIXELS", default=1_003_520), 1024)
+VLLM_MAX_PIXELS = envint("VLLM_MAX_PIXELS", 1_003_520, min=1024, max=1_000_000_000)
 # Redis for the shared rate limiter; empty: the broker when it is Redis, else a SQLite file (one host).
-CPRT_RATE_LIMIT_URL = env.str("CPRT_RATE_LIMIT_URL", default="")
+CPRT_RATE_LIMIT_URL = envurl("CPRT_RATE_LIMIT_URL", "", ("redis", "rediss"))
 # Batch runs (inference/batch): per-file limits (the providers' own caps apply too), Gemini's inline
 # size, the poll interval, the providers' completion window, when a dead poller's ingest claim lapses.
-CPRT_BATCH_MAX_REQUESTS = _at_least("CPRT_BATCH_MAX_REQUESTS", env.int("CPRT_BATCH_MAX_REQUESTS", default=50_000), 1)
-CPRT_BATCH_MAX_BYTES = _at_least("CPRT_BATCH_MAX_BYTES", env.int("CPRT_BATCH_MAX_BYTES", default=200 * 1024 * 1024), 1024)
-CPRT_BATCH_GEMINI_INLINE_MAX_BYTES = _at_least("CPRT_BATCH_GEMINI_INLINE_MAX_BYTES", env.int("CPRT_BATCH_GEMINI_INLINE_MAX_BYTES", default=20 * 1024 * 1024), 0)
-CPRT_BATCH_POLL_S = _at_least("CPRT_BATCH_POLL_S", env.float("CPRT_BATCH_POLL_S", default=60.0), 1.0)
-CPRT_BATCH_WINDOW_H = _at_least("CPRT_BATCH_WINDOW_H", env.float("CPRT_BATCH_WINDOW_H", default=24.0), 0.0)
-CPRT_BATCH_INGEST_STALE_S = _at_least("CPRT_BATCH_INGEST_STALE_S", env.float("CPRT_BATCH_INGEST_STALE_S", default=600.0), 1.0)
+CPRT_BATCH_MAX_REQUESTS = envint("CPRT_BATCH_MAX_REQUESTS", 50_000, min=1, max=50_000)
+CPRT_BATCH_MAX_BYTES = envint("CPRT_BATCH_MAX_BYTES", 200 * 1024 * 1024, min=1024, max=2 * 1024**3)
+CPRT_BATCH_GEMINI_INLINE_MAX_BYTES = envint("CPRT_BATCH_GEMINI_INLINE_MAX_BYTES", 20 * 1024 * 1024, min=0, max=20 * 1024 * 1024)
+CPRT_BATCH_POLL_S = envduration("CPRT_BATCH_POLL_S", 60.0, min=1.0, max=24 * 3600)
+CPRT_BATCH_WINDOW_H = envfloat("CPRT_BATCH_WINDOW_H", 24.0, min=0.01, max=24 * 30)
+CPRT_BATCH_INGEST_STALE_S = envduration("CPRT_BATCH_INGEST_STALE_S", 600.0, min=1.0, max=7 * 24 * 3600)
 # vLLM batch runs: "offline" (batch_export / run_batch / batch_ingest on a GPU machine) or "api".
-VLLM_BATCH_MODE = env.str("VLLM_BATCH_MODE", default="offline")
+VLLM_BATCH_MODE = envchoice("VLLM_BATCH_MODE", "offline", ("offline", "api"))
+
+# A heartbeat at least as slow as the silence that declares its worker lost would fail live jobs.
+for _beat, _stale in (("CPRT_RUN_HEARTBEAT_S", "CPRT_RUN_STALE_S"), ("CPRT_EXPORT_HEARTBEAT_S", "CPRT_EXPORT_STALE_S"), ("CPRT_FACES_HEARTBEAT_S", "CPRT_FACES_STALE_S")):
+    if not globals()[_beat] < globals()[_stale]:
+        raise ImproperlyConfigured(f"{_beat} ({globals()[_beat]} s) must be shorter than {_stale} ({globals()[_stale]} s): a live job would be taken for lost.")
+if CPRT_PROVIDER_BACKOFF_S > CPRT_PROVIDER_BACKOFF_MAX_S:
+    raise ImproperlyConfigured(f"CPRT_PROVIDER_BACKOFF_S ({CPRT_PROVIDER_BACKOFF_S}) must not exceed CPRT_PROVIDER_BACKOFF_MAX_S ({CPRT_PROVIDER_BACKOFF_MAX_S}).")
 
 # Periodic jobs (celery beat): the apps own the tasks, the project owns the schedule.
 CELERY_BEAT_SCHEDULE = {
@@ -327,10 +368,10 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 if not DEBUG:
-    SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=True)
-    CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=True)
-    SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
-    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000)
+    SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", True)
+    CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", True)
+    SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", True)
+    SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 31536000, min=0, max=2 * 31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
@@ -356,13 +397,11 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 
-# Log records are scrubbed of configured secrets (messages and tracebacks) as they are created, and
-# again by the handler filter (core.secrets.scrub_filter), in every process that configures logging.
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "filters": {"scrub_secrets": {"()": "core.secrets.scrub_filter"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["scrub_secrets"]}},
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"httpx": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}},
-}
+# One line per event: timestamp, level, logger, request id, job id, task (core/logs.py); plain text,
+# or one JSON object per line with LOG_FORMAT=json. Log records are scrubbed of configured secrets
+# (messages and tracebacks) as they are created, and again by the handler filter
+# (core.secrets.scrub_filter), in every process that configures logging. Celery workers and beat use
+# this configuration too (cprt_site/celery.py), and so does gunicorn (deploy/gunicorn.conf.py).
+LOG_LEVEL = envchoice("LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"))
+LOG_FORMAT = envchoice("LOG_FORMAT", "text", LOG_FORMATS)
+LOGGING = logging_config(LOG_LEVEL, LOG_FORMAT)
