@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 # The providers' documented per-batch limits (OpenAI: 50,000 requests and 200 MB per input file;
 # Gemini: 20 MB for an inline request, 2 GB per uploaded file). The settings can only lower them.
@@ -39,7 +40,14 @@ def ingest_stale_after() -> float:
     return settings.CPRT_BATCH_INGEST_STALE_S
 
 
+VLLM_BATCH_MODES = ("offline", "api")
+
+
 def vllm_batch_mode() -> str:
     """`offline` (default: vLLM's server has no Batches endpoint; batch_export / run_batch / batch_ingest)
-    or `api` (an OpenAI-compatible server that has one: submitted and polled like OpenAI)."""
-    return settings.VLLM_BATCH_MODE
+    or `api` (an OpenAI-compatible server that has one: submitted and polled like OpenAI). Anything
+    else is refused here too (the settings refuse it at start-up), never taken for offline."""
+    mode = settings.VLLM_BATCH_MODE
+    if mode not in VLLM_BATCH_MODES:
+        raise ImproperlyConfigured(f"VLLM_BATCH_MODE={mode!r} is not allowed: one of {', '.join(VLLM_BATCH_MODES)}.")
+    return mode

@@ -141,3 +141,15 @@ def test_a_missing_or_empty_secret_file_is_refused(tmp_path):
     refused(start(tmp_path, GEMINI_API_KEY_FILE=str(tmp_path / "absent")), "GEMINI_API_KEY_FILE=", "cannot be read")
     (tmp_path / "empty").write_text("\n")
     refused(start(tmp_path, VLLM_API_KEY_FILE=str(tmp_path / "empty")), "VLLM_API_KEY_FILE=", "is an empty file")
+
+
+def test_the_batch_conf_never_takes_an_unknown_vllm_mode_for_offline(settings):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from inference.batch import conf
+
+    settings.VLLM_BATCH_MODE = "nonsense"  # set after start-up (a test, a shell): refused where it is read
+    with pytest.raises(ImproperlyConfigured, match="VLLM_BATCH_MODE='nonsense' is not allowed"):
+        conf.vllm_batch_mode()
+    settings.VLLM_BATCH_MODE = "api"
+    assert conf.vllm_batch_mode() == "api"
