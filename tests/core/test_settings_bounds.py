@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.core.test_settings import CONTROLLED, STRONG_SECRET
-
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = """
 import json, django
@@ -29,8 +27,11 @@ values["db_name"] = str(settings.DATABASES["default"]["NAME"])
 values["scrubbed"] = {name: scrub(f"echo {value}") for name, value in settings.CPRT_SECRETS_READ.items()}
 print(json.dumps(values))
 """
-# Variables these tests set; anything inherited from the caller is removed first.
-MINE = CONTROLLED + (
+STRONG_SECRET = "k3Jx9-QvR2mZ7pL0wYt4NbA8sEe1HdUcGf6iVo5_Tq2Wz7Xr4Ky1M"  # 53 random-looking characters, test only
+# Variables these tests set; anything inherited from the caller (CI sets some) is removed first.
+MINE = (
+    "DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND",
+    "CELERY_TASK_ALWAYS_EAGER", "PRIVATE_IMAGE_ROOT", "PYTEST_XDIST_WORKER", "POSTGRES_PASSWORD", "STATIC_ROOT",
     "OPENAI_MAX_RPM", "GEMINI_MAX_RPM", "VLLM_MAX_RPM", "VLLM_BATCH_MODE", "CPRT_LABELINGS_PER_IMAGE", "LOG_LEVEL", "LOG_FORMAT",
     "CPRT_RUN_HEARTBEAT_S", "CPRT_RUN_STALE_S", "CPRT_EXPORT_HEARTBEAT_S", "CPRT_EXPORT_STALE_S", "CPRT_FACES_STALE_S",
     "OPENAI_API_KEY", "GEMINI_API_KEY", "VLLM_API_KEY", "HF_TOKEN", "CPRT_RUN_CHUNK_SIZE", "TIME_ZONE",
