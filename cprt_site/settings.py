@@ -366,3 +366,59 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {"httpx": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}},
 }
+
+# --- operations (health, metrics, sessions, cache) ---
+# docs/operations.md. The lead folds these into the typed helpers at merge.
+# Sessions live in the database only: a page must not answer 500 while Redis is away (was cached_db).
+SESSION_ENGINE = "django.contrib.sessions.backends.db"
+# A shared Redis cache that fails soft: a connection error is logged and read as a miss (core/cache.py).
+if CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache":
+    CACHES["default"]["BACKEND"] = "core.cache.ResilientRedisCache"
+    CACHES["default"].setdefault("OPTIONS", {}).update(
+        {"socket_connect_timeout": env.float("CPRT_CACHE_TIMEOUT_S", default=0.5), "socket_timeout": env.float("CPRT_CACHE_TIMEOUT_S", default=0.5)}
+    )
+# PostgreSQL: give up connecting after this many seconds (readiness answers within ~2 s; libpq waits forever).
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", env.int("CPRT_DB_CONNECT_TIMEOUT_S", default=5))
+
+# /readyz (core/health.py): the queues that need a live worker (a queue no deployment serves, e.g. gpu
+# without the gpu profile, is left out), how often a worker records its heartbeat, how old a heartbeat
+# or beat's tick may be, the time every check together may take.
+CPRT_READY_QUEUES = env.list("CPRT_READY_QUEUES", default=["default", "api", "gpu"])
+CPRT_WORKER_HEARTBEAT_S = env.float("CPRT_WORKER_HEARTBEAT_S", default=15.0)
+CPRT_READY_WORKER_STALE_S = env.float("CPRT_READY_WORKER_STALE_S", default=60.0)
+CPRT_BEAT_TICK_S = env.float("CPRT_BEAT_TICK_S", default=30.0)
+CPRT_READY_BEAT_STALE_S = env.float("CPRT_READY_BEAT_STALE_S", default=120.0)
+CPRT_READY_TIMEOUT_S = env.float("CPRT_READY_TIMEOUT_S", default=1.5)
+CELERY_BEAT_SCHEDULE["core.beat_tick"] = {
+    "task": "core.beat_tick", "schedule": CPRT_BEAT_TICK_S,
+    # A tick that waits in the queue longer than its period is dropped, not recorded late.
+    "options": {"queue": "default", "expires": CPRT_BEAT_TICK_S},
+}
+
+# /metrics (core/metrics.py): a bearer token (or a file holding it) and/or client networks allowed
+# without one; with neither set, /metrics answers 404.
+CPRT_METRICS_TOKEN = env.str("CPRT_METRICS_TOKEN", default="")
+if not CPRT_METRICS_TOKEN and env.str("CPRT_METRICS_TOKEN_FILE", default=""):
+    CPRT_METRICS_TOKEN = Path(env.str("CPRT_METRICS_TOKEN_FILE")).read_text().strip()
+CPRT_METRICS_ALLOW = env.list("CPRT_METRICS_ALLOW", default=[])
+INSTALLED_APPS.append("django_prometheus")
+MIDDLEWARE = ["django_prometheus.middleware.PrometheusBeforeMiddleware", *MIDDLEWARE, "django_prometheus.middleware.PrometheusAfterMiddleware"]
+# Several processes (gunicorn workers, Celery's pool) add to one set of counters through files in
+# PROMETHEUS_MULTIPROC_DIR (compose: /data/metrics); unset, each process counts for itself.
+PROMETHEUS_MULTIPROC_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", default="")
+if PROMETHEUS_MULTIPROC_DIR:
+    from core.metrics_files import use_shared_files
+
+    use_shared_files(PROMETHEUS_MULTIPROC_DIR)
+# Jobs counted by status at each scrape (model labels: the base layer imports no app above it).
+CPRT_METRICS_JOB_MODELS = {"run": "inference.Run", "export": "scoring.ExportJob", "anonymization": "annotations.AnonymizationJob"}
+# /healthz, /readyz and /metrics answer over plain HTTP too (probes inside the compose network).
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+
+if not DEBUG:
+    # TLS terminates in the proxy in front of nginx, which redirects http to https and sets
+    # X-Forwarded-Proto (SECURE_PROXY_SSL_HEADER); Django redirects too only when asked.
+    SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
+    # Preloading is a commitment for the whole domain (hstspreload.org): opt in.
+    SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
