@@ -10,7 +10,10 @@ import os
 import tempfile
 from pathlib import Path
 
+import redis
 from django.conf import settings
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 REDIS_PRIORITY_SEP = "\x06\x16"
 REDIS_PRIORITY_STEPS = (0, 3, 6, 9)  # kombu's default priority_steps
@@ -25,9 +28,8 @@ def queue_folder() -> Path:
 
 
 def redis_client(timeout: float):
-    import redis
-
-    return redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=timeout, socket_connect_timeout=timeout)
+    # No retries: a probe answers now (redis-py otherwise retries a refused connection with backoff).
+    return redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=timeout, socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 0))
 
 
 def ping(timeout: float = 1.0) -> str:

@@ -4,8 +4,10 @@
 whether the stack can do its work: the database answers, the broker answers, the data folders are
 writable, each queue in CPRT_READY_QUEUES has a worker whose heartbeat is fresh, and beat's tick
 reached a worker lately (core/heartbeats.py). Every check runs at once in its own thread and all of
-them together get CPRT_READY_TIMEOUT_S; a check still running then counts as failed. 200 when every
-check passes, else 503; the JSON names each check with "ok" or "error" and a message.
+them together get CPRT_READY_TIMEOUT_S; a check still running then counts as failed. The database
+checks run in the request's own thread and connection (PostgreSQL gives up connecting after
+CPRT_DB_CONNECT_TIMEOUT_S), the broker and storage checks in threads. 200 when every check passes,
+else 503; the JSON names each check with "ok" or "error" and a message.
 """
 from __future__ import annotations
 
@@ -24,6 +26,10 @@ from django.views.decorators.http import require_GET
 from . import broker
 from .models import ProcessHeartbeat
 from .secrets import scrub
+
+
+class CheckFailed(Exception):
+    """A check's plain answer (shown as it is, without the exception's name)."""
 
 
 def check_database() -> str:
@@ -58,54 +64,53 @@ def check_worker(queue: str) -> str:
         return f"{len(live)} live worker(s): {', '.join(live)}"
     last = rows.order_by("-seen_at").first()
     if last is None:
-        raise RuntimeError(f"no worker consumes the {queue} queue")
-    raise RuntimeError(f"no live worker: the last heartbeat ({last.node}) was {_age(last.seen_at)}")
+        raise CheckFailed(f"no worker consumes the {queue} queue")
+    raise CheckFailed(f"no live worker: the last heartbeat ({last.node}) was {_age(last.seen_at)}")
 
 
 def check_beat() -> str:
     tick = ProcessHeartbeat.objects.filter(kind="beat").order_by("-seen_at").first()
     if tick is None:
-        raise RuntimeError("beat's tick (core.beat_tick) has never been recorded")
+        raise CheckFailed("beat's tick (core.beat_tick) has never been recorded")
     if tick.seen_at < timezone.now() - timedelta(seconds=settings.CPRT_READY_BEAT_STALE_S):
-        raise RuntimeError(f"beat's last tick was {_age(tick.seen_at)} (allowed: {settings.CPRT_READY_BEAT_STALE_S:.0f} s)")
+        raise CheckFailed(f"beat's last tick was {_age(tick.seen_at)} (allowed: {settings.CPRT_READY_BEAT_STALE_S:.0f} s)")
     return f"last tick {_age(tick.seen_at)}"
 
 
-def checks() -> dict:
-    named = {"database": check_database, "broker": check_broker, "storage": check_storage}
+def checks() -> tuple[dict, dict]:
+    """(checks run in threads, checks run in the request's thread and database connection)."""
+    threaded = {"broker": check_broker, "storage": check_storage}
+    in_request = {"database": check_database}
     for queue in settings.CPRT_READY_QUEUES:
-        named[f"worker:{queue}"] = lambda queue=queue: check_worker(queue)
-    named["beat"] = check_beat
-    return named
+        in_request[f"worker:{queue}"] = lambda queue=queue: check_worker(queue)
+    in_request["beat"] = check_beat
+    return threaded, in_request
 
 
-def _run(check) -> str:
+def _outcome(call) -> dict:
     try:
-        return check()
-    finally:
-        connection.close()  # each check thread opened its own connection
+        return {"status": "ok", "message": call()}
+    except CheckFailed as exc:
+        return {"status": "error", "message": str(exc)}
+    except Exception as exc:
+        return {"status": "error", "message": scrub(f"{type(exc).__name__}: {exc}")[:500]}
 
 
 def readiness() -> tuple[bool, dict]:
-    """(all passed, {name: {"status": "ok"|"error", "message": ...}}) within CPRT_READY_TIMEOUT_S."""
-    named = checks()
+    """(all passed, the JSON body: {"status", "seconds", "checks": {name: {"status": "ok"|"error", "message"}}})."""
+    threaded, in_request = checks()
     started = time.monotonic()
-    pool = ThreadPoolExecutor(max_workers=len(named), thread_name_prefix="readyz")
-    futures = {name: pool.submit(_run, check) for name, check in named.items()}
-    wait(futures.values(), timeout=settings.CPRT_READY_TIMEOUT_S)
+    pool = ThreadPoolExecutor(max_workers=len(threaded), thread_name_prefix="readyz")
+    futures = {name: pool.submit(_outcome, check) for name, check in threaded.items()}
+    results = {name: _outcome(check) for name, check in in_request.items()}
+    wait(futures.values(), timeout=max(0.0, settings.CPRT_READY_TIMEOUT_S - (time.monotonic() - started)))
     pool.shutdown(wait=False, cancel_futures=True)  # a hung check must not hold the answer
-    results = {}
     for name, future in futures.items():
-        if not future.done():
-            results[name] = {"status": "error", "message": f"no answer within {settings.CPRT_READY_TIMEOUT_S} s"}
-        elif future.exception() is not None:
-            exc = future.exception()
-            results[name] = {"status": "error", "message": scrub(f"{type(exc).__name__}: {exc}")[:500]}
-        else:
-            results[name] = {"status": "ok", "message": future.result()}
+        results[name] = future.result() if future.done() else {"status": "error", "message": f"no answer within {settings.CPRT_READY_TIMEOUT_S} s"}
     ok = all(result["status"] == "ok" for result in results.values())
-    results = {"status": "ok" if ok else "error", "seconds": round(time.monotonic() - started, 3), "checks": results}
-    return ok, results
+    order = ["database", "broker", "storage", *(name for name in in_request if name != "database")]
+    body = {"status": "ok" if ok else "error", "seconds": round(time.monotonic() - started, 3), "checks": {name: results[name] for name in order}}
+    return ok, body
 
 
 @never_cache
