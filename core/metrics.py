@@ -81,18 +81,22 @@ class ScrapeTimeCollector:
         yield up
 
 
+def counted_registry() -> CollectorRegistry:
+    """The request metrics and our counters: this process's, or every process's in multiprocess mode."""
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        return REGISTRY
+    from prometheus_client import multiprocess
+
+    counted = CollectorRegistry()
+    multiprocess.MultiProcessCollector(counted)
+    return counted
+
+
 def exposition() -> bytes:
     """The text a scrape gets: the request and counter metrics, then the scrape-time gauges."""
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        from prometheus_client import multiprocess
-
-        counted = CollectorRegistry()
-        multiprocess.MultiProcessCollector(counted)
-    else:
-        counted = REGISTRY
     scraped = CollectorRegistry(auto_describe=False)
     scraped.register(ScrapeTimeCollector())
-    return generate_latest(counted) + generate_latest(scraped)
+    return generate_latest(counted_registry()) + generate_latest(scraped)
 
 
 def _client_allowed(request) -> bool:

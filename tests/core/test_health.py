@@ -153,7 +153,7 @@ def test_a_real_worker_and_beat_make_the_stack_ready(client, settings, monkeypat
     )
     try:
         with celery_worker(queues="default,api", concurrency=1):
-            body = wait_for(lambda: (r := client.get("/readyz")).status_code == 200 and r.json(), timeout=90, what="/readyz 200")
+            body = wait_for(lambda: (r := client.get("/readyz")).status_code == 200 and r.json(), timeout=240, what="/readyz 200")
             assert body["checks"]["worker:default"]["status"] == "ok"
             assert body["checks"]["beat"]["message"].startswith("last tick")
         # A clean shutdown removes the worker's heartbeat rows at once.
