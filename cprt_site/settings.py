@@ -377,6 +377,11 @@ if CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache"
     CACHES["default"].setdefault("OPTIONS", {}).update(
         {"socket_connect_timeout": env.float("CPRT_CACHE_TIMEOUT_S", default=0.5), "socket_timeout": env.float("CPRT_CACHE_TIMEOUT_S", default=0.5)}
     )
+# The database password from a file (compose's postgres_password secret) when DATABASE_URL has none.
+if env.str("POSTGRES_PASSWORD_FILE", default="") and not DATABASES["default"].get("PASSWORD"):
+    DATABASES["default"]["PASSWORD"] = Path(env.str("POSTGRES_PASSWORD_FILE")).read_text().strip()
+    if not DEBUG and weak_secret(DATABASES["default"]["PASSWORD"], 16):
+        raise ImproperlyConfigured(f"DEBUG is off and the password in POSTGRES_PASSWORD_FILE {weak_secret(DATABASES['default']['PASSWORD'], 16)}: set a random value of at least 16 characters ({_MAKE_SECRET}).")
 # PostgreSQL: give up connecting after this many seconds (readiness answers within ~2 s; libpq waits forever).
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", env.int("CPRT_DB_CONNECT_TIMEOUT_S", default=5))
