@@ -27,7 +27,7 @@ def drive(run, steps=10):
     return run
 
 
-def test_a_status_object_line_is_a_retryable_failure(gemini_server, images, admin_user, no_dispatch, settings,
+def test_a_status_object_line_is_a_retryable_failure(gemini_server, images, admin_user, no_dispatch, settings, eager_celery,
                                                      django_capture_on_commit_callbacks):
     settings.CPRT_BATCH_GEMINI_INLINE_MAX_BYTES = 0  # an uploaded file, whose output lines are JSON objects
     run = launching.launch_run(admin_user, launching.LaunchSpec(
