@@ -19,7 +19,7 @@ from django.db import connection
 from annotations.models import Image
 from tests.support.workers import ROOT
 
-pytestmark = [
+needs_postgres = [
     pytest.mark.skipif(not os.environ.get("DATABASE_URL", "").startswith("postgres"), reason="the backup round trip needs PostgreSQL"),
     pytest.mark.skipif(not shutil.which("pg_dump"), reason="pg_dump is not installed"),
 ]
@@ -46,6 +46,8 @@ def script(name: str, *args, env: dict) -> subprocess.CompletedProcess:
     return subprocess.run(["sh", str(ROOT / "deploy" / name), *args], env=dict(os.environ, **env), capture_output=True, text=True, timeout=300)
 
 
+@needs_postgres[0]
+@needs_postgres[1]
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_backup_restores_into_an_empty_stack(settings, tmp_path, make_image, set_labels, model_annotators):
     image_root = Path(settings.PRIVATE_IMAGE_ROOT)  # where the image storage writes
