@@ -12,7 +12,13 @@ class CoreConfig(AppConfig):
         from django.contrib.auth import get_user_model
         from django.db.models.signals import pre_save
 
+        from celery.signals import worker_ready, worker_shutdown
+
         from .accounts import revoke_tokens_on_password_change
+        from .heartbeats import on_worker_ready, on_worker_shutdown
 
         # Any password change (page, admin, changepassword) revokes the account's API tokens.
         pre_save.connect(revoke_tokens_on_password_change, sender=get_user_model(), dispatch_uid="revoke_tokens_on_password_change")
+        # Workers record a heartbeat per queue for /readyz (core/heartbeats.py).
+        worker_ready.connect(on_worker_ready, dispatch_uid="core_worker_heartbeat")
+        worker_shutdown.connect(on_worker_shutdown, dispatch_uid="core_worker_heartbeat_end")

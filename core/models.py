@@ -46,3 +46,25 @@ class AuditEvent(models.Model):
 
     def __str__(self):
         return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor} {self.action} {self.target_type}#{self.target_id}"
+
+
+class ProcessHeartbeat(models.Model):
+    """The last sign of life of a background process, read by /readyz (core/health.py).
+
+    A worker writes one row per queue it consumes (kind "worker", its node name) when it is ready and
+    every CPRT_WORKER_HEARTBEAT_S after, and deletes them when it stops; beat's tick task writes the
+    row of kind "beat". Kept in the database, so that it works on either broker and while Redis is down.
+    """
+
+    KINDS = [("worker", "worker"), ("beat", "beat")]
+
+    kind = models.CharField(max_length=16, choices=KINDS)
+    queue = models.CharField(max_length=64, blank=True)
+    node = models.CharField(max_length=255)
+    seen_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["kind", "queue", "node"], name="core_heartbeat_unique")]
+
+    def __str__(self):
+        return f"{self.kind} {self.queue} {self.node} {self.seen_at:%H:%M:%S}"

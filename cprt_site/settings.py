@@ -172,10 +172,13 @@ SESSION_COOKIE_AGE = envint("SESSION_COOKIE_AGE", 8 * 3600, min=60, max=90 * 24 
 # Cache: per-process memory by default; CACHE_URL=redis://... in production, shared by every process.
 CACHE_URL = envurl("CACHE_URL", "locmemcache://", ("locmemcache", "dummycache", "filecache", "dbcache", "redis", "rediss", "rediscache"))
 CACHES = {"default": environ.Env.cache_url_config(CACHE_URL)}
-CPRT_SHARED_CACHE = not CACHES["default"]["BACKEND"].endswith("LocMemCache")
-# Sessions live in the database; with a shared cache they are read through it (one query less per
-# request). Never through a per-process cache: a logout would not reach the other processes.
-SESSION_ENGINE = "django.contrib.sessions.backends.cached_db" if CPRT_SHARED_CACHE else "django.contrib.sessions.backends.db"
+# A shared Redis cache fails soft: a connection error is logged and read as a miss (core/cache.py).
+if CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache":
+    CACHES["default"]["BACKEND"] = "core.cache.ResilientRedisCache"
+    _cache_timeout = envfloat("CPRT_CACHE_TIMEOUT_S", 0.5, min=0.05, max=30)
+    CACHES["default"].setdefault("OPTIONS", {}).update({"socket_connect_timeout": _cache_timeout, "socket_timeout": _cache_timeout})
+# Sessions live in the database only: a page must not answer 500 while Redis is away (was cached_db).
+SESSION_ENGINE = "django.contrib.sessions.backends.db"
 # The labeling page shows "left in the queue" from a count at most this old (the queue page counts afresh).
 CPRT_QUEUE_COUNT_TTL_S = envint("CPRT_QUEUE_COUNT_TTL_S", 30, min=0, max=3600)
 SESSION_EXPIRE_AT_BROWSER_CLOSE = True
@@ -370,10 +373,13 @@ CELERY_BEAT_SCHEDULE = {
 if not DEBUG:
     SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", True)
     CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", True)
-    SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", True)
+    # TLS terminates in the proxy in front of nginx, which redirects http to https and sets
+    # X-Forwarded-Proto (SECURE_PROXY_SSL_HEADER); Django redirects too only when asked.
+    SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", False)
     SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 31536000, min=0, max=2 * 31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
-    SECURE_HSTS_PRELOAD = True
+    # Preloading is a commitment for the whole domain (hstspreload.org): opt in.
+    SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", False)
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_HTTPONLY = True
 # Content Security Policy (django-csp): no inline or third-party script anywhere. Inline style
@@ -405,3 +411,47 @@ SECURE_REFERRER_POLICY = "same-origin"
 LOG_LEVEL = envchoice("LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"))
 LOG_FORMAT = envchoice("LOG_FORMAT", "text", LOG_FORMATS)
 LOGGING = logging_config(LOG_LEVEL, LOG_FORMAT)
+
+# --- operations (health, metrics): docs/operations.md ---
+# PostgreSQL: give up connecting after this many seconds (readiness answers within ~2 s; libpq waits forever).
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", envint("CPRT_DB_CONNECT_TIMEOUT_S", 5, min=1, max=300))
+
+# /readyz (core/health.py): the queues that need a live worker (a queue no deployment serves, e.g. gpu
+# without the gpu profile, is left out), how often a worker records its heartbeat, how old a heartbeat
+# or beat's tick may be, the time every check together may take.
+CPRT_READY_QUEUES = envlist("CPRT_READY_QUEUES", ["default", "api", "gpu"])
+if not set(CPRT_READY_QUEUES) <= {"default", "api", "gpu"}:
+    raise ImproperlyConfigured(f"CPRT_READY_QUEUES={','.join(CPRT_READY_QUEUES)!r} is not allowed: a list of default, api, gpu.")
+CPRT_WORKER_HEARTBEAT_S = envfloat("CPRT_WORKER_HEARTBEAT_S", 15.0, min=1, max=3600)
+CPRT_READY_WORKER_STALE_S = envfloat("CPRT_READY_WORKER_STALE_S", 60.0, min=1, max=24 * 3600)
+CPRT_BEAT_TICK_S = envfloat("CPRT_BEAT_TICK_S", 30.0, min=1, max=3600)
+CPRT_READY_BEAT_STALE_S = envfloat("CPRT_READY_BEAT_STALE_S", 120.0, min=1, max=24 * 3600)
+CPRT_READY_TIMEOUT_S = envfloat("CPRT_READY_TIMEOUT_S", 1.5, min=0.1, max=60)
+if CPRT_WORKER_HEARTBEAT_S >= CPRT_READY_WORKER_STALE_S:
+    raise ImproperlyConfigured("CPRT_WORKER_HEARTBEAT_S must be shorter than CPRT_READY_WORKER_STALE_S.")
+if CPRT_BEAT_TICK_S >= CPRT_READY_BEAT_STALE_S:
+    raise ImproperlyConfigured("CPRT_BEAT_TICK_S must be shorter than CPRT_READY_BEAT_STALE_S.")
+CELERY_BEAT_SCHEDULE["core.beat_tick"] = {
+    "task": "core.beat_tick", "schedule": CPRT_BEAT_TICK_S,
+    # A tick that waits in the queue longer than its period is dropped, not recorded late.
+    "options": {"queue": "default", "expires": CPRT_BEAT_TICK_S},
+}
+
+# /metrics (core/metrics.py): a bearer token (or CPRT_METRICS_TOKEN_FILE) and/or client networks allowed
+# without one; with neither set, /metrics answers 404.
+CPRT_METRICS_TOKEN = secret("CPRT_METRICS_TOKEN")
+CPRT_METRICS_ALLOW = envlist("CPRT_METRICS_ALLOW", [])
+INSTALLED_APPS.append("django_prometheus")
+MIDDLEWARE = ["django_prometheus.middleware.PrometheusBeforeMiddleware", *MIDDLEWARE, "django_prometheus.middleware.PrometheusAfterMiddleware"]
+# Several processes (gunicorn workers, Celery's pool) add to one set of counters through files in
+# PROMETHEUS_MULTIPROC_DIR (compose: /data/metrics); unset, each process counts for itself.
+PROMETHEUS_MULTIPROC_DIR = envstr("PROMETHEUS_MULTIPROC_DIR", "")
+if PROMETHEUS_MULTIPROC_DIR:
+    from core.metrics_files import use_shared_files
+
+    use_shared_files(PROMETHEUS_MULTIPROC_DIR)
+# Jobs counted by status at each scrape (model labels: the base layer imports no app above it).
+CPRT_METRICS_JOB_MODELS = {"run": "inference.Run", "export": "scoring.ExportJob", "anonymization": "annotations.AnonymizationJob"}
+# /healthz, /readyz and /metrics answer over plain HTTP too (probes inside the compose network).
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]

@@ -5,12 +5,17 @@ from django.urls import include, path
 from django.http import HttpResponsePermanentRedirect
 
 from annotations import views as annotation_views
+from core import health, metrics
 
 urlpatterns = [
     path("", annotation_views.home, name="home"),
     path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    # Operations (docs/operations.md): liveness, readiness, Prometheus metrics (token or allow-list).
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
+    path("metrics", metrics.metrics_view, name="metrics"),
     # Pages without our base template (the Django admin) make the browser ask for /favicon.ico.
     path("favicon.ico", lambda request: HttpResponsePermanentRedirect(static("favicon.svg"))),
     path("", include("annotations.urls")),

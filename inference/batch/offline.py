@@ -1,5 +1,5 @@
 """vLLM's offline batch on a GPU machine: export a run's request file, run
-`python -m vllm.entrypoints.openai.run_batch -i FILE -o OUT --model M` there, ingest OUT.
+`vllm run-batch -i FILE -o OUT --model M` there, ingest OUT.
 
 vLLM's OpenAI-compatible server has no Batches endpoint, so vLLM batch runs are not submitted by the
 poller (unless VLLM_BATCH_MODE=api for a server that has one). The request file is the same as

@@ -87,7 +87,13 @@ def test_the_example_env_file_does_not_start_production(tmp_path):
     assert EXAMPLE["DEBUG"] == "0"
     variables = {k: v for k, v in EXAMPLE.items() if k in ("DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "POSTGRES_PASSWORD")}
     refused(start_django(tmp_path, **variables), "SECRET_KEY")
-    assert not EXAMPLE["POSTGRES_PASSWORD"], "compose's ${POSTGRES_PASSWORD:?} check only refuses an empty value"
+    assert not EXAMPLE.get("POSTGRES_PASSWORD"), "compose passes the database password as a secret file, never through .env"
+
+
+def test_the_database_password_can_come_from_a_file(tmp_path):
+    (tmp_path / "weak").write_text("change-me\n")
+    refused(start_django(tmp_path, DEBUG="0", SECRET_KEY=STRONG_SECRET, ALLOWED_HOSTS="h", DATABASE_URL="postgres://cprt@db:5432/cprt",
+                         POSTGRES_PASSWORD_FILE=str(tmp_path / "weak")), 'POSTGRES_PASSWORD_FILE contains "change-me"')
 
 
 @pytest.mark.parametrize(

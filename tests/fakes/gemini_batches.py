@@ -4,7 +4,8 @@ POST /v1beta/models/{model}:batchGenerateContent (inline requests or an uploaded
 GET /v1beta/batches/{id}, POST /v1beta/batches/{id}:cancel, the resumable upload
 (POST /upload/v1beta/files, then the upload URL) and GET /v1beta/files/{id}:download?alt=media.
 A batch is PENDING, then RUNNING, then SUCCEEDED after `batch_polls` gets; requests listed in
-`batch_outcomes` ("fail") get an error instead of a response.
+`batch_outcomes` get an error ("fail") or, in an output file, a status object ("status") instead
+of a response.
 """
 from __future__ import annotations
 
@@ -92,6 +93,9 @@ class GeminiBatchesMixin:
             for key, request in batch["requests"]:
                 if self.batch_outcomes.get(key) == "fail":
                     answered.append({"key": key, "error": {"code": 500, "message": "fake internal error"}})
+                elif self.batch_outcomes.get(key) == "status" and batch["source"] == "file":
+                    # A google.rpc.Status object in place of the response (output files only).
+                    answered.append({"key": key, "status": {"code": 8, "message": "Resource has been exhausted", "details": []}})
                 else:
                     answered.append({"key": key, "response": self.default_reply(f"/v1beta/models/{batch['model']}:generateContent", request).body})
             if batch["source"] == "file":

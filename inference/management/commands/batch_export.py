@@ -7,7 +7,7 @@ from inference.providers.vllm.batch import run_batch_command
 
 
 class Command(BaseCommand):
-    help = "Write the next request file of a batch run (OpenAI batch format) for `python -m vllm.entrypoints.openai.run_batch`."
+    help = "Write the next request file of a batch run (OpenAI batch format) for `vllm run-batch`."
 
     def add_arguments(self, parser):
         parser.add_argument("run_id", type=int)

@@ -6,7 +6,7 @@ from inference.batch.offline import ingest_file
 
 
 class Command(BaseCommand):
-    help = "Ingest the output of `vllm.entrypoints.openai.run_batch` for a batch written by batch_export."
+    help = "Ingest the output of `vllm run-batch` for a batch written by batch_export."
 
     def add_arguments(self, parser):
         parser.add_argument("batch_id", type=int, help="The offline batch number batch_export printed.")

@@ -129,7 +129,7 @@ def parse_inline(responses) -> Iterator[ResultLine]:
 
 
 def parse_lines(lines) -> Iterator[ResultLine]:
-    """A Gemini batch output file: {"key", "response"} or {"key", "error"} per line."""
+    """A Gemini batch output file: {"key", "response"}, {"key", "error"} or {"key", "status"} per line."""
     for number, value, problem in iter_jsonl(lines):
         if problem:
             yield ResultLine(number, problem=problem)
@@ -138,6 +138,12 @@ def parse_lines(lines) -> Iterator[ResultLine]:
         elif isinstance(value.get("error"), dict):
             yield ResultLine(number, value["key"], failure={"code": str(value["error"].get("code", "")),
                                                              "message": str(value["error"].get("message", "")), "status": value["error"].get("code")})
+        elif isinstance(value.get("status"), dict):
+            # A google.rpc.Status object instead of a response ({"code": 8, "message": ...}): the request
+            # failed at the provider; a failed request is retryable (the run's retry), not a refused line.
+            status = value["status"]
+            yield ResultLine(number, value["key"], failure={"code": f"status {status.get('code', '')}".strip(),
+                                                             "message": str(status.get("message", "")), "status": None})
         elif isinstance(value.get("response"), dict):
             try:
                 response = types.GenerateContentResponse.model_validate(value["response"])

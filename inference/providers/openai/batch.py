@@ -2,7 +2,7 @@
 batch on /v1/chat/completions with the 24 h window, poll, cancel, read the output and error files.
 
 Also used for vLLM or any OpenAI-compatible base URL, and for ingesting the output of vLLM's
-offline `python -m vllm.entrypoints.openai.run_batch`, which writes the same line format.
+offline `vllm run-batch`, which writes the same line format.
 """
 from __future__ import annotations
 

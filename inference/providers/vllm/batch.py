@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..openai.batch import OpenAIBatchClient as VLLMBatchClient  # noqa: F401 - the same client, vLLM's URL
 from ..openai.batch import parse_lines  # noqa: F401 - run_batch writes OpenAI's output format
 
-RUN_BATCH = "python -m vllm.entrypoints.openai.run_batch -i {input} -o {output} --model {model}"
+RUN_BATCH = "vllm run-batch -i {input} -o {output} --model {model}"
 
 
 def run_batch_command(input_path: str, output_path: str, model: str) -> str:
