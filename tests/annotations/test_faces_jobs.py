@@ -140,3 +140,18 @@ def test_command_refuses_bad_arguments_and_changes_nothing(two_photos, args, mes
     with pytest.raises(CommandError, match=message):
         call_command("anonymize_faces", *args)
     assert not AnonymizationJob.objects.exists() and not FaceVariant.objects.exists()
+
+
+def test_a_failed_job_stores_its_error_scrubbed_of_secrets(two_photos, settings, monkeypatch):
+    settings.HF_TOKEN = "hf_faces_SECRET_token_0123456789"
+
+    def broken_store(*args, **kwargs):
+        raise RuntimeError(f"storage refused the write (token {settings.HF_TOKEN})")
+
+    monkeypatch.setattr(variants, "store", broken_store)
+    job = jobs.start_job(None, dispatch_task=False)
+    assert jobs.run_job(job.pk, threads=1)["status"] == "failed"
+    job.refresh_from_db()
+    assert job.status == "failed" and "storage refused the write" in job.error
+    assert settings.HF_TOKEN not in job.error and "[redacted]" in job.error
+    assert job.lease_owner == "" and job.lease_expires_at is None and jobs.can_resume(job)
