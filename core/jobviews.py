@@ -55,14 +55,14 @@ def act(request, card: JobCard, job, action: Callable[[Any, Any], Any], *, done:
         can_resume: Callable[[Any], bool], **extra: Any) -> HttpResponse:
     """Answer a Cancel or Resume button: POST only; `action(user, job)` is the service's cancel or
     resume (it audits); None or False means refused. `done` and `refused` are the messages, formatted
-    with `job` and the action's `result` ("Run #{job.pk}: re-dispatched {result} images"). An htmx
+    with `job`, the action's `result` and the `status` before it ("Run #{job.pk}: re-dispatched {result} images"). An htmx
     request gets the card back; a plain POST is redirected to the job's page."""
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
     status = job.status
     result = action(request.user, job)
     if result is not None and result is not False:
-        messages.info(request, done.format(job=job, result=result))
+        messages.info(request, done.format(job=job, result=result, status=status))
     else:
         messages.error(request, refused.format(job=job, result=result, status=status))
     if request.htmx:
