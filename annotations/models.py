@@ -8,20 +8,16 @@ from __future__ import annotations
 import re
 
 from django.conf import settings
-from django.core.files.storage import FileSystemStorage
 from django.db import models
 from django.db.models import Q
 from simple_history.models import HistoricalRecords
+
+from .storage import private_image_storage  # migrations name it here too (annotations.models.private_image_storage)
 
 LABEL_VALUES = (0.0, 0.5, 1.0)
 # VISPR ids are file stems such as 2017_10000580; the pattern also keeps ids safe in file names.
 # \Z, not $: "$" would accept an id followed by a newline.
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
-
-
-def private_image_storage():
-    # No base_url: these files have no public URL; only annotations.views.image_bytes serves them.
-    return FileSystemStorage(location=settings.PRIVATE_IMAGE_ROOT, base_url=None)
 
 
 class TaxonomyVersion(models.Model):

@@ -108,6 +108,13 @@ class Job(models.Model):
             queryset = queryset.filter(where)
         return queryset.update(status=target, **fields)
 
+    @classmethod
+    def start(cls, lease: "Lease", *, where: Q | None = None, **fields) -> bool:
+        """Claim: the "start" transition and the lease in one UPDATE, where the lease is free (and
+        `where` holds); of two executions asking at once exactly one starts the job."""
+        condition = lease.free_condition() if where is None else lease.free_condition() & where
+        return cls.moves(lease.queryset, "start", where=condition, **lease.holding(), **fields) == 1
+
     def silent_for(self, seconds: float) -> bool:
         """No sign of life (heartbeat, else start, else creation) for `seconds`."""
         last = self.heartbeat_at or self.started_at or self.created_at
@@ -135,6 +142,10 @@ class Lease:
         now = timezone.now()
         return (Q(**{self.owner_field: ""}) | Q(**{self.owner_field: self.owner})
                 | Q(**{f"{self.expiry_field}__lt": now}) | Q(**{f"{self.expiry_field}__isnull": True}))
+
+    def holding(self) -> dict:
+        """The field values that say this execution holds the row (owner and a fresh expiry)."""
+        return {self.owner_field: self.owner, self.expiry_field: self._expiry()}
 
     def claim(self, where: Q | None = None, **fields) -> bool:
         """Take the row if it is free (and matches `where`); writes `fields` in the same UPDATE."""

@@ -11,12 +11,26 @@ from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from core import jobviews
 from core.roles import ROLE_ADMIN, require_role
 
 from . import launching, lifecycle, prompts, providers, ratelimit, run_labels
 from .access import get_run_for_admin
 from .forms import LaunchForm
 from .models import Run, RunResult
+
+
+# The run's progress card (templates/_job_progress.html): counts by outcome, tokens, cost, provider batches.
+RUN_CARD = jobviews.JobCard(
+    element_id="run-progress", progress_url="inference:run_progress", cancel_url="inference:run_cancel",
+    resume_url="inference:run_resume", page_url="inference:run_detail", unit="images",
+    resume_label="Resume (re-dispatch images without a result)", details="inference/_run_outcomes.html",
+    done_field="done_count", total_field="total_images",
+)
+
+
+def _card(run: Run) -> dict:
+    return jobviews.card_context(RUN_CARD, run, lifecycle.can_resume(run), run=run)
 
 
 @require_role(ROLE_ADMIN)
@@ -74,7 +88,7 @@ def _detail_context(run: Run, request) -> dict:
         summaries = run_labels.label_summaries(run, [r.image_id for r in pred_page.object_list])
         for result in pred_page.object_list:
             result.labels_summary = summaries.get(result.image_id)
-    return {"run": run, "fail_page": fail_page, "pred_page": pred_page, "can_resume": lifecycle.can_resume(run)}
+    return {**_card(run), "fail_page": fail_page, "pred_page": pred_page}
 
 
 @require_role(ROLE_ADMIN)
@@ -91,30 +105,32 @@ def run_detail(request, run_id: int):
 def run_progress(request, run_id: int):
     """The progress card of one run (htmx polls it while the run is active)."""
     run = get_run_for_admin(request.user, run_id)
-    return render(request, "inference/_run_progress.html", {"run": run, "can_resume": lifecycle.can_resume(run)})
+    return jobviews.progress(request, RUN_CARD, run, lifecycle.can_resume(run), run=run)
+
+
+def _act(request, run: Run, action, *, done: str, refused: str):
+    return jobviews.act(request, RUN_CARD, run, action, done=done, refused=refused, can_resume=lifecycle.can_resume, run=run)
 
 
 @require_role(ROLE_ADMIN)
 @require_POST
 def run_cancel(request, run_id: int):
     run = get_run_for_admin(request.user, run_id)
-    if lifecycle.cancel_run(request.user, run):
-        messages.info(request, f"Run #{run.pk}: cancel requested; workers stop within seconds.")
-    else:
-        messages.error(request, f"Run #{run.pk} is {run.status}; there is nothing to cancel.")
-    return _back(request, run)
+    return _act(request, run, lifecycle.cancel_run, done="Run #{job.pk}: cancel requested; workers stop within seconds.",
+                refused="Run #{job.pk} is {status}; there is nothing to cancel.")
+
+
+def _resume(user, run: Run) -> int | None:
+    """How many images were re-dispatched; None when the run has nothing to resume."""
+    return lifecycle.resume_run(user, run) if lifecycle.can_resume(run) else None
 
 
 @require_role(ROLE_ADMIN)
 @require_POST
 def run_resume(request, run_id: int):
     run = get_run_for_admin(request.user, run_id)
-    if not lifecycle.can_resume(run):
-        messages.error(request, f"Run #{run.pk} is {run.status} and its workers are alive; nothing to resume.")
-    else:
-        n = lifecycle.resume_run(request.user, run)
-        messages.info(request, f"Run #{run.pk}: re-dispatched {n} images without a result.")
-    return _back(request, run)
+    return _act(request, run, _resume, done="Run #{job.pk}: re-dispatched {result} images without a result.",
+                refused="Run #{job.pk} is {status} and its workers are alive; nothing to resume.")
 
 
 @require_role(ROLE_ADMIN)
@@ -136,7 +152,7 @@ def run_batch_retry(request, run_id: int):
 def _back(request, run: Run):
     if request.htmx:
         run.refresh_from_db()
-        return render(request, "inference/_run_progress.html", {"run": run, "can_resume": lifecycle.can_resume(run)})
+        return render(request, jobviews.PARTIAL, _card(run))
     return redirect("inference:run_detail", run_id=run.pk)
 
 

@@ -1,14 +1,22 @@
 """Dataset export jobs launched from the browser: `start_export` (the web request: store, audit,
-dispatch on commit) and `run_export` (the worker: build the export with `cprt_bench.export_dataset`,
-then zip it under CPRT_EXPORT_ROOT or push it to the Hugging Face Hub).
+dispatch on commit by task name) and `run_export` (the worker: build the export with
+`cprt_bench.export_dataset`, then zip it under CPRT_EXPORT_ROOT or push it to the Hugging Face Hub);
+`cancel_export` and `resume_export` (the job page's buttons) and `reconcile` (beat).
 
-A delivery of `run_export` first claims the job with a lease (one conditional UPDATE): a second
-delivery while a live worker builds it does nothing; a job whose worker stopped renewing its lease
-(CPRT_EXPORT_STALE_S) is failed by `reconcile`, or taken over by a redelivery that comes first.
+An export stands on the job base (core/jobs.py). A delivery of `run_export` first claims the job
+(the "start" transition and a lease in one UPDATE): a second delivery while a live worker builds it
+does nothing. The worker renews the lease with a `Heartbeat` every CPRT_EXPORT_HEARTBEAT_S; a job
+whose lease expired (CPRT_EXPORT_STALE_S) lost its worker: `reconcile` fails it, a redelivery that
+comes first takes it over, and an admin can resume it.
+
+Cancel: a queued job (or one nobody works on) is cancelled at once; a running one is marked
+`cancelling` and its worker stops at its next heartbeat: it removes its working folder and delivers
+nothing. Resume: a failed, cancelled or worker-lost job is queued again and rebuilt from scratch
+(compare-and-set, so of two resumes one queues it, and one delivery builds it).
 
 The job row is the only state: status, progress (done/total, written at most every
 PROGRESS_EVERY_S), summary, error, zip path and Hub URL. The job page reads it; the task takes only
-the job id. The working folder is removed whatever happens; only the zip stays.
+the job id. Each execution works in its own folder, removed whatever happens; only the zip stays.
 """
 from __future__ import annotations
 
@@ -18,25 +26,29 @@ import os
 import shutil
 import threading
 import time
+import uuid
 import zipfile
 from datetime import timedelta
 from pathlib import Path
+from typing import Callable
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from core.audit import audit
-
-from inference.leases import new_owner
+from core.dispatch import send_on_commit
+from core.jobs import Heartbeat, Lease, expired_condition
 
 from . import cprt_bench
 from .models import ExportJob, ScoringProfile
 
 log = logging.getLogger(__name__)
 
+TASK = "scoring.run_export"
 PROGRESS_EVERY_S = 0.5  # the page polls every 2 s; writing more often only costs database writes
+RUNNING, CANCELLING = ExportJob.STATUS_RUNNING, ExportJob.STATUS_CANCELLING
 
 
 def start_export(actor, data: dict) -> ExportJob:
@@ -68,95 +80,129 @@ def start_export(actor, data: dict) -> ExportJob:
             actor, "export.launch", job, splits=job.splits, profile=job.profile.label, include_annotations=job.include_annotations,
             include_images=job.include_images, face_variant=job.face_variant, destination=job.destination, repo_id=job.repo_id, private=job.private,
         )
-        transaction.on_commit(lambda: dispatch(job.pk))
+        send_on_commit(TASK, [job.pk])
     return job
 
 
-def dispatch(job_id: int) -> None:
-    from .tasks import run_export as task
-
-    task.apply_async(args=[job_id], queue="default")
+# ---------------------------------------------------------------------------------------------
+# The admin's buttons
 
 
-class _ProgressWriter:
-    """The export's progress callback: writes done/total to the job row, at most every PROGRESS_EVERY_S."""
-
-    def __init__(self, job_id: int):
-        self.job_id = job_id
-        self.last = float("-inf")
-
-    def __call__(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if done < total and now - self.last < PROGRESS_EVERY_S:
-            return
-        self.last = now
-        ExportJob.objects.filter(pk=self.job_id).update(done=done, total=total)
+def _lost_worker(job: ExportJob) -> bool:
+    """Claimed by a worker whose lease expired (it stopped renewing: killed, or its machine is gone)."""
+    return bool(job.lease_owner) and job.lease_expires_at is not None and job.lease_expires_at < timezone.now()
 
 
-def _lease_expiry():
-    return timezone.now() + timedelta(seconds=settings.CPRT_EXPORT_STALE_S)
+def cancel_export(actor, job: ExportJob) -> str | None:
+    """Cancel a queued job (or one whose worker is gone) at once; ask a running one's worker to stop at
+    its next heartbeat. Returns the status it moved to ("cancelled" or "cancelling"); None when the job
+    is not active (or already cancelling)."""
+    nobody = Q(status=ExportJob.STATUS_QUEUED) | Q(lease_owner="") | expired_condition()
+    if ExportJob.move(job.pk, "cancel", where=nobody):
+        outcome = ExportJob.STATUS_CANCELLED
+    elif ExportJob.move(job.pk, "request_cancel", where=Q(status=RUNNING)):
+        outcome = CANCELLING
+    else:
+        return None
+    audit(actor, "export.cancel", job, status=job.status, outcome=outcome, done=job.done, total=job.total)
+    return outcome
 
 
-def claim(job_id: int, owner: str) -> bool:
-    """Take the job for this delivery: queued, or running under a lease that expired (its worker is
-    gone). One conditional UPDATE, so of two deliveries at once exactly one builds; a delivery while a
-    live worker builds it does nothing."""
-    now = timezone.now()
-    silent = Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=now - timedelta(seconds=settings.CPRT_EXPORT_STALE_S))
-    # (A running job without a lease was started before leases existed: taken over once it is silent.)
-    takeable = Q(status=ExportJob.STATUS_QUEUED) | Q(status=ExportJob.STATUS_RUNNING) & (
-        Q(lease_expires_at__lt=now) | Q(lease_expires_at__isnull=True) & silent
-    )
-    return ExportJob.objects.filter(takeable, pk=job_id).update(
-        status=ExportJob.STATUS_RUNNING, lease_owner=owner, lease_expires_at=_lease_expiry(),
-        started_at=now, heartbeat_at=now, done=0, total=0, error="",
-    ) == 1
+def can_resume(job: ExportJob) -> bool:
+    """Failed, cancelled, or active with a worker that is gone (an expired lease)."""
+    if job.status in (ExportJob.STATUS_FAILED, ExportJob.STATUS_CANCELLED):
+        return True
+    return job.status in (RUNNING, CANCELLING) and _lost_worker(job)
 
 
-class _Heartbeat(threading.Thread):
-    """Renews the job's lease and writes heartbeat_at every CPRT_EXPORT_HEARTBEAT_S while the job runs
-    (also through a long zip or upload that reports no progress), so that `reconcile` can tell a slow
-    export from a lost worker. `lost` is set when the lease was taken from this worker."""
-
-    def __init__(self, job_id: int, owner: str):
-        super().__init__(name=f"export-{job_id}-heartbeat", daemon=True)
-        self.job_id, self.owner = job_id, owner
-        self._stop_event = threading.Event()
-        self.lost = threading.Event()
-
-    def run(self) -> None:
-        try:
-            while not self._stop_event.wait(settings.CPRT_EXPORT_HEARTBEAT_S):
-                renewed = ExportJob.objects.filter(pk=self.job_id, status=ExportJob.STATUS_RUNNING, lease_owner=self.owner).update(
-                    heartbeat_at=timezone.now(), lease_expires_at=_lease_expiry()
-                )
-                if not renewed:
-                    self.lost.set()
-                    return
-        finally:
-            connection.close()  # this thread's own database connection
-
-    def stop(self) -> None:
-        self._stop_event.set()
-        self.join(timeout=10)
+def resume_export(actor, job: ExportJob) -> bool:
+    """Queue the job again and dispatch it; it is rebuilt from scratch. Compare-and-set on the status and
+    lease seen, so of two resumes at once exactly one queues (and dispatches) it."""
+    if not can_resume(job):
+        return False
+    seen = Q(status=job.status, lease_owner=job.lease_owner)
+    if job.status in (RUNNING, CANCELLING):
+        seen &= expired_condition()
+    with transaction.atomic():
+        if job.status == CANCELLING:  # its worker is gone: nobody else will confirm the cancel
+            if not ExportJob.move(job.pk, "cancel", where=seen):
+                return False
+            seen = Q(status=ExportJob.STATUS_CANCELLED)
+        if not ExportJob.move(job.pk, "requeue", where=seen, error="", done=0, total=0, summary={}, zip_path="", hub_url="",
+                              started_at=None, heartbeat_at=None, lease_owner="", lease_expires_at=None):
+            return False
+        audit(actor, "export.resume", job, status=job.status, error=job.error)
+        send_on_commit(TASK, [job.pk])
+    return True
 
 
 def reconcile() -> list[int]:
     """Periodic (Celery beat): a running export whose lease expired (no renewal for CPRT_EXPORT_STALE_S)
     lost its worker; mark it failed with a message that says so (a late redelivery of its message then
-    finds it failed and does nothing). A queued job is waiting for a worker, not lost. Returns the job ids."""
-    now = timezone.now()
-    cutoff = now - timedelta(seconds=settings.CPRT_EXPORT_STALE_S)
-    expired = Q(status=ExportJob.STATUS_RUNNING) & (Q(lease_expires_at__lt=now) | Q(lease_expires_at__isnull=True, heartbeat_at__lt=cutoff))
-    stale = list(ExportJob.objects.filter(expired).values_list("pk", flat=True))
+    finds it failed and does nothing; the page offers Resume). A cancelling one whose worker is gone is
+    cancelled. A queued job is waiting for a worker, not lost. Returns the ids of the jobs failed."""
+    cutoff = timezone.now() - timedelta(seconds=settings.CPRT_EXPORT_STALE_S)
+    # (A running job without a lease was started before leases existed: lost once it is silent.)
+    expired = expired_condition() | Q(lease_owner="", heartbeat_at__lt=cutoff)
+    ExportJob.moves(ExportJob.objects.filter(expired, status=CANCELLING), "cancel")
+    stale = list(ExportJob.objects.filter(expired, status=RUNNING).values_list("pk", flat=True))
     for job_id in stale:
         error = (f"The worker building this export stopped (no heartbeat for more than {settings.CPRT_EXPORT_STALE_S:.0f} s). "
-                 "Nothing was delivered; launch the export again.")
-        if ExportJob.objects.filter(expired, pk=job_id).update(
-            status=ExportJob.STATUS_FAILED, error=error, finished_at=timezone.now(), lease_owner="", lease_expires_at=None
-        ):
+                 "Nothing was delivered; resume the export to build it again.")
+        if ExportJob.move(job_id, "fail", where=expired & Q(status=RUNNING), error=error):
             audit(None, "export.worker_lost", ExportJob(pk=job_id), error=error)
     return stale
+
+
+# ---------------------------------------------------------------------------------------------
+# The worker
+
+
+class Stopped(Exception):
+    """The job was cancelled, or taken from this worker: stop building and deliver nothing."""
+
+
+class _Execution:
+    """One worker's build of one job: its lease, its heartbeat thread, and whether it must stop."""
+
+    def __init__(self, job_id: int):
+        self.job_id = job_id
+        self.lease = Lease(ExportJob.objects.filter(pk=job_id), settings.CPRT_EXPORT_STALE_S)
+        self.cancelled = threading.Event()
+        self.heartbeat = Heartbeat(self._beat, settings.CPRT_EXPORT_HEARTBEAT_S, name=f"export-{job_id}-heartbeat")
+        self.mine = Q(lease_owner=self.lease.owner)
+        self._last_progress = float("-inf")
+
+    def claim(self) -> bool:
+        """Take the job: queued, or running under a lease that expired (its worker is gone). Of two
+        deliveries at once exactly one builds; a delivery while a live worker builds it does nothing."""
+        now = timezone.now()
+        return ExportJob.start(self.lease, started_at=now, heartbeat_at=now, done=0, total=0, error="")
+
+    def _beat(self) -> bool:
+        """Renew the lease and write the heartbeat (also through a long zip or upload that reports no
+        progress); notice a cancel. False when the job was taken from this worker."""
+        if not self.lease.renew(where=Q(status__in=(RUNNING, CANCELLING)), heartbeat_at=timezone.now()):
+            return False
+        if self.lease.queryset.filter(status=CANCELLING).exists():
+            self.cancelled.set()
+        return True
+
+    def check(self) -> None:
+        """Raise Stopped once the heartbeat saw a cancel or lost the lease."""
+        if self.cancelled.is_set():
+            raise Stopped("cancelled")
+        if self.heartbeat.lost.is_set():
+            raise Stopped("lost")
+
+    def progress(self, done: int, total: int) -> None:
+        """The export's progress callback: done/total into the row, at most every PROGRESS_EVERY_S."""
+        self.check()
+        now = time.monotonic()
+        if done < total and now - self._last_progress < PROGRESS_EVERY_S:
+            return
+        self._last_progress = now
+        ExportJob.objects.filter(self.mine, pk=self.job_id).update(done=done, total=total)
 
 
 def job_folder(job: ExportJob) -> Path:
@@ -164,66 +210,85 @@ def job_folder(job: ExportJob) -> Path:
 
 
 def run_export(job_id: int) -> dict:
-    """Build the job's export and deliver it; marks the job finished or failed (never raises for export errors)."""
+    """Build the job's export and deliver it; marks the job finished, failed or cancelled (never raises for export errors)."""
     job = ExportJob.objects.select_related("profile", "created_by").get(pk=job_id)
-    if job.status in (ExportJob.STATUS_FINISHED, ExportJob.STATUS_FAILED):
-        return {"job_id": job.pk, "status": job.status}  # a redelivered message: the job is done
-    owner = new_owner()
-    if not claim(job.pk, owner):
-        # Another worker holds a live lease on it (a second delivery while it builds): leave it alone.
+    if job.status not in (ExportJob.STATUS_QUEUED, RUNNING):
+        return {"job_id": job.pk, "status": job.status}  # a redelivered message, or a cancelled job: nothing to do
+    execution = _Execution(job.pk)
+    if not execution.claim():
+        # Another worker holds a live lease on it (a second delivery while it builds), or it was cancelled: leave it alone.
+        job.refresh_from_db(fields=["status"])
+        if job.status != RUNNING:
+            return {"job_id": job.pk, "status": job.status}
         return {"job_id": job.pk, "status": job.status, "skipped": "another worker is building this export"}
-    # A job left `running` by a killed worker (its lease expired) starts over: the export replaces its own folder.
-    mine = ExportJob.objects.filter(pk=job.pk, lease_owner=owner)
+    # A job left `running` by a killed worker (its lease expired) starts over, in a folder of this execution's own.
     folder = job_folder(job)
-    work = folder / "dataset"
-    heartbeat = _Heartbeat(job.pk, owner)
-    heartbeat.start()
+    work = folder / f"work-{uuid.uuid4().hex[:12]}"
+    zip_file: Path | None = None
+    zip_path = hub_url = ""
+    execution.heartbeat.start()
     try:
-        if job.kind == ExportJob.KIND_SFT:
-            from .sft.job import build as build_sft
-
-            summary = build_sft(job, work, _ProgressWriter(job.pk))
-        else:
-            summary = cprt_bench.export_dataset(
-                work, job.splits, job.profile, include_annotations=job.include_annotations, include_images=job.include_images,
-                face_variant=job.face_variant,
-                progress=_ProgressWriter(job.pk), actor=job.created_by,
-            )
-        zip_path = hub_url = ""
+        summary = _build(job, work, execution.progress)
+        execution.check()
         if job.destination == ExportJob.DESTINATION_ZIP:
-            zip_path = zip_folder(work, folder / job.download_name).relative_to(Path(settings.CPRT_EXPORT_ROOT)).as_posix()
+            zip_file = zip_folder(work, folder / job.download_name, keep_going=execution.check)
+            zip_path = zip_file.relative_to(Path(settings.CPRT_EXPORT_ROOT)).as_posix()
         else:
             hub_url = _push(work, job)
+    except Stopped as stop:
+        return _stopped(job, execution, str(stop))
     except Exception as exc:
         error = _describe(exc)
         log.warning("export #%s failed: %s", job.pk, error)
-        mine.update(status=ExportJob.STATUS_FAILED, error=error, finished_at=timezone.now(), lease_owner="", lease_expires_at=None)
-        audit(job.created_by, "export.failed", job, error=error)
+        if ExportJob.move(job.pk, "fail", where=execution.mine, error=error):
+            audit(job.created_by, "export.failed", job, error=error)
         return {"job_id": job.pk, "status": ExportJob.STATUS_FAILED}
     finally:
-        heartbeat.stop()
+        execution.heartbeat.stop()
         shutil.rmtree(work, ignore_errors=True)
     summary.pop("out_dir", None)  # a path on the server; nothing the page needs
     summary = json.loads(json.dumps(summary))  # as the JSON field will give it back (level keys become strings)
-    if not mine.update(
-        status=ExportJob.STATUS_FINISHED, summary=summary, zip_path=zip_path, hub_url=hub_url, done=F("total"), finished_at=timezone.now(),
-        lease_owner="", lease_expires_at=None,
-    ):
-        log.warning("export #%s: this worker lost its lease while building; its result is not recorded", job.pk)
-        return {"job_id": job.pk, "status": "lease lost"}
-    audit(job.created_by, "export.finished", job, destination=job.destination, zip_path=zip_path, hub_url=hub_url,
-          rows={split: stats["rows"] for split, stats in summary["splits"].items()})
-    return {"job_id": job.pk, "status": ExportJob.STATUS_FINISHED}
+    if ExportJob.move(job.pk, "finish", where=execution.mine, summary=summary, zip_path=zip_path, hub_url=hub_url, done=F("total")):
+        audit(job.created_by, "export.finished", job, destination=job.destination, zip_path=zip_path, hub_url=hub_url,
+              rows={split: stats["rows"] for split, stats in summary["splits"].items()})
+        return {"job_id": job.pk, "status": ExportJob.STATUS_FINISHED}
+    # Cancelled while the last step ran: a zip is removed; an upload that completed cannot be taken back.
+    note = f"Cancelled after the upload had completed: {hub_url} holds this export." if hub_url else ""
+    return _stopped(job, execution, "cancelled", zip_file=zip_file, error=note)
 
 
-def zip_folder(folder: Path, target: Path) -> Path:
-    """Zip every file of `folder` under one top folder named like the zip; written aside, then renamed."""
+def _build(job: ExportJob, work: Path, progress: Callable[[int, int], None]) -> dict:
+    if job.kind == ExportJob.KIND_SFT:
+        from .sft.job import build as build_sft
+
+        return build_sft(job, work, progress)
+    return cprt_bench.export_dataset(
+        work, job.splits, job.profile, include_annotations=job.include_annotations, include_images=job.include_images,
+        face_variant=job.face_variant, progress=progress, actor=job.created_by,
+    )
+
+
+def _stopped(job: ExportJob, execution: _Execution, why: str, zip_file: Path | None = None, error: str = "") -> dict:
+    """Confirm a cancel (nothing delivered), or step aside for the worker that took the job over."""
+    if why == "cancelled" and ExportJob.move(job.pk, "cancel", where=execution.mine & Q(status=CANCELLING), error=error):
+        if zip_file is not None:
+            zip_file.unlink(missing_ok=True)
+        audit(job.created_by, "export.cancelled", job)
+        return {"job_id": job.pk, "status": ExportJob.STATUS_CANCELLED}
+    log.warning("export #%s: this worker lost its lease while building; its result is not recorded", job.pk)
+    return {"job_id": job.pk, "status": "lease lost"}
+
+
+def zip_folder(folder: Path, target: Path, keep_going: Callable[[], None] = lambda: None) -> Path:
+    """Zip every file of `folder` under one top folder named like the zip; written aside, then renamed.
+    `keep_going` is called before each file (it raises to stop: the partial file is removed)."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f".{target.name}.partial")
+    partial = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.partial")
     top = target.stem
     try:
         with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as archive:
             for path in sorted(folder.rglob("*")):
+                keep_going()
                 if path.is_file():
                     archive.write(path, f"{top}/{path.relative_to(folder).as_posix()}")
         os.replace(partial, target)

@@ -1,12 +1,11 @@
 """Scoring profiles (weights + boundaries + consensus set), the computed score per image, export jobs."""
 from __future__ import annotations
 
-from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Q
 
-from core.secrets import ScrubbedTextField
+from core.jobs import Job
 
 from . import engine
 
@@ -119,25 +118,21 @@ class ComputedMetrics(models.Model):
 REPO_ID_PATTERN = r"^(?!.*(?:--|\.\.))[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?/[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?\Z"
 
 
-class ExportJob(models.Model):
-    """One dataset export launched from the browser and run by a worker (scoring/exports.py).
+class ExportJob(Job):
+    """One dataset export launched from the browser and run by a worker (scoring/exports.py), on the
+    job base (core/jobs.py): status, lease, heartbeat, progress and a scrubbed error come from there.
 
     Progress (`done` / `total`) is written by the worker and read by the job page. The finished zip
     lives under CPRT_EXPORT_ROOT and is served only through the admin-only download view.
     """
 
-    STATUS_QUEUED, STATUS_RUNNING, STATUS_FINISHED, STATUS_FAILED = "queued", "running", "finished", "failed"
-    STATUSES = [(s, s) for s in (STATUS_QUEUED, STATUS_RUNNING, STATUS_FINISHED, STATUS_FAILED)]
-    ACTIVE_STATUSES = (STATUS_QUEUED, STATUS_RUNNING)
     DESTINATION_ZIP, DESTINATION_HUB = "zip", "hub"
     DESTINATIONS = [(DESTINATION_ZIP, "zip file to download"), (DESTINATION_HUB, "Hugging Face Hub dataset repository")]
     KIND_DATASET, KIND_SFT = "dataset", "sft"
     KINDS = [(KIND_DATASET, "CPRT-Bench dataset"), (KIND_SFT, "fine-tuning pairs (scoring/sft)")]
 
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     kind = models.CharField(max_length=16, choices=KINDS, default=KIND_DATASET)
     options = models.JSONField(default=dict, blank=True, help_text="Fine-tuning pairs: format, prompt version, training split, faces, stages.")
-    status = models.CharField(max_length=16, choices=STATUSES, default=STATUS_QUEUED, db_index=True)
     splits = models.JSONField(default=list, help_text="The splits exported, e.g. [\"train\", \"test\"].")
     profile = models.ForeignKey(ScoringProfile, on_delete=models.PROTECT, related_name="export_jobs")
     include_annotations = models.BooleanField(
@@ -149,19 +144,9 @@ class ExportJob(models.Model):
     destination = models.CharField(max_length=8, choices=DESTINATIONS, default=DESTINATION_ZIP)
     repo_id = models.CharField(max_length=193, blank=True, validators=[RegexValidator(REPO_ID_PATTERN, "Use owner/name.")])
     private = models.BooleanField(default=True, help_text="Hub destination: create the repository private.")
-    done = models.PositiveIntegerField(default=0)
-    total = models.PositiveIntegerField(default=0)
     summary = models.JSONField(default=dict, blank=True, help_text="Rows per split and level, files written.")
-    error = ScrubbedTextField(blank=True)  # never holds a configured secret (core.secrets)
     zip_path = models.CharField(max_length=300, blank=True, help_text="The zip file, relative to CPRT_EXPORT_ROOT.")
     hub_url = models.CharField(max_length=500, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Written by the worker while it builds the export.")
-    # The lease of the worker building it: one builder at a time, however often the message is delivered.
-    lease_owner = models.CharField(max_length=200, blank=True)
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -171,14 +156,6 @@ class ExportJob(models.Model):
 
     def __str__(self):
         return f"export #{self.pk} ({self.status})"
-
-    @property
-    def is_active(self) -> bool:
-        return self.status in self.ACTIVE_STATUSES
-
-    @property
-    def percent_done(self) -> int:
-        return min(100, int(100 * self.done / self.total)) if self.total else 0
 
     @property
     def download_name(self) -> str:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 
+from core.dispatch import send_on_commit
+
 log = logging.getLogger(__name__)
 
 
@@ -33,9 +35,7 @@ def on_annotate_run_finished(sender, run, **kwargs) -> None:
 
 
 def on_judge_run_finished(sender, run_id, **kwargs) -> None:
-    from .tasks import refresh_run_metrics
-
-    refresh_run_metrics.apply_async(args=[run_id], queue="default")
+    send_on_commit("scoring.refresh_run_metrics", [run_id])
 
 
 class ConsensusScores:

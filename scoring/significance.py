@@ -31,6 +31,7 @@ import numpy as np
 from scipy import stats
 
 from . import resample
+from .pairs import pair_counts  # O(n log n) counts for large levels
 
 EXACT_LIMIT = 200_000
 ALPHA = 0.05
@@ -80,7 +81,6 @@ def intra_level_test(gt: np.ndarray, pred: np.ndarray, level: np.ndarray, intra_
     gt, pred, level = np.asarray(gt, dtype=float), np.asarray(pred, dtype=float), np.asarray(level)
     groups = [np.flatnonzero(level == lv) for lv in np.unique(level)]
     groups = [g for g in groups if g.size >= 2]
-    from .metrics import pair_counts  # O(n log n) counts for large levels
 
     s_obs = 0
     for g in ([] if intra_counts is not None else groups):

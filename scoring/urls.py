@@ -19,5 +19,7 @@ urlpatterns = [
     path("exports/sft/", sft_views.sft_export_start, name="export_sft"),
     path("exports/<int:job_id>/", views.export_detail, name="export"),
     path("exports/<int:job_id>/progress/", views.export_progress, name="export_progress"),
+    path("exports/<int:job_id>/cancel/", views.export_cancel, name="export_cancel"),
+    path("exports/<int:job_id>/resume/", views.export_resume, name="export_resume"),
     path("exports/<int:job_id>/download/", views.export_download, name="export_download"),
 ]

@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from annotations import taxonomy
 from annotations.models import Adjudication, Image
+from core import jobviews
 from core.files import protected_file_response
 from core.roles import ROLE_ADMIN, STAFF_ROLES, require_role
 from core.audit import audit
@@ -369,9 +370,14 @@ def counterfactual(request):
 
 
 # ---------------------------------------------------------------------------------------------
-# Dataset exports (admins): launch, follow, download. The work runs on a worker (scoring/exports.py).
+# Dataset exports (admins): launch, follow, cancel, resume, download. The work runs on a worker (scoring/exports.py).
 
 EXPORTS_PAGE = 25
+EXPORT_CARD = jobviews.JobCard(
+    element_id="export-progress", progress_url="scoring:export_progress", cancel_url="scoring:export_cancel",
+    resume_url="scoring:export_resume", page_url="scoring:export", unit="image passes",
+    resume_label="Resume (build it again)", details="scoring/_export_result.html",
+)
 
 
 @require_role(ROLE_ADMIN)
@@ -391,15 +397,33 @@ def export_list(request):
 @require_GET
 def export_detail(request, job_id: int):
     job = get_export_for_user(request.user, job_id)
-    return render(request, "scoring/export_detail.html", {"job": job})
+    return render(request, "scoring/export_detail.html", jobviews.card_context(EXPORT_CARD, job, exports.can_resume(job)))
 
 
 @require_role(ROLE_ADMIN)
 @require_GET
 def export_progress(request, job_id: int):
-    """The progress card of one export (htmx polls it while the job is queued or running)."""
+    """The progress card of one export (htmx polls it while the job is active)."""
     job = get_export_for_user(request.user, job_id)
-    return render(request, "scoring/_export_progress.html", {"job": job})
+    return jobviews.progress(request, EXPORT_CARD, job, exports.can_resume(job))
+
+
+@require_role(ROLE_ADMIN)
+@require_POST
+def export_cancel(request, job_id: int):
+    job = get_export_for_user(request.user, job_id)
+    return jobviews.act(request, EXPORT_CARD, job, exports.cancel_export, can_resume=exports.can_resume,
+                        done="Export #{job.pk}: {result}; nothing is delivered (a running worker stops at its next heartbeat).",
+                        refused="Export #{job.pk} is {status}; there is nothing to cancel.")
+
+
+@require_role(ROLE_ADMIN)
+@require_POST
+def export_resume(request, job_id: int):
+    job = get_export_for_user(request.user, job_id)
+    return jobviews.act(request, EXPORT_CARD, job, exports.resume_export, can_resume=exports.can_resume,
+                        done="Export #{job.pk} queued again; a worker builds it from the start.",
+                        refused="Export #{job.pk} is {status}; only a failed, cancelled or abandoned export can be resumed.")
 
 
 @require_role(ROLE_ADMIN)

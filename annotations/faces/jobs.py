@@ -1,19 +1,21 @@
 """Anonymization jobs: launch (web request: store, audit, dispatch on commit), run (the worker),
-cancel, resume and reconcile. Plain functions; `tasks.py` wraps `run_job` for Celery.
+cancel, resume and reconcile. Plain functions; `tasks.py` wraps `run_job` for Celery, sent by name
+("annotations.anonymize_faces") through core.dispatch.
 
-Exactly once: a job is claimed before it runs (one UPDATE from `queued` to `running` with a fresh
-claim token), so a redelivered or duplicated message finds it claimed and does nothing. Each image's
-variant is unique per (image, setting) and images that already have one are skipped, so a resumed
-job never redoes or stores twice what was done. The worker writes progress and a heartbeat to the
-row; the page reads them. Cancellation is a status flag the worker reads between images.
+The job stands on the job base (core/jobs.py). Exactly once: a job is claimed before it runs (the
+"start" transition and a lease in one UPDATE, from `queued` only), so a redelivered or duplicated
+message finds it claimed and does nothing. The worker renews its lease (CPRT_FACES_STALE_S) with each
+heartbeat (CPRT_FACES_HEARTBEAT_S); a job whose lease expired lost its worker and is re-queued by the
+reconciler or a resume, and the old execution, if it still runs, stops at its next heartbeat. Each
+image's variant is unique per (image, setting) and images that already have one are skipped, so a
+resumed job never redoes or stores twice what was done. Cancellation is a status flag the worker
+reads between images.
 """
 from __future__ import annotations
 
 import logging
 import time
-import uuid
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -22,11 +24,14 @@ from django.utils import timezone
 
 from annotations.models import Image
 from core.audit import audit
+from core.dispatch import send_on_commit
+from core.jobs import Lease, expired_condition
 
 from . import variants
 from .models import AnonymizationJob, FaceVariant
 
 log = logging.getLogger(__name__)
+TASK = "annotations.anonymize_faces"
 CHUNK = 900  # stay under SQLite's bound-parameter limit
 
 
@@ -54,30 +59,23 @@ def start_job(actor, *, split: str = "", method: str = "blur", threshold: float 
         )
         audit(actor, "faces.launch", job, split=split, images=len(ids), method=method, threshold=threshold, margin=margin)
         if dispatch_task:
-            transaction.on_commit(lambda: dispatch(job.pk))
+            send_on_commit(TASK, [job.pk])
     return job
 
 
-def dispatch(job_id: int) -> None:
-    from .tasks import anonymize_faces as task
-
-    task.apply_async(args=[job_id], queue="default")
-
-
-def claim(job_id: int) -> str | None:
-    """Take a queued job for this execution; None when another execution has it or it is over."""
-    token = uuid.uuid4().hex
+def claim(job_id: int) -> Lease | None:
+    """Take a queued job for this execution (its lease); None when another execution has it or it is over."""
+    lease = Lease(AnonymizationJob.objects.filter(pk=job_id), settings.CPRT_FACES_STALE_S)
     now = timezone.now()
-    taken = AnonymizationJob.objects.filter(pk=job_id, status=AnonymizationJob.STATUS_QUEUED).update(
-        status=AnonymizationJob.STATUS_RUNNING, claim=token, started_at=now, heartbeat_at=now, error="",
-    )
-    return token if taken else None
+    started = AnonymizationJob.start(lease, where=Q(status=AnonymizationJob.STATUS_QUEUED), started_at=now, heartbeat_at=now, error="")
+    return lease if started else None
 
 
-def _held(job_id: int, token: str) -> str | None:
-    """Heartbeat; returns the status while this execution still holds the job, else None."""
-    AnonymizationJob.objects.filter(pk=job_id, claim=token).update(heartbeat_at=timezone.now())
-    return AnonymizationJob.objects.filter(pk=job_id, claim=token).values_list("status", flat=True).first()
+def heartbeat(lease: Lease) -> str | None:
+    """Renew the lease and write the heartbeat; the job's status while this execution still holds it, else None."""
+    if not lease.renew(heartbeat_at=timezone.now()):
+        return None
+    return lease.queryset.values_list("status", flat=True).first()
 
 
 def totals(job: AnonymizationJob) -> dict:
@@ -117,9 +115,9 @@ def _write_progress(job: AnonymizationJob, failures: list) -> None:
 
 def run_job(job_id: int, threads: int | None = None) -> dict:
     """Claim the job and make the missing variants; marks it finished, cancelled or failed."""
-    token = claim(job_id)
+    lease = claim(job_id)
     job = AnonymizationJob.objects.get(pk=job_id)
-    if token is None:
+    if lease is None:
         return {"job_id": job_id, "status": job.status, "claimed": False}  # a duplicate or late message
     threads = max(1, threads or settings.CPRT_FACES_THREADS)
     failures = list(job.failures)
@@ -156,7 +154,7 @@ def run_job(job_id: int, threads: int | None = None) -> dict:
                 if time.monotonic() - last_beat >= settings.CPRT_FACES_HEARTBEAT_S or not pending:
                     last_beat = time.monotonic()
                     _write_progress(job, failures)
-                    held = _held(job_id, token)
+                    held = heartbeat(lease)
                     if held is None:
                         return {"job_id": job_id, "status": "lost", "claimed": True}  # resumed elsewhere
                     if held == AnonymizationJob.STATUS_CANCELLING:
@@ -167,64 +165,69 @@ def run_job(job_id: int, threads: int | None = None) -> dict:
         error = f"The job failed: {exc.__class__.__name__}: {exc}"[:4000]
         log.warning("anonymization #%s failed: %s", job_id, error)
         _write_progress(job, failures)
-        AnonymizationJob.objects.filter(pk=job_id, claim=token).update(
-            status=AnonymizationJob.STATUS_FAILED, error=error, finished_at=timezone.now())
+        AnonymizationJob.move(job_id, "fail", where=Q(lease_owner=lease.owner), error=error)
         audit(job.created_by, "faces.failed", job, error=error)
         return {"job_id": job_id, "status": AnonymizationJob.STATUS_FAILED, "claimed": True}
     _write_progress(job, failures)
-    final = AnonymizationJob.STATUS_CANCELLED if status == AnonymizationJob.STATUS_CANCELLING else AnonymizationJob.STATUS_FINISHED
-    AnonymizationJob.objects.filter(pk=job_id, claim=token).update(status=final, finished_at=timezone.now())
+    mine = Q(lease_owner=lease.owner)
+    # A cancel asked for after the last heartbeat still wins over "finish".
+    if status == AnonymizationJob.STATUS_CANCELLING or not AnonymizationJob.move(job_id, "finish", where=mine):
+        AnonymizationJob.move(job_id, "cancel", where=mine)
     job.refresh_from_db()
+    final = job.status
     audit(job.created_by, f"faces.{final}", job, done=job.done, faces=job.faces, residual_faces=job.residual_faces,
           failures=len(failures))
     return {"job_id": job_id, "status": final, "claimed": True}
 
 
-def _silent(job: AnonymizationJob) -> bool:
-    last = job.heartbeat_at or job.created_at
-    return last < timezone.now() - timedelta(seconds=settings.CPRT_FACES_STALE_S)
+def _nobody_works_on(job: AnonymizationJob) -> bool:
+    """Its worker's lease expired, or (queued) no worker took it for CPRT_FACES_STALE_S (a lost message)."""
+    if job.lease_owner:
+        return job.lease_expires_at is None or job.lease_expires_at < timezone.now()
+    return job.silent_for(settings.CPRT_FACES_STALE_S)
 
 
 def cancel_job(actor, job: AnonymizationJob) -> bool:
     """Ask the worker to stop (it reads the flag within a heartbeat); a job nobody runs is cancelled now."""
-    if not job.is_active:
+    nobody = Q(status=AnonymizationJob.STATUS_QUEUED) | Q(lease_owner="") | expired_condition()
+    if not (AnonymizationJob.move(job.pk, "cancel", where=nobody) or AnonymizationJob.move(job.pk, "request_cancel")):
         return False
-    if job.status == AnonymizationJob.STATUS_QUEUED or _silent(job):
-        AnonymizationJob.objects.filter(pk=job.pk, status__in=AnonymizationJob.ACTIVE_STATUSES).update(
-            status=AnonymizationJob.STATUS_CANCELLED, claim="", finished_at=timezone.now())
-    else:
-        AnonymizationJob.objects.filter(pk=job.pk, status=AnonymizationJob.STATUS_RUNNING).update(
-            status=AnonymizationJob.STATUS_CANCELLING)
     audit(actor, "faces.cancel", job, done=job.done, total=job.total)
     return True
 
 
 def can_resume(job: AnonymizationJob) -> bool:
-    """A stopped job with images left, a finished one with failed images (retried), or a silent active one."""
+    """A stopped job with images left, a finished one with failed images (retried), or an active one nobody works on."""
     if job.status in (AnonymizationJob.STATUS_CANCELLED, AnonymizationJob.STATUS_FAILED, AnonymizationJob.STATUS_FINISHED):
         return job.done < job.total or bool(job.failures)
-    return job.is_active and _silent(job)
+    return job.is_active and _nobody_works_on(job)
 
 
 def resume_job(actor, job: AnonymizationJob) -> bool:
-    """Queue a stopped or silent job again (a new claim; images already done are skipped, failed ones retried)."""
+    """Queue a stopped or abandoned job again (a new lease; images already done are skipped, failed ones retried).
+    Compare-and-set on the status and lease seen: of two resumes at once, one queues the job."""
     if not can_resume(job):
         return False
+    seen = Q(status=job.status, lease_owner=job.lease_owner)
     with transaction.atomic():
-        updated = AnonymizationJob.objects.filter(pk=job.pk, status=job.status, claim=job.claim).update(
-            status=AnonymizationJob.STATUS_QUEUED, claim="", failures=[], error="", finished_at=None, heartbeat_at=timezone.now())
-        if not updated:
+        if job.status == AnonymizationJob.STATUS_CANCELLING:  # its worker is gone: confirm the cancel, then queue
+            if not AnonymizationJob.move(job.pk, "cancel", where=seen):
+                return False
+            seen = Q(status=AnonymizationJob.STATUS_CANCELLED)
+        if not AnonymizationJob.move(job.pk, "requeue", where=seen, failures=[], error="", heartbeat_at=timezone.now(),
+                                     lease_owner="", lease_expires_at=None):
             return False
         audit(actor, "faces.resume", job, done=job.done, total=job.total)
-        transaction.on_commit(lambda: dispatch(job.pk))
+        send_on_commit(TASK, [job.pk])
     return True
 
 
 def reconcile() -> list[int]:
-    """Periodic (Celery beat): re-queue running jobs whose worker went silent. Returns their ids."""
-    cutoff = timezone.now() - timedelta(seconds=settings.CPRT_FACES_STALE_S)
+    """Periodic (Celery beat): re-queue running jobs whose worker's lease expired, and confirm the cancel
+    of cancelling ones whose worker is gone. Returns the ids re-queued."""
+    AnonymizationJob.moves(AnonymizationJob.objects.filter(expired_condition(), status=AnonymizationJob.STATUS_CANCELLING), "cancel")
     resumed = []
-    for job in AnonymizationJob.objects.filter(status=AnonymizationJob.STATUS_RUNNING, heartbeat_at__lt=cutoff):
+    for job in AnonymizationJob.objects.filter(expired_condition(), status=AnonymizationJob.STATUS_RUNNING):
         if resume_job(None, job):
             resumed.append(job.pk)
     return resumed

@@ -7,12 +7,12 @@ boxes and scores that were found and the faces a second detector pass still find
 """
 from __future__ import annotations
 
-from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
-from annotations.models import Image, private_image_storage
+from annotations.storage import private_image_storage
+from core.jobs import Job
 
 METHOD_CHOICES = [("blur", "blur"), ("pixelate", "pixelate"), ("fill", "fill (solid black)")]
 
@@ -35,7 +35,7 @@ class VariantSetting(models.Model):
 
 
 class FaceVariant(VariantSetting):
-    image = models.ForeignKey(Image, on_delete=models.CASCADE, related_name="face_variants")
+    image = models.ForeignKey("annotations.Image", on_delete=models.CASCADE, related_name="face_variants")
     file = models.FileField(storage=private_image_storage, upload_to="")
     width = models.PositiveIntegerField()
     height = models.PositiveIntegerField()
@@ -59,30 +59,16 @@ class FaceVariant(VariantSetting):
         return f"{self.image} ({self.setting_label})"
 
 
-class AnonymizationJob(VariantSetting):
-    """Make variants for a frozen list of images; progress is written by the worker, read by the page."""
+class AnonymizationJob(VariantSetting, Job):
+    """Make variants for a frozen list of images, on the job base (core/jobs.py: status, lease,
+    heartbeat, progress, scrubbed error); progress is written by the worker, read by the page."""
 
-    STATUS_QUEUED, STATUS_RUNNING, STATUS_CANCELLING = "queued", "running", "cancelling"
-    STATUS_CANCELLED, STATUS_FINISHED, STATUS_FAILED = "cancelled", "finished", "failed"
-    STATUSES = [(s, s) for s in ("queued", "running", "cancelling", "cancelled", "finished", "failed")]
-    ACTIVE_STATUSES = ("queued", "running", "cancelling")
-
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     split = models.CharField(max_length=8, blank=True, help_text="The split chosen, or empty for every split.")
     image_ids = models.JSONField(default=list, help_text="The frozen list of images to anonymize.")
-    status = models.CharField(max_length=16, choices=STATUSES, default=STATUS_QUEUED, db_index=True)
-    claim = models.CharField(max_length=64, blank=True, help_text="The worker execution that holds the job.")
-    done = models.PositiveIntegerField(default=0)
-    total = models.PositiveIntegerField(default=0)
     faces = models.PositiveIntegerField(default=0)
     images_without_face = models.PositiveIntegerField(default=0)
     residual_faces = models.PositiveIntegerField(default=0)
     failures = models.JSONField(default=list, blank=True, help_text="[image id, message] for images that could not be processed.")
-    error = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         app_label = "annotations"
@@ -93,11 +79,3 @@ class AnonymizationJob(VariantSetting):
 
     def __str__(self):
         return f"anonymization #{self.pk} ({self.status})"
-
-    @property
-    def is_active(self) -> bool:
-        return self.status in self.ACTIVE_STATUSES
-
-    @property
-    def percent_done(self) -> int:
-        return min(100, int(100 * self.done / self.total)) if self.total else 0

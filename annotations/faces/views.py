@@ -9,6 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotations.images import mime_type
+from core import jobviews
 from core.files import protected_file_response
 from core.roles import STAFF_ROLES, require_role
 
@@ -18,6 +19,11 @@ from .forms import AnonymizeForm
 from .models import AnonymizationJob, FaceVariant
 
 PAGE = 50
+FACES_CARD = jobviews.JobCard(
+    element_id="faces-progress", progress_url="faces:job_progress", cancel_url="faces:job_cancel", resume_url="faces:job_resume",
+    page_url="faces:job", unit="images", resume_label="Resume (images already done are skipped)",
+    details="annotations/faces/_job_counts.html",
+)
 
 
 @require_role(*STAFF_ROLES)
@@ -37,10 +43,6 @@ def job_list(request):
     return render(request, "annotations/faces/jobs.html", {"form": form, "page": page}, status=400 if form.is_bound else 200)
 
 
-def _progress_context(job: AnonymizationJob) -> dict:
-    return {"job": job, "can_resume": jobs.can_resume(job)}
-
-
 @require_role(*STAFF_ROLES)
 @require_GET
 def job_detail(request, job_id: int):
@@ -48,7 +50,7 @@ def job_detail(request, job_id: int):
     shown = FaceVariant.objects.filter(image_id__in=job.image_ids[:5000], method=job.method, threshold=job.threshold,
                                        margin=job.margin).select_related("image").order_by("-residual_faces", "-faces", "image_id")
     page = Paginator(shown, PAGE).get_page(request.GET.get("page"))
-    return render(request, "annotations/faces/job.html", {**_progress_context(job), "page": page})
+    return render(request, "annotations/faces/job.html", {**jobviews.card_context(FACES_CARD, job, jobs.can_resume(job)), "page": page})
 
 
 @require_role(*STAFF_ROLES)
@@ -57,39 +59,25 @@ def job_progress(request, job_id: int):
     """The progress card of one job (htmx polls it while the job is active). When the job has just ended,
     the page reloads once, so that its variants table shows what the job made."""
     job = get_job_for_user(request.user, job_id)
-    response = render(request, "annotations/faces/_progress.html", _progress_context(job))
-    if request.htmx and not job.is_active:
-        response["HX-Refresh"] = "true"
-    return response
+    return jobviews.progress(request, FACES_CARD, job, jobs.can_resume(job), refresh_when_over=True)
 
 
 @require_role(*STAFF_ROLES)
 @require_POST
 def job_cancel(request, job_id: int):
     job = get_job_for_user(request.user, job_id)
-    if jobs.cancel_job(request.user, job):
-        messages.info(request, f"Anonymization #{job.pk}: cancel requested; the worker stops after the images in hand.")
-    else:
-        messages.error(request, f"Anonymization #{job.pk} is {job.status}; there is nothing to cancel.")
-    return _back(request, job)
+    return jobviews.act(request, FACES_CARD, job, jobs.cancel_job, can_resume=jobs.can_resume,
+                        done="Anonymization #{job.pk}: cancel requested; the worker stops after the images in hand.",
+                        refused="Anonymization #{job.pk} is {status}; there is nothing to cancel.")
 
 
 @require_role(*STAFF_ROLES)
 @require_POST
 def job_resume(request, job_id: int):
     job = get_job_for_user(request.user, job_id)
-    if jobs.resume_job(request.user, job):
-        messages.info(request, f"Anonymization #{job.pk} queued again; images already done are skipped.")
-    else:
-        messages.error(request, f"Anonymization #{job.pk} is {job.status} and has nothing to resume.")
-    return _back(request, job)
-
-
-def _back(request, job: AnonymizationJob):
-    if request.htmx:
-        job.refresh_from_db()
-        return render(request, "annotations/faces/_progress.html", _progress_context(job))
-    return redirect("faces:job", job_id=job.pk)
+    return jobviews.act(request, FACES_CARD, job, jobs.resume_job, can_resume=jobs.can_resume,
+                        done="Anonymization #{job.pk} queued again; images already done are skipped.",
+                        refused="Anonymization #{job.pk} is {status} and has nothing to resume.")
 
 
 @require_role(*STAFF_ROLES)

@@ -1,6 +1,7 @@
 """SFT exports launched from the browser, on the dataset export's job machinery (scoring/exports.py):
-the same ExportJob row (kind "sft", the SFT options in `options`), task, progress, heartbeat,
-reconciler, zip and download. This module only stores the job and builds its folder."""
+the same ExportJob row (kind "sft", the SFT options in `options`), task ("scoring.run_export", sent by
+name), progress, heartbeat, cancel/resume, reconciler, zip and download. This module only stores the
+job and builds its folder."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,6 +9,7 @@ from pathlib import Path
 from django.db import transaction
 
 from core.audit import audit
+from core.dispatch import send_on_commit
 from scoring.models import ExportJob, ScoringProfile
 
 from . import export
@@ -20,8 +22,6 @@ def start_sft_export(actor, data: dict) -> ExportJob:
 
     `data`: format, prompt_version, split, profile (ScoringProfile), include_images, faces, annotation_stages.
     """
-    from scoring import exports
-
     if not isinstance(data["profile"], ScoringProfile):
         raise ValueError("profile must be a scoring profile.")
     version = export.check_options(data["format"], data["prompt_version"], data["split"], bool(data["include_images"]), data["faces"])
@@ -43,7 +43,7 @@ def start_sft_export(actor, data: dict) -> ExportJob:
         job.full_clean()
         job.save()
         audit(actor, "export.launch", job, kind=job.kind, profile=job.profile.label, include_images=job.include_images, **options)
-        transaction.on_commit(lambda: exports.dispatch(job.pk))
+        send_on_commit("scoring.run_export", [job.pk])
     return job
 
 

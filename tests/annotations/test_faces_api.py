@@ -10,6 +10,7 @@ from annotations.faces import jobs
 from annotations.faces.models import AnonymizationJob, FaceVariant
 from core.models import AuditEvent
 from tests.support import faces as photos
+from tests.support.dispatch import record_sends
 
 LIST = "/api/anonymizations/"
 
@@ -27,14 +28,13 @@ def staff_api(adjudicator):
 
 
 def test_launch_follow_and_finish(staff_api, photo, monkeypatch, django_capture_on_commit_callbacks):
-    sent = []
-    monkeypatch.setattr(jobs, "dispatch", sent.append)
+    sent = record_sends(monkeypatch)
     with django_capture_on_commit_callbacks(execute=True):
         response = staff_api.post(LIST, {"split": "test", "method": "pixelate", "threshold": 0.5, "margin": 0.1}, format="json")
     assert response.status_code == 201, response.content
     body = response.json()
     assert (body["status"], body["setting"], body["total"], body["done"]) == ("queued", "pixelate:0.5:0.1", 1, 0)
-    assert sent == [body["id"]]  # dispatched on commit, run by a worker (never inside the request)
+    assert sent == [("annotations.anonymize_faces", [body["id"]])]  # dispatched on commit, run by a worker (never inside the request)
     assert jobs.run_job(body["id"])["status"] == "finished"
     detail = staff_api.get(f"{LIST}{body['id']}/").json()
     assert (detail["status"], detail["done"], detail["faces"], detail["percent_done"], detail["can_resume"]) == ("finished", 1, 1, 100, False)
@@ -44,7 +44,7 @@ def test_launch_follow_and_finish(staff_api, photo, monkeypatch, django_capture_
 
 
 def test_defaults_are_the_pages(staff_api, photo, monkeypatch):
-    monkeypatch.setattr(jobs, "dispatch", lambda job_id: None)
+    record_sends(monkeypatch)
     body = staff_api.post(LIST, {"method": "blur"}, format="json").json()
     assert (body["split"], body["threshold"], body["margin"]) == ("", 0.5, 0.2)
 
@@ -72,17 +72,18 @@ def test_no_images_at_all_is_refused(staff_api, db):
     assert AnonymizationJob.objects.count() == 0
 
 
-def test_cancel_and_resume(staff_api, photo, monkeypatch):
-    sent = []
-    monkeypatch.setattr(jobs, "dispatch", sent.append)
+def test_cancel_and_resume(staff_api, photo, monkeypatch, django_capture_on_commit_callbacks):
+    sent = record_sends(monkeypatch)
     job = jobs.start_job(None, dispatch_task=False)
     cancelled = staff_api.post(f"{LIST}{job.pk}/cancel/", {}, format="json")
     assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled" and cancelled.json()["can_resume"]
     assert staff_api.post(f"{LIST}{job.pk}/cancel/", {}, format="json").status_code == 409
     with_body = staff_api.post(f"{LIST}{job.pk}/resume/", {"now": True}, format="json")
     assert with_body.status_code == 400 and AnonymizationJob.objects.get(pk=job.pk).status == "cancelled"
-    resumed = staff_api.post(f"{LIST}{job.pk}/resume/", {}, format="json")
+    with django_capture_on_commit_callbacks(execute=True):
+        resumed = staff_api.post(f"{LIST}{job.pk}/resume/", {}, format="json")
     assert resumed.status_code == 200 and resumed.json()["status"] == "queued"
+    assert sent == [("annotations.anonymize_faces", [job.pk])]  # the resume sent it again, by name
     jobs.run_job(job.pk)
     refused = staff_api.post(f"{LIST}{job.pk}/resume/", {}, format="json")
     assert refused.status_code == 409 and "nothing to resume" in refused.json()["detail"]

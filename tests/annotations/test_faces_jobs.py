@@ -11,6 +11,7 @@ from annotations.faces import jobs, variants
 from annotations.faces.models import AnonymizationJob, FaceVariant
 from core.models import AuditEvent
 from tests.support import faces as photos
+from tests.support.dispatch import record_sends
 
 
 @pytest.fixture
@@ -20,11 +21,10 @@ def two_photos(db):
 
 
 def test_job_makes_every_variant_and_counts(two_photos, admin_user, django_capture_on_commit_callbacks, monkeypatch):
-    sent = []
-    monkeypatch.setattr(jobs, "dispatch", sent.append)
+    sent = record_sends(monkeypatch)
     with django_capture_on_commit_callbacks(execute=True):
         job = jobs.start_job(admin_user, split="test", method="pixelate")
-    assert sent == [job.pk] and job.status == "queued" and job.total == 2
+    assert sent == [("annotations.anonymize_faces", [job.pk])] and job.status == "queued" and job.total == 2
     result = jobs.run_job(job.pk, threads=2)
     job.refresh_from_db()
     assert result == {"job_id": job.pk, "status": "finished", "claimed": True}
@@ -47,7 +47,8 @@ def test_only_one_execution_claims_a_job(two_photos):
     job = jobs.start_job(None, dispatch_task=False)
     first, second = jobs.claim(job.pk), jobs.claim(job.pk)
     assert first and second is None
-    assert AnonymizationJob.objects.get(pk=job.pk).claim == first
+    job.refresh_from_db()
+    assert job.status == "running" and job.lease_owner == first.owner and job.lease_expires_at > timezone.now()
 
 
 def test_cancel_stops_between_images_and_resume_finishes_without_repeats(two_photos, settings, monkeypatch):
@@ -81,15 +82,18 @@ def test_cancelling_a_queued_job_means_it_never_runs(two_photos):
     assert not jobs.cancel_job(None, AnonymizationJob.objects.get(pk=job.pk))
 
 
-def test_a_silent_worker_is_reconciled_and_the_old_execution_stops(two_photos, settings, monkeypatch):
-    sent = []
-    monkeypatch.setattr(jobs, "dispatch", sent.append)
+def test_a_silent_worker_is_reconciled_and_the_old_execution_stops(two_photos, settings, monkeypatch, django_capture_on_commit_callbacks):
+    sent = record_sends(monkeypatch)
     job = jobs.start_job(None, dispatch_task=False)
     old = jobs.claim(job.pk)
-    AnonymizationJob.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now() - timedelta(seconds=settings.CPRT_FACES_STALE_S + 1))
-    assert jobs.reconcile() == [job.pk]
+    assert jobs.heartbeat(old) == "running" and jobs.reconcile() == []  # a live lease: left alone
+    # The worker stopped renewing its lease (CPRT_FACES_STALE_S after its last heartbeat).
+    AnonymizationJob.objects.filter(pk=job.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    with django_capture_on_commit_callbacks(execute=True):
+        assert jobs.reconcile() == [job.pk]
+    assert sent == [("annotations.anonymize_faces", [job.pk])]
     assert jobs.reconcile() == []  # queued now: nothing more to do
-    assert jobs._held(job.pk, old) is None  # the lost execution no longer holds it
+    assert jobs.heartbeat(old) is None  # the lost execution no longer holds it
     assert jobs.run_job(job.pk)["status"] == "finished"
     assert FaceVariant.objects.count() == 2
 
@@ -136,3 +140,18 @@ def test_command_refuses_bad_arguments_and_changes_nothing(two_photos, args, mes
     with pytest.raises(CommandError, match=message):
         call_command("anonymize_faces", *args)
     assert not AnonymizationJob.objects.exists() and not FaceVariant.objects.exists()
+
+
+def test_a_failed_job_stores_its_error_scrubbed_of_secrets(two_photos, settings, monkeypatch):
+    settings.HF_TOKEN = "hf_faces_SECRET_token_0123456789"
+
+    def broken_store(*args, **kwargs):
+        raise RuntimeError(f"storage refused the write (token {settings.HF_TOKEN})")
+
+    monkeypatch.setattr(variants, "store", broken_store)
+    job = jobs.start_job(None, dispatch_task=False)
+    assert jobs.run_job(job.pk, threads=1)["status"] == "failed"
+    job.refresh_from_db()
+    assert job.status == "failed" and "storage refused the write" in job.error
+    assert settings.HF_TOKEN not in job.error and "[redacted]" in job.error
+    assert job.lease_owner == "" and job.lease_expires_at is None and jobs.can_resume(job)

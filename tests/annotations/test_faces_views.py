@@ -7,6 +7,7 @@ from annotations.faces import jobs
 from annotations.faces.models import AnonymizationJob
 from core.models import AuditEvent
 from tests.support import faces as photos
+from tests.support.dispatch import record_sends
 
 
 @pytest.fixture
@@ -15,15 +16,14 @@ def astro(db):
 
 
 def test_launch_queues_a_job_and_dispatches_on_commit(astro, client_as, adjudicator, admin_user, monkeypatch, django_capture_on_commit_callbacks):
-    sent = []
-    monkeypatch.setattr(jobs, "dispatch", sent.append)
+    sent = record_sends(monkeypatch)
     client = client_as(adjudicator)
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post("/faces/", {"split": "test", "method": "fill", "threshold": "0.4", "margin": "0.1"})
     job = AnonymizationJob.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/faces/jobs/{job.pk}/"
     assert (job.method, job.threshold, job.margin, job.image_ids, job.status) == ("fill", 0.4, 0.1, [astro.pk], "queued")
-    assert sent == [job.pk]
+    assert sent == [("annotations.anonymize_faces", [job.pk])]
     page = client.get(f"/faces/jobs/{job.pk}/")
     assert b'hx-get="/faces/jobs/%d/progress/"' % job.pk in page.content and b"0 / 1 images" in page.content
 
@@ -57,7 +57,7 @@ def test_job_page_lists_variants_with_residual_and_the_variant_page_shows_both_i
 
 
 def test_cancel_and_resume_from_the_progress_card(astro, client_as, adjudicator, admin_user, monkeypatch):
-    monkeypatch.setattr(jobs, "dispatch", lambda job_id: None)
+    record_sends(monkeypatch)
     job = jobs.start_job(None, dispatch_task=False)
     client = client_as(admin_user)
     card = client.post(f"/faces/jobs/{job.pk}/cancel/", HTTP_HX_REQUEST="true")

@@ -55,6 +55,7 @@ from inference.api import RunLaunch
 from tests.conftest import png_bytes
 from tests.support.permission_cases.scoring import add_results, make_run
 from tests.support.bench_rows import make_rows
+from tests.support.dispatch import record_sends
 
 JSON = "application/json"
 FAKE_KEY = "sk-fake-test-key-not-a-secret"
@@ -98,7 +99,7 @@ def world(admin_user, reviewer_a, adjudicator, make_image, settings, monkeypatch
     stopped = make_run(status="failed")
     stopped.image_ids, stopped.total_images = [i.pk for i in images], len(images)
     stopped.save(update_fields=["image_ids", "total_images"])
-    monkeypatch.setattr(faces_jobs, "dispatch", lambda job_id: None)
+    record_sends(monkeypatch)  # tasks sent by name (faces jobs) are recorded, never sent
     queued_job = faces_jobs.start_job(adjudicator, split="test", dispatch_task=False)
     stopped_job = faces_jobs.start_job(adjudicator, split="test", dispatch_task=False)
     AnonymizationJob.objects.filter(pk=stopped_job.pk).update(status="cancelled")

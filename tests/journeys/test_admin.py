@@ -1,7 +1,7 @@
 """The admin's journey in Chromium, against the fake OpenAI-compatible server (tests/fakes) and a real Celery
 worker (tests/support/workers.py): launch a judge run and an annotate run from /runs/new/ with the default form plus
 what a person fills, watch them finish, cancel and resume a run, open its metrics, export and download the
-dataset, and make an API token."""
+dataset, cancel a queued export and resume it until a worker builds it, and make an API token."""
 from __future__ import annotations
 
 import time
@@ -126,3 +126,20 @@ def test_admin_journey(journey, fake_openai, make_image, model_annotators, set_l
     response = page.request.get(journey.base + "/api/runs/", headers={"Authorization": f"Token {key}"})
     assert response.status == 200 and response.json()["count"] == 3
     journey.shot(page, "admin-token-made")
+
+    # Cancel an export while no worker runs (it waits, queued), then resume it: a worker builds it.
+    journey.visit(page, "/scoring/exports/", "admin-exports-again")
+    with page.expect_navigation():
+        page.click("text=Start the export")
+    page.click("#export-progress button:has-text('Cancel')")
+    page.wait_for_selector("#export-progress .badge.status-cancelled")
+    journey.shot(page, "admin-export-cancelled")
+    export = ExportJob.objects.latest("pk")
+    assert export.status == "cancelled" and not export.downloadable
+    page.click("#export-progress button:has-text('Resume')")
+    page.wait_for_selector("#export-progress .badge.status-queued")
+    with celery_worker(queues="default", concurrency=1):
+        page.wait_for_selector("#export-progress a.button", timeout=90_000)
+    journey.shot(page, "admin-export-resumed-finished")
+    assert ExportJob.objects.get(pk=export.pk).status == "finished"
+    journey.check(page)

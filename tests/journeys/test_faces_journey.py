@@ -15,6 +15,7 @@ from django.db import connection
 from annotations.faces import jobs
 from annotations.faces.models import AnonymizationJob, FaceVariant
 from annotations.models import Image
+from core import dispatch
 from inference.models import Run
 from scoring.models import ExportJob
 from tests.conftest import make_user
@@ -28,8 +29,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, seria
 
 @pytest.fixture
 def worker_thread(monkeypatch):
-    """The job's dispatch runs it on a thread, as a worker would, so the page sees it queued, then progress."""
+    """The anonymization task, sent by name, runs on a thread, as a worker would, so the page sees it queued,
+    then progress. Other tasks are sent as usual (eagerly here)."""
     threads = []
+    send = dispatch.send_now
 
     def run(job_id):
         try:
@@ -37,12 +40,14 @@ def worker_thread(monkeypatch):
         finally:
             connection.close()
 
-    def dispatch(job_id):
-        thread = threading.Thread(target=run, args=(job_id,))
+    def send_now(task_name, args=(), kwargs=None, queue=dispatch.DEFAULT_QUEUE):
+        if task_name != jobs.TASK:
+            return send(task_name, args, kwargs, queue)
+        thread = threading.Thread(target=run, args=tuple(args))
         thread.start()
         threads.append(thread)
 
-    monkeypatch.setattr(jobs, "dispatch", dispatch)
+    monkeypatch.setattr(dispatch, "send_now", send_now)
     yield
     for thread in threads:
         thread.join(timeout=60)

@@ -16,6 +16,7 @@ from scoring.forms import ExportJobForm
 from scoring.models import ExportJob, ScoringProfile
 from scoring.services import recompute_scores
 from tests.support import faces as photos
+from tests.support.dispatch import record_sends
 
 SETTING = {"method": "pixelate", "threshold": 0.5, "margin": 0.2}
 
@@ -70,7 +71,7 @@ def test_export_form_and_job_record_the_setting(world, admin_user, settings, tmp
     refused = ExportJobForm({**base, "include_images": "", "face_variant": "pixelate:0.5:0.2"})
     assert not refused.is_valid() and "only with" in str(refused.errors["face_variant"])
     assert not ExportJobForm({**base, "face_variant": "blur:0.5:0.2"}).is_valid()  # no such variants
-    monkeypatch.setattr(exports, "dispatch", lambda job_id: None)
+    record_sends(monkeypatch)
     job = exports.start_export(admin_user, form.cleaned_data)
     assert job.face_variant == SETTING
     assert exports.run_export(job.pk)["status"] == ExportJob.STATUS_FINISHED

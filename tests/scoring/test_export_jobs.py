@@ -16,6 +16,7 @@ from scoring import cprt_bench, exports
 from scoring.models import ExportJob
 from tests.fakes.hf_hub_server import FakeHubServer
 from tests.support.exports import build_world, make_job
+from tests.support.dispatch import record_sends
 
 HF_TOKEN = "hf_FAKEhubTOKEN0123456789abcdef"
 
@@ -125,8 +126,7 @@ def test_a_valid_launch_stores_audits_and_dispatches_the_job_on_commit(
     client_as, admin_user, world, settings, monkeypatch, django_capture_on_commit_callbacks, public
 ):
     settings.HF_TOKEN = HF_TOKEN
-    sent = []
-    monkeypatch.setattr(exports, "dispatch", sent.append)
+    sent = record_sends(monkeypatch)
     data = form_data(profile=str(world["profile"].pk), destination="hub", repo_id="lab/cprt-bench", splits=["test"])
     if public:
         data["public"] = "on"
@@ -134,7 +134,7 @@ def test_a_valid_launch_stores_audits_and_dispatches_the_job_on_commit(
         response = client_as(admin_user).post(reverse("scoring:exports"), data)
     job = ExportJob.objects.get()
     assert response.status_code == 302 and response["Location"] == reverse("scoring:export", kwargs={"job_id": job.pk})
-    assert sent == [job.pk]  # the task gets the id, after the commit; the request itself ran nothing
+    assert sent == [("scoring.run_export", [job.pk])]  # the task gets the id, after the commit; the request itself ran nothing
     assert (job.status, job.splits, job.profile, job.destination, job.repo_id) == ("queued", ["test"], world["profile"], "hub", "lab/cprt-bench")
     assert job.private is not public and job.include_annotations and not job.include_images and job.created_by == admin_user
     event = AuditEvent.objects.get(action="export.launch")
@@ -235,7 +235,9 @@ def test_progress_fields_advance_in_the_database(world, export_root, monkeypatch
 def test_progress_writes_are_throttled_but_the_last_one_always_lands(world, monkeypatch):
     job = make_job(world)
     monkeypatch.setattr(exports, "PROGRESS_EVERY_S", 3600.0)
-    write = exports._ProgressWriter(job.pk)
+    execution = exports._Execution(job.pk)
+    assert execution.claim()  # progress is written by the execution that holds the job
+    write = execution.progress
     write(1, 10)  # the first call is written
     write(2, 10)  # within the interval: skipped
     write(3, 10)
@@ -349,7 +351,7 @@ def test_a_hub_job_creates_the_repo_and_uploads_exactly_the_export(world, export
     repo = hub.repos["lab/cprt-bench"]
     assert repo.repo_type == "dataset" and repo.private is private
     assert job.hub_url == f"{hub.url}/datasets/lab/cprt-bench" and job.zip_path == ""
-    assert not (export_root / str(job.pk) / "dataset").exists()
+    assert not any((export_root / str(job.pk)).glob("*"))  # the working folder is gone; nothing stays for a Hub push
     # The same export as a zip: what arrived on the Hub is byte for byte what the zip holds.
     twin = make_job(world)
     exports.run_export(twin.pk)
@@ -374,7 +376,7 @@ def test_a_push_refused_by_the_hub_fails_the_job_without_showing_the_token(world
     assert job.status == "failed" and job.hub_url == ""
     assert job.error.startswith("Upload to lab/cprt-bench failed:") and "401" in job.error
     assert HF_TOKEN not in job.error
-    assert not (export_root / str(job.pk) / "dataset").exists()
+    assert not any((export_root / str(job.pk)).glob("*"))  # the working folder is gone; nothing stays for a Hub push
 
 
 # ---------------------------------------------------------------------------------------------
@@ -457,12 +459,11 @@ def test_the_export_hf_command_pushes_every_configuration_through_the_sdk(world,
 
 @pytest.mark.django_db
 def test_start_export_stores_a_private_zip_job_and_dispatches_it(world, monkeypatch, django_capture_on_commit_callbacks):
-    sent = []
-    monkeypatch.setattr(exports, "dispatch", sent.append)
+    sent = record_sends(monkeypatch)
     data = {"splits": ["test"], "profile": world["profile"], "include_annotations": False, "include_images": True,
             "destination": "zip", "repo_id": "ignored/for-zip", "public": True}
     with django_capture_on_commit_callbacks(execute=True):
         job = exports.start_export(None, data)
-    assert sent == [job.pk]
+    assert sent == [("scoring.run_export", [job.pk])]
     assert (job.destination, job.repo_id, job.private, job.include_images, job.created_by) == ("zip", "", True, True, None)
     assert AuditEvent.objects.get(action="export.launch").data["include_images"] is True

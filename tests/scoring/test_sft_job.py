@@ -16,6 +16,7 @@ from scoring.models import ExportJob
 from scoring.tasks import run_export as run_export_task
 from tests.scoring.conftest import SFT_TEST, SFT_TRAIN
 from tests.support.workers import celery_worker, purge_broker, wait_for
+from tests.support.dispatch import record_sends
 
 DEFAULTS = {"sft-format": "hf", "sft-prompt_version": "judge-v1", "sft-split": "train", "sft-faces": "original"}
 
@@ -40,15 +41,14 @@ def test_the_exports_page_offers_the_sft_form_with_its_defaults(client_as, admin
 @pytest.mark.django_db
 def test_a_valid_launch_stores_audits_and_dispatches_an_sft_job_on_commit(client_as, admin_user, sft_world, monkeypatch,
                                                                           django_capture_on_commit_callbacks):
-    sent = []
-    monkeypatch.setattr(exports, "dispatch", sent.append)
+    sent = record_sends(monkeypatch)
     with django_capture_on_commit_callbacks(execute=True):
         response = client_as(admin_user).post(reverse("scoring:export_sft"), {**DEFAULTS, "sft-profile": sft_world.pk, "sft-annotation_stages": "on"})
     job = ExportJob.objects.get()
     assert response.status_code == 302 and response["Location"] == reverse("scoring:export", kwargs={"job_id": job.pk})
     assert (job.kind, job.status, job.splits, job.include_images, job.destination) == ("sft", "queued", ["train", "test"], False, "zip")
     assert job.options == {"format": "hf", "prompt_version": "judge-v1", "split": "train", "faces": "original", "annotation_stages": True}
-    assert sent == [job.pk]
+    assert sent == [("scoring.run_export", [job.pk])]
     event = AuditEvent.objects.get(action="export.launch")
     assert event.data["kind"] == "sft" and event.data["format"] == "hf" and event.actor == admin_user
 
@@ -165,7 +165,7 @@ def test_the_form_offers_the_anonymization_settings_that_have_variants(client_as
     fake = SimpleNamespace(available_settings=lambda: [("blur:0.5:0.2", "faces blur, threshold 0.5, margin 0.2 (4 images)", 4)],
                            parse_setting_key=lambda key: {"method": "blur", "threshold": 0.5, "margin": 0.2}, variant_files=lambda ids, s: {})
     monkeypatch.setattr(sft_images, "face_variants", lambda: fake)
-    monkeypatch.setattr(exports, "dispatch", lambda job_id: None)
+    record_sends(monkeypatch)
     client = client_as(admin_user)
     page = client.get(reverse("scoring:exports")).content.decode()
     assert '<option value="blur:0.5:0.2">face-anonymized variants: faces blur, threshold 0.5, margin 0.2 (4 images)</option>' in page

@@ -178,6 +178,13 @@ def cases(world):
         Case("scoring:export", kwargs=finished, method="post", expect=ADMIN_WRONG_METHOD),
         Case("scoring:export_progress", kwargs=queued, expect=ADMIN_ONLY),
         Case("scoring:export_progress", kwargs={"job_id": 999999}, expect=ADMIN_NOT_FOUND),
+        # cancel/resume of a finished export: refused with a message and a redirect, nothing changes
+        Case("scoring:export_cancel", kwargs=finished, method="post", expect=ADMIN_REDIRECT),
+        Case("scoring:export_cancel", kwargs={"job_id": 999999}, method="post", expect=ADMIN_NOT_FOUND),
+        Case("scoring:export_cancel", kwargs=finished, expect=ADMIN_WRONG_METHOD),
+        Case("scoring:export_resume", kwargs=finished, method="post", expect=ADMIN_REDIRECT),
+        Case("scoring:export_resume", kwargs={"job_id": 999999}, method="post", expect=ADMIN_NOT_FOUND),
+        Case("scoring:export_resume", kwargs=finished, expect=ADMIN_WRONG_METHOD),
         Case("scoring:export_download", kwargs=finished, expect=ADMIN_ONLY),
         Case("scoring:export_download", kwargs=queued, expect=ADMIN_NOT_FOUND),
         Case("scoring:export_download", kwargs={"job_id": 999999}, expect=ADMIN_NOT_FOUND),
