@@ -13,8 +13,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from core.roles import ROLE_ADMIN, require_role
 
-from . import launching, lifecycle, prompts, providers, ratelimit, run_labels
+from . import launching, prompts, providers, ratelimit, run_labels, runs
 from .access import get_run_for_admin
+from .batch import control as batch_control
+from .batch import status as batch_status
 from .forms import LaunchForm
 from .models import Run, RunResult
 
@@ -74,7 +76,13 @@ def _detail_context(run: Run, request) -> dict:
         summaries = run_labels.label_summaries(run, [r.image_id for r in pred_page.object_list])
         for result in pred_page.object_list:
             result.labels_summary = summaries.get(result.image_id)
-    return {"run": run, "fail_page": fail_page, "pred_page": pred_page, "can_resume": lifecycle.can_resume(run)}
+    return {"fail_page": fail_page, "pred_page": pred_page, **_progress_context(run)}
+
+
+def _progress_context(run: Run) -> dict:
+    """What the progress card (`_run_progress.html`, with a batch run's provider batches) shows."""
+    return {"run": run, "can_resume": runs.can_resume(run),
+            "batch_summary": batch_status.summary(run) if run.mode == Run.MODE_BATCH else None}
 
 
 @require_role(ROLE_ADMIN)
@@ -91,14 +99,14 @@ def run_detail(request, run_id: int):
 def run_progress(request, run_id: int):
     """The progress card of one run (htmx polls it while the run is active)."""
     run = get_run_for_admin(request.user, run_id)
-    return render(request, "inference/_run_progress.html", {"run": run, "can_resume": lifecycle.can_resume(run)})
+    return render(request, "inference/_run_progress.html", _progress_context(run))
 
 
 @require_role(ROLE_ADMIN)
 @require_POST
 def run_cancel(request, run_id: int):
     run = get_run_for_admin(request.user, run_id)
-    if lifecycle.cancel_run(request.user, run):
+    if runs.cancel_run(request.user, run):
         messages.info(request, f"Run #{run.pk}: cancel requested; workers stop within seconds.")
     else:
         messages.error(request, f"Run #{run.pk} is {run.status}; there is nothing to cancel.")
@@ -109,10 +117,10 @@ def run_cancel(request, run_id: int):
 @require_POST
 def run_resume(request, run_id: int):
     run = get_run_for_admin(request.user, run_id)
-    if not lifecycle.can_resume(run):
+    if not runs.can_resume(run):
         messages.error(request, f"Run #{run.pk} is {run.status} and its workers are alive; nothing to resume.")
     else:
-        n = lifecycle.resume_run(request.user, run)
+        n = runs.resume_run(request.user, run)
         messages.info(request, f"Run #{run.pk}: re-dispatched {n} images without a result.")
     return _back(request, run)
 
@@ -121,11 +129,9 @@ def run_resume(request, run_id: int):
 @require_POST
 def run_batch_retry(request, run_id: int):
     """Retry a batch run's failed or expired requests, online or as a follow-up batch (the admin's choice)."""
-    from .batch import control
-
     run = get_run_for_admin(request.user, run_id)
     try:
-        n = control.retry(request.user, run, request.POST.get("how", ""))
+        n = batch_control.retry(request.user, run, request.POST.get("how", ""))
     except ValueError as exc:
         messages.error(request, str(exc))
     else:
@@ -136,7 +142,7 @@ def run_batch_retry(request, run_id: int):
 def _back(request, run: Run):
     if request.htmx:
         run.refresh_from_db()
-        return render(request, "inference/_run_progress.html", {"run": run, "can_resume": lifecycle.can_resume(run)})
+        return render(request, "inference/_run_progress.html", _progress_context(run))
     return redirect("inference:run_detail", run_id=run.pk)
 
 

@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from core.audit import audit
 
-from inference.leases import new_owner
+from core.jobs import new_owner
 
 from . import cprt_bench
 from .models import ExportJob, ScoringProfile

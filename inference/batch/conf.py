@@ -43,3 +43,8 @@ def vllm_batch_mode() -> str:
     """`offline` (default: vLLM's server has no Batches endpoint; batch_export / run_batch / batch_ingest)
     or `api` (an OpenAI-compatible server that has one: submitted and polled like OpenAI)."""
     return settings.VLLM_BATCH_MODE
+
+
+def is_offline(provider: str) -> bool:
+    """A vLLM batch run in `offline` mode: its request files go through batch_export / batch_ingest, never the poller."""
+    return provider == "vllm" and vllm_batch_mode() != "api"
