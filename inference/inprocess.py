@@ -28,6 +28,14 @@ from .models import Run, RunLane
 WORKING = (Run.STATUS_QUEUED, Run.STATUS_RUNNING)
 
 
+def why_not_here(provider: str, mode: str) -> str:
+    """Why a run of this provider and mode cannot be worked in this process ("" when it can)."""
+    if mode == Run.MODE_BATCH and batch_conf.is_offline(provider):
+        return ("vLLM batch runs are offline: their requests go through `manage.py batch_export` and `batch_ingest` "
+                "on the GPU machine, not through this process.")
+    return ""
+
+
 def settled(run: Run) -> bool:
     """The run is final, or it waits for a person (a batch run whose failed requests need a retry decision)."""
     return not run.is_active or (run.mode == Run.MODE_BATCH and batch_status.can_retry(run))
@@ -77,9 +85,9 @@ def _work_lane(run_id: int, index: int, errors: list) -> None:
 
 
 def _work_batch(run: Run, report: Callable[[Run], None]) -> Run:
-    if batch_conf.is_offline(run.provider):
-        raise ValueError(f"Run #{run.pk} is a vLLM offline batch run: its requests go through `manage.py batch_export` "
-                         "and `batch_ingest` on the GPU machine, not through this process.")
+    refusal = why_not_here(run.provider, run.mode)
+    if refusal:
+        raise ValueError(f"Run #{run.pk}: {refusal}")
     while True:
         batch_lifecycle.step(run.pk)
         run = Run.objects.get(pk=run.pk)

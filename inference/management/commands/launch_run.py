@@ -75,8 +75,11 @@ class Command(BaseCommand):
         form = LaunchForm(self.form_data(options))
         if not form.is_valid():
             raise CommandError(self.describe_errors(form))
+        spec = form.spec()
+        if options["here"] and inprocess.why_not_here(spec.provider, spec.mode):
+            raise CommandError(f"--here: {inprocess.why_not_here(spec.provider, spec.mode)}")
         try:
-            run = launching.launch_run(None, form.spec(), send=not options["here"])
+            run = launching.launch_run(None, spec, send=not options["here"])
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         self.stderr.write(f"Run #{run.pk} launched over {run.total_images} images "
