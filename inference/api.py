@@ -31,7 +31,8 @@ class IsAdmin(HasRole):
 
 class RunSerializer(serializers.ModelSerializer):
     created_by = serializers.CharField(source="created_by.username", allow_null=True, default=None)
-    total_images = serializers.IntegerField(source="total", min_value=0, help_text="Images selected at launch.")
+    total_images = serializers.IntegerField(source="total", read_only=True, min_value=0, max_value=2147483647,
+                                            help_text="Images selected at launch.")
     done_count = serializers.IntegerField(source="done", help_text="Images with a result (any outcome).")
     percent_done = serializers.IntegerField()
     is_active = serializers.BooleanField()

@@ -62,7 +62,7 @@ class Run(Job):
 
     @property
     def total_images(self) -> int:
-        """The API's and pages' name for the job's `total`."""
+        """Images selected at launch (the job's `total`)."""
         return self.total
 
     @total_images.setter

@@ -288,3 +288,25 @@ def test_a_request_too_big_for_any_file_fails_the_run_with_a_reason(openai_serve
     run = drive(launching.launch_run(admin_user, spec()))
     assert run.status == Run.STATUS_FAILED and "over the per-file limit" in run.error
     assert not ProviderBatch.objects.filter(run=run).exists() and not [p for _, p in openai_server.batch_calls if "/batches" in p]
+
+
+def test_batch_errors_are_stored_without_the_key(openai_server, images, admin_user, no_dispatch, settings):
+    """A provider error that echoes the key (a failed poll, a failed submission) is stored scrubbed,
+    on the batch and on each of its requests, like a run's error."""
+    openai_server.batch_polls = 100
+    run = launching.launch_run(admin_user, spec())
+    lifecycle.step(run.pk)
+    batch = ProviderBatch.objects.get(run=run)
+    key = settings.OPENAI_API_KEY
+
+    class EchoingClient:
+        def retrieve(self, batch_id):
+            raise RuntimeError(f"proxy said: Authorization: Bearer {key} refused")
+
+    lifecycle.poll(batch, EchoingClient())
+    batch.refresh_from_db()
+    assert batch.error.startswith("poll failed: proxy said") and key not in batch.error
+    control.end_unsent(batch, f"submission failed: bad key {key}")
+    assert key not in ProviderBatch.objects.get(pk=batch.pk).error
+    errors = list(BatchRequest.objects.filter(batch=batch).values_list("error", flat=True))
+    assert len(errors) == 5 and all(e.startswith("submission failed: bad key") and key not in e for e in errors)
