@@ -112,9 +112,9 @@ def main() -> None:
 
     from annotations.models import Image
     from bench.common import make_run_images
-    from inference import launching
+    from inference import dispatching
 
-    launching.start_batch = lambda run_id: None  # this bench drives the phases itself; nothing is sent anywhere
+    dispatching.start_batch = lambda run_id: None  # this bench drives the phases itself; nothing is sent anywhere
     call_command("migrate", verbosity=0)
     have = Image.objects.count()
     if have < args.images:

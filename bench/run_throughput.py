@@ -73,7 +73,7 @@ def main() -> None:
     from bench.common import make_run_images
     from annotations.models import Image
     from cprt_site.celery import app
-    from inference import launching, prompts
+    from inference import launching, leases, prompts
     from inference.models import Run
     from inference.selection import Selection
 
@@ -125,7 +125,7 @@ def main() -> None:
                 "images_per_s": round(throughput, 1), "ideal_images_per_s": round(concurrency / args.latency, 1),
                 "efficiency": round(throughput / (concurrency / args.latency), 3),
                 "server_requests": after["count"] - before["count"], "server_peak_in_flight": after["peak_in_flight"],
-                "lanes": len(launching.lane_widths(concurrency)), "worker_rss_mib": rss,
+                "lanes": len(leases.lane_widths(concurrency)), "worker_rss_mib": rss,
             }
             report["runs"].append(entry)
             print(json.dumps(entry), flush=True)

@@ -49,7 +49,7 @@ def _judge_run(strategy: str, counterfactual: bool, images) -> Run:
     bias, spread = JUDGE_STRATEGIES[strategy]
     rng = random.Random(f"cprt-demo-run-{strategy}-{counterfactual}")
     run = _finished_run(task=Run.TASK_JUDGE, strategy=strategy, counterfactual_faces=counterfactual,
-                        selection={"split": "all", "demo": DEMO_NOTE}, image_ids=[i.pk for i, _ in images], total_images=len(images))
+                        selection={"split": "all", "demo": DEMO_NOTE}, image_ids=[i.pk for i, _ in images], total=len(images))
     results = []
     for image, score in images:
         predicted = score.score + bias + rng.gauss(0, spread)
@@ -60,9 +60,9 @@ def _judge_run(strategy: str, counterfactual: bool, images) -> Run:
                                  reasoning=f"demo: synthetic {strategy} prediction{' with faces anonymized' if counterfactual else ''}.",
                                  raw={"demo": True, "score": predicted}, tokens_in=1200, tokens_out=80, latency_ms=rng.randint(300, 900)))
     RunResult.objects.bulk_create(results)
-    run.outcome_counts = {"ok": len(results)}
+    run.outcome_counts, run.done = {"ok": len(results)}, len(results)
     run.tokens_in, run.tokens_out = 1200 * len(results), 80 * len(results)
-    run.save(update_fields=["outcome_counts", "tokens_in", "tokens_out"])
+    run.save(update_fields=["outcome_counts", "done", "tokens_in", "tokens_out"])
     return run
 
 
@@ -74,7 +74,7 @@ def _annotate_run(images) -> Run:
     rng = random.Random("cprt-demo-run-annotate")
     attr_ids = taxonomy.attribute_ids()
     run = _finished_run(task=Run.TASK_ANNOTATE, annotator=annotator, selection={"split": "all", "demo": DEMO_NOTE},
-                        image_ids=[i.pk for i, _ in images], total_images=len(images))
+                        image_ids=[i.pk for i, _ in images], total=len(images))
     labels, results = [], []
     done = set(Label.objects.filter(annotator=annotator).values_list("image_id", flat=True))
     for image, score in images:
@@ -91,8 +91,8 @@ def _annotate_run(images) -> Run:
                                  raw={"demo": True}, tokens_in=2400, tokens_out=160, latency_ms=rng.randint(600, 1500)))
     Label.objects.bulk_create(labels)
     RunResult.objects.bulk_create(results)
-    run.outcome_counts = {"ok": len(results)}
-    run.save(update_fields=["outcome_counts"])
+    run.outcome_counts, run.done = {"ok": len(results)}, len(results)
+    run.save(update_fields=["outcome_counts", "done"])
     return run
 
 

@@ -18,7 +18,7 @@ from core.api import (
 )
 from core.roles import ROLE_ADMIN
 
-from . import launching, lifecycle
+from . import launching, runs
 from .access import get_run_for_admin
 from .forms import MAX_CONCURRENCY, LaunchForm
 from .models import Run
@@ -31,7 +31,9 @@ class IsAdmin(HasRole):
 
 class RunSerializer(serializers.ModelSerializer):
     created_by = serializers.CharField(source="created_by.username", allow_null=True, default=None)
-    done_count = serializers.IntegerField(help_text="Images with a result (any outcome).")
+    total_images = serializers.IntegerField(source="total", read_only=True, min_value=0, max_value=2147483647,
+                                            help_text="Images selected at launch.")
+    done_count = serializers.IntegerField(source="done", help_text="Images with a result (any outcome).")
     percent_done = serializers.IntegerField()
     is_active = serializers.BooleanField()
     can_resume = serializers.SerializerMethodField()
@@ -47,7 +49,7 @@ class RunSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_can_resume(self, run) -> bool:
-        return lifecycle.can_resume(run)
+        return runs.can_resume(run)
 
 
 class RunLaunch(StrictSerializer):
@@ -122,7 +124,7 @@ class RunCancel(ApiView):
     def post(self, request, run_id: int):
         run = get_run_for_admin(request.user, run_id)
         self.validated_body(EmptyBody)
-        if not lifecycle.cancel_run(request.user, run):
+        if not runs.cancel_run(request.user, run):
             return error_response(f"Run #{run.pk} is {run.status}; there is nothing to cancel.", status.HTTP_409_CONFLICT)
         run.refresh_from_db()
         return Response(RunSerializer(run).data)
@@ -142,8 +144,8 @@ class RunResume(ApiView):
     def post(self, request, run_id: int):
         run = get_run_for_admin(request.user, run_id)
         self.validated_body(EmptyBody)
-        if not lifecycle.can_resume(run):
+        if not runs.can_resume(run):
             return error_response(f"Run #{run.pk} is {run.status} with nothing to resume (no missing results, or its workers are alive).", status.HTTP_409_CONFLICT)
-        n = lifecycle.resume_run(request.user, run)
+        n = runs.resume_run(request.user, run)
         run.refresh_from_db()
         return Response({"redispatched": n, "run": RunSerializer(run).data})

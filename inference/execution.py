@@ -13,23 +13,24 @@ import random
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from annotations import taxonomy
 from annotations.faces import variants as face_variants
 from annotations.images import mime_type
-from annotations.models import Image, Label, Labeling
+from annotations.models import Image
 
-from . import chunks, launching, leases, outcomes
+from . import chunks, dispatching, leases, outcomes
 from .models import Run, RunResult
 from .providers import FatalProviderError, ProviderError, ProviderUnavailable, RetryableError, get_provider
 from .ratelimit import RateLimiter
 from . import schemas
 from .lifecycle import mark_cancelled, fail_run, finish_if_complete, refresh_totals
+from .results import Outcome, write_outcomes
 
 
 log = logging.getLogger(__name__)
@@ -40,21 +41,6 @@ WRITE_EVERY_S = 0.25  # ...or this often, whichever comes first
 
 
 # --- one image -------------------------------------------------------------------------------
-
-@dataclass
-class Outcome:
-    image_id: int
-    outcome: str
-    score: float | None = None
-    reasoning: str = ""
-    labels: dict = field(default_factory=dict)  # key -> (value, rationale), annotate runs
-    raw: dict = field(default_factory=dict)
-    error: str = ""
-    tokens_in: int = 0
-    tokens_out: int = 0
-    latency_ms: int = 0
-    fatal: bool = False  # nothing in this run can succeed: fail the run, write nothing
-
 
 class Stopped(Exception):
     """The run was cancelled while this request waited (rate limit or backoff)."""
@@ -153,63 +139,7 @@ def process_image(ctx: Context, image_id: int, file_name: str) -> Outcome | None
     return out
 
 
-# --- writing results -------------------------------------------------------------------------
-
-def _result_row(run: Run, out: Outcome) -> RunResult:
-    return RunResult(
-        run=run, image_id=out.image_id, outcome=out.outcome, score=out.score, reasoning=out.reasoning, raw=out.raw,
-        error=out.error[:10000], tokens_in=out.tokens_in, tokens_out=out.tokens_out, latency_ms=out.latency_ms,
-    )
-
-
-def write_outcome(run: Run, out: Outcome, attribute_ids: dict[str, int]) -> bool:
-    """Store one image's result (and an annotate run's labels) atomically; False if already there."""
-    try:
-        with transaction.atomic():
-            _result_row(run, out).save(force_insert=True)
-            if out.labels and run.annotator_id:
-                for key, (value, rationale) in out.labels.items():
-                    Label.objects.update_or_create(
-                        image_id=out.image_id, annotator_id=run.annotator_id, attribute_id=attribute_ids[key],
-                        defaults={"value": value, "rationale": rationale[:4000]},
-                    )
-                Labeling.objects.update_or_create(
-                    image_id=out.image_id, annotator_id=run.annotator_id,
-                    defaults={"status": Labeling.STATUS_SUBMITTED, "submitted_at": timezone.now()},
-                )
-    except IntegrityError:
-        return False  # another copy of this chunk wrote this image first
-    return True
-
-
-def write_outcomes(run: Run, outs: list[Outcome], attribute_ids: dict[str, int]) -> tuple[int, int]:
-    """Store several results in one transaction; (written, already there). Label-writing outcomes go
-    one by one (each with its labels, atomically)."""
-    written = duplicates = 0
-    plain = [o for o in outs if not o.labels]
-    for out in outs:
-        if out.labels:
-            if write_outcome(run, out, attribute_ids):
-                written += 1
-            else:
-                duplicates += 1
-    if plain:
-        try:
-            with transaction.atomic():
-                existing = set(RunResult.objects.filter(run=run, image_id__in=[o.image_id for o in plain]).values_list("image_id", flat=True))
-                new = [o for o in plain if o.image_id not in existing]
-                RunResult.objects.bulk_create([_result_row(run, o) for o in new])
-            written += len(new)
-            duplicates += len(plain) - len(new)
-        except IntegrityError:
-            # A racing copy of this chunk committed some of these images in between: one by one.
-            for out in plain:
-                if write_outcome(run, out, attribute_ids):
-                    written += 1
-                else:
-                    duplicates += 1
-    return written, duplicates
-
+# --- a chunk ---------------------------------------------------------------------------------
 
 def _heartbeat(run_id: int) -> str:
     Run.objects.filter(pk=run_id).update(heartbeat_at=timezone.now())
@@ -217,16 +147,16 @@ def _heartbeat(run_id: int) -> str:
     return Run.objects.values_list("status", flat=True).get(pk=run_id)
 
 
-# --- a chunk ---------------------------------------------------------------------------------
-
-def run_chunk(run_id: int, image_ids: list[int], concurrency: int | None = None, lane: int | None = None) -> dict:
+def run_chunk(run_id: int, image_ids: list[int], concurrency: int | None = None, lane: int | None = None,
+              hand_on: bool = True) -> dict:
     """Process the images of one chunk that have no result yet, with at most `concurrency` requests
     in flight (default and maximum: the run's). Safe to run twice, or concurrently.
 
     With a `lane` (every dispatched message has one): the chunk first claims the lane's lease and
     does nothing if a live worker holds it; it renews the lease with its heartbeat and stops if the
     lane was taken over; it stops taking images at its deadline (inference.chunks); when it ends,
-    it sends the next chunk for the lane's images still missing, then releases the lease.
+    it sends the next chunk for the lane's images still missing (unless not `hand_on`: the caller
+    works the lane on, as `launch_run --here` does), then releases the lease.
     """
     run = Run.objects.filter(pk=run_id).first()
     if run is None:
@@ -237,11 +167,11 @@ def run_chunk(run_id: int, image_ids: list[int], concurrency: int | None = None,
         return {"run": run_id, "skipped": run.status}
     lease = None
     if lane is not None:
-        lease = leases.Lease(run_id, lane)
+        lease = leases.lane_lease(run_id, lane)
         if not leases.lanes_of(run) or not lease.claim():
             return {"run": run_id, "lane": lane, "skipped": "lane leased by a live worker"}
     now = timezone.now()
-    Run.objects.filter(pk=run_id, status=Run.STATUS_QUEUED).update(status=Run.STATUS_RUNNING, heartbeat_at=now)
+    Run.move(run_id, "start", where=Q(status=Run.STATUS_QUEUED), heartbeat_at=now)
     Run.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=now)
     wanted = sorted(set(image_ids) & set(run.image_ids))  # never work on images outside the run
     done = set(RunResult.objects.filter(run_id=run_id, image_id__in=wanted).values_list("image_id", flat=True))
@@ -266,7 +196,10 @@ def run_chunk(run_id: int, image_ids: list[int], concurrency: int | None = None,
     else:
         finish_if_complete(run_id)
     if lease is not None and not stats.get("lease_lost"):
-        _hand_on(run_id, lane, lease, stats)
+        if hand_on:
+            _hand_on(run_id, lane, lease, stats)
+        else:
+            lease.release()
     return {"run": run_id, **stats}
 
 
@@ -277,11 +210,9 @@ def _hand_on(run_id: int, index: int, lease, stats: dict) -> None:
     if run.status in (Run.STATUS_QUEUED, Run.STATUS_RUNNING):
         lanes = leases.lanes_of(run)
         lane = next(x for x in lanes if x.index == index)
-        done = set(RunResult.objects.filter(run_id=run_id, image_id__in=lane.image_ids).values_list("image_id", flat=True))
-        existing = set(Image.objects.filter(pk__in=lane.image_ids).exclude(file="").values_list("pk", flat=True))
-        missing = [i for i in lane.image_ids if i in existing and i not in done]
+        missing = leases.missing_of(lane)
         if missing:
-            launching.send_chunk(run, lane, missing, len(lanes))
+            dispatching.send_chunk(run, lane, missing, len(lanes))
             stats["handed_on"] = len(missing)
     lease.release()
 

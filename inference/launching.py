@@ -1,9 +1,8 @@
-"""Launching a run and dispatching its chunk tasks.
+"""Launching a run: what the launch form, the API and `manage.py launch_run` all call.
 
-A launch freezes the image list and the exact prompts, then (on commit) dispatches chunk tasks on
-the provider's queue (`api` for OpenAI/Gemini, `gpu` for vLLM). Lanes (see `dispatch`) let one run
-use several worker processes without exceeding its concurrency; each lane is worked by one worker
-at a time (inference.leases).
+A launch freezes the image list and the exact prompts, then (on commit) sends its work on the
+provider's queue (`api` for OpenAI/Gemini, `gpu` for vLLM) through inference.dispatching: chunk
+messages per lane for an online run, the first batch step for a batch run.
 """
 from __future__ import annotations
 
@@ -17,9 +16,9 @@ from annotations.faces import variants as face_variants
 from annotations.models import Annotator
 from core.audit import audit
 
-from . import chunks, leases, pricing, prompts
+from . import dispatching, pricing, prompts
 from .models import Run
-from .providers import get_provider, queue_for
+from .providers import get_provider
 from .selection import Selection, select_image_ids
 
 
@@ -47,7 +46,9 @@ def plan(spec: LaunchSpec) -> dict:
     return {"image_ids": ids, "selection": described, "prompt_text": prompt_text, "estimate": estimate}
 
 
-def launch_run(user, spec: LaunchSpec) -> Run:
+def launch_run(user, spec: LaunchSpec, send: bool = True) -> Run:
+    """Create the run (audited) and, once it commits, send its work to the workers. `send=False`:
+    nothing is sent; the caller works the run itself (`launch_run --here`, inference.inprocess)."""
     planned = plan(spec)
     if not planned["image_ids"]:
         raise ValueError("The selection matches no images with stored bytes.")
@@ -78,7 +79,7 @@ def launch_run(user, spec: LaunchSpec) -> Run:
             concurrency=spec.concurrency,
             mode=spec.mode,
             annotator=annotator,
-            total_images=len(planned["image_ids"]),
+            total=len(planned["image_ids"]),
             request_params=request_params,
             estimate=planned["estimate"],
             created_by=user if getattr(user, "is_authenticated", False) else None,
@@ -86,58 +87,8 @@ def launch_run(user, spec: LaunchSpec) -> Run:
         audit(user, "run.launch", run, task=run.task, provider=run.provider, model=run.model_name,
               strategy=run.strategy, counterfactual_faces=run.counterfactual_faces, face_variant=run.face_variant, prompt_version=run.prompt_version,
               images=run.total_images, selection=run.selection, concurrency=run.concurrency, mode=run.mode)
-        transaction.on_commit(lambda: dispatch(run.pk) if run.mode == Run.MODE_ONLINE else start_batch(run.pk))
+        if send and run.mode == Run.MODE_ONLINE:
+            dispatching.dispatch_on_commit(run.pk)
+        elif send:
+            dispatching.start_batch(run.pk)
     return run
-
-
-def start_batch(run_id: int) -> None:
-    """After a batch launch commits: the first step (submission) on a worker of the provider's queue."""
-    from .tasks import batch_step
-
-    run = Run.objects.only("provider").get(pk=run_id)
-    batch_step.apply_async(args=[run_id], queue=queue_for(run.provider))
-
-
-def resubmit_batch(run_id: int) -> None:
-    """Failed batch requests into a follow-up batch, on a worker (the upload can take a while)."""
-    from .tasks import batch_resubmit
-
-    run = Run.objects.only("provider").get(pk=run_id)
-    batch_resubmit.apply_async(args=[run_id], queue=queue_for(run.provider))
-
-
-lane_widths = leases.lane_widths
-
-
-def dispatch(run_id: int, image_ids: list[int] | None = None, lanes: list[int] | None = None, takeover: bool = False) -> int:
-    """Send one chunk message per lane that has images among `image_ids` (default: every image still
-    missing a result), or only for the lanes numbered in `lanes`; returns the number of messages.
-
-    The run's concurrency is its bound on requests in flight, across all workers: its images are
-    dealt into lanes (inference.leases), each with its share of the concurrency, so lanes run in
-    parallel on separate worker processes and never exceed the total. A lane's chunks run one after
-    the other: each chunk, when it ends, sends the next one for the lane's images still missing.
-    `takeover` (a resume) frees lanes still leased by workers that are gone.
-    """
-    run = Run.objects.get(pk=run_id)
-    wanted = set(run.missing_image_ids() if image_ids is None else image_ids)
-    all_lanes = leases.lanes_of(run)
-    Run.objects.filter(pk=run_id).update(dispatched_at=timezone.now())
-    sent = 0
-    for lane in all_lanes:
-        if lanes is not None and lane.index not in lanes:
-            continue
-        share = [i for i in lane.image_ids if i in wanted]
-        if share:
-            leases.mark_dispatched(run.pk, [lane.index], takeover)  # before sending: a fast worker's claim must stay
-            send_chunk(run, lane, share, len(all_lanes))
-            sent += 1
-    return sent
-
-
-def send_chunk(run: Run, lane, missing: list[int], lanes: int) -> None:
-    """One chunk message for a lane: its first missing images, as many as inference.chunks allows."""
-    from .tasks import run_chunk
-
-    size = chunks.size(run.provider, run.task, lane.width, lanes)
-    run_chunk.apply_async(args=[run.pk, missing[:size], lane.width], kwargs={"lane": lane.index}, queue=queue_for(run.provider))

@@ -5,10 +5,10 @@ before its ack, a reconciler re-dispatch), and two copies of a chunk running sid
 the provider for the same images. Rules:
 - Each image belongs to one lane for the run's whole life (image i of the sorted list: lane i mod n),
   so two messages about one image are always about the same lane.
-- A chunk task claims its lane's lease with one conditional UPDATE (free, already its own, or
-  expired) before it reads which images still need a result; a message whose lane is leased by a
-  live worker does nothing. The worker renews the lease with its heartbeat and stops when it cannot
-  (it was taken over); it releases the lease when the chunk ends.
+- A chunk task claims its lane's lease (`core.jobs.Lease` on `RunLane.owner`) with one conditional
+  UPDATE (free, already its own, or expired) before it reads which images still need a result; a
+  message whose lane is leased by a live worker does nothing. The worker renews the lease with its
+  heartbeat and stops when it cannot (it was taken over); it releases the lease when the chunk ends.
 - The reconciler re-dispatches a lane only when its lease EXPIRED (a worker claimed it and went
   silent for CPRT_RUN_STALE_S). A lane nobody has claimed yet is queued work: it waits for a
   worker, however long, and is never sent again by the reconciler.
@@ -16,16 +16,17 @@ the provider for the same images. Rules:
 from __future__ import annotations
 
 import math
-import os
-import socket
-import uuid
-from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
-from .models import Run, RunLane
+from annotations.models import Image
+from core.jobs import Lease, expired_condition, live_condition
+
+from .models import Run, RunLane, RunResult
+
+OWNER_FIELD = "owner"  # RunLane's lease owner (the job base's default is `lease_owner`)
 
 
 def lane_widths(concurrency: int) -> list[int]:
@@ -39,9 +40,9 @@ def lease_seconds() -> float:
     return float(settings.CPRT_RUN_STALE_S)
 
 
-def new_owner() -> str:
-    """A token naming one execution of one task (host, process, random part)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+def lane_lease(run_id: int, index: int, owner: str | None = None) -> Lease:
+    """One task execution's hold on one lane (claim / renew / release, see core.jobs.Lease)."""
+    return Lease(RunLane.objects.filter(run_id=run_id, index=index), lease_seconds(), owner, owner_field=OWNER_FIELD)
 
 
 def lanes_of(run: Run) -> list[RunLane]:
@@ -58,6 +59,13 @@ def lanes_of(run: Run) -> list[RunLane]:
     return list(RunLane.objects.filter(run=run).order_by("index"))
 
 
+def missing_of(lane: RunLane) -> list[int]:
+    """The lane's images that still exist with bytes and have no result yet, in lane order."""
+    done = set(RunResult.objects.filter(run_id=lane.run_id, image_id__in=lane.image_ids).values_list("image_id", flat=True))
+    existing = set(Image.objects.filter(pk__in=lane.image_ids).exclude(file="").values_list("pk", flat=True))
+    return [i for i in lane.image_ids if i in existing and i not in done]
+
+
 def mark_dispatched(run_id: int, indexes: list[int], takeover: bool = False) -> None:
     """The lanes' messages are about to be sent: a lane whose lease expired becomes queued work, held
     by nobody (its silent worker, should it come back, fails to renew and stops). A live lease stays,
@@ -69,38 +77,9 @@ def mark_dispatched(run_id: int, indexes: list[int], takeover: bool = False) -> 
 
 def expired(run: Run) -> list[RunLane]:
     """Lanes claimed by a worker that stopped renewing its lease."""
-    return list(RunLane.objects.filter(run=run, lease_expires_at__lt=timezone.now()).exclude(owner="").order_by("index"))
+    return list(RunLane.objects.filter(expired_condition(OWNER_FIELD), run=run).order_by("index"))
 
 
 def live(run: Run) -> bool:
     """Is a worker holding one of the run's lanes right now?"""
-    return RunLane.objects.filter(run=run, lease_expires_at__gte=timezone.now()).exclude(owner="").exists()
-
-
-class Lease:
-    """One task execution's hold on one lane."""
-
-    def __init__(self, run_id: int, index: int, owner: str | None = None):
-        self.run_id, self.index = run_id, index
-        self.owner = owner or new_owner()
-
-    def _lane(self):
-        return RunLane.objects.filter(run_id=self.run_id, index=self.index)
-
-    def _expiry(self):
-        return timezone.now() + timedelta(seconds=lease_seconds())
-
-    def claim(self) -> bool:
-        """Take the lane if nobody holds it, or its holder's lease expired. One UPDATE, so of two
-        concurrent claims exactly one succeeds (PostgreSQL re-checks the condition on the locked row;
-        SQLite runs one writer at a time)."""
-        now = timezone.now()
-        free = Q(owner="") | Q(owner=self.owner) | Q(lease_expires_at__lt=now) | Q(lease_expires_at__isnull=True)
-        return self._lane().filter(free).update(owner=self.owner, lease_expires_at=self._expiry()) == 1
-
-    def renew(self) -> bool:
-        """Extend the lease; False when another worker took the lane over (this one must stop)."""
-        return self._lane().filter(owner=self.owner).update(lease_expires_at=self._expiry()) == 1
-
-    def release(self) -> None:
-        self._lane().filter(owner=self.owner).update(owner="", lease_expires_at=None)
+    return RunLane.objects.filter(live_condition(OWNER_FIELD), run=run).exists()

@@ -1,27 +1,29 @@
-"""A run's lifecycle after launch: totals, finishing, failing, cancel, resume and reconcile.
+"""A run's lifecycle after launch: totals, finishing, failing, confirming a cancel, and the reconciler.
 
-A worker killed mid-run loses at most its in-flight requests. `reconcile()` (Celery beat) and
-`resume_run()` (the page's button) re-dispatch every selected image that has no result. A finished
-run tells the apps above through inference.signals (sent on commit).
+Every status change goes through the job base's declared transitions (`Run.move`, compare-and-set;
+core.jobs.TRANSITIONS). A worker killed mid-run loses at most its in-flight requests: `reconcile()`
+(Celery beat) re-dispatches lanes whose lease expired, and a person's resume (inference.runs)
+re-dispatches every selected image that has no result. A finished run tells the apps above through
+inference.signals (sent on commit).
 """
 from __future__ import annotations
 
-from functools import partial
 from datetime import timedelta
+from functools import partial
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Sum
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from core.audit import audit
 
-from . import launching, leases, pricing, signals
+from . import dispatching, leases, pricing, signals
 from .models import Run, RunLane, RunResult
 
 
 def refresh_totals(run_id: int) -> None:
-    """Outcome counts, tokens and estimated cost from the stored results (idempotent)."""
+    """Outcome counts, done, tokens and estimated cost from the stored results (idempotent)."""
     rows = RunResult.objects.filter(run_id=run_id).values("outcome").annotate(n=Count("id"), ti=Sum("tokens_in"), to=Sum("tokens_out"))
     counts, tokens_in, tokens_out = {}, 0, 0
     for row in rows:
@@ -31,7 +33,8 @@ def refresh_totals(run_id: int) -> None:
     run = Run.objects.only("provider", "model_name", "mode").get(pk=run_id)
     usd = pricing.cost(run.provider, run.model_name, tokens_in, tokens_out, run.mode)
     Run.objects.filter(pk=run_id).update(
-        outcome_counts=counts, tokens_in=tokens_in, tokens_out=tokens_out, estimated_cost_usd=usd if usd is not None else 0
+        outcome_counts=counts, done=sum(counts.values()), tokens_in=tokens_in, tokens_out=tokens_out,
+        estimated_cost_usd=usd if usd is not None else 0,
     )
 
 
@@ -43,9 +46,7 @@ def finish_if_complete(run_id: int) -> str:
     if run.status == Run.STATUS_CANCELLING:
         mark_cancelled(run_id)
     elif run.status in (Run.STATUS_QUEUED, Run.STATUS_RUNNING) and not run.missing_image_ids():
-        changed = Run.objects.filter(pk=run_id, status__in=[Run.STATUS_QUEUED, Run.STATUS_RUNNING]).update(
-            status=Run.STATUS_FINISHED, finished_at=timezone.now()
-        )
+        changed = Run.move(run_id, "finish")
         if changed and run.task == Run.TASK_ANNOTATE:
             transaction.on_commit(partial(signals.annotate_run_finished.send, sender=Run, run=run))
         elif changed and run.task == Run.TASK_JUDGE:
@@ -54,60 +55,24 @@ def finish_if_complete(run_id: int) -> str:
 
 
 def mark_cancelled(run_id: int) -> None:
-    Run.objects.filter(pk=run_id, status=Run.STATUS_CANCELLING).update(status=Run.STATUS_CANCELLED, finished_at=timezone.now())
+    """A requested cancel is confirmed (by a worker, or because nobody works on the run)."""
+    Run.move(run_id, "cancel", where=Q(status=Run.STATUS_CANCELLING))
 
 
 def fail_run(run_id: int, message: str) -> None:
-    Run.objects.filter(pk=run_id, status__in=Run.ACTIVE_STATUSES).update(
-        status=Run.STATUS_FAILED, error=message[:4000], finished_at=timezone.now()
-    )
+    Run.move(run_id, "fail", error=message[:4000])
     refresh_totals(run_id)
 
 
-def _heartbeat_is_stale(run: Run, seconds: float) -> bool:
+def heartbeat_is_stale(run: Run, seconds: float) -> bool:
+    """No chunk has shown a sign of life (or been dispatched) for `seconds`."""
     last = max([t for t in (run.heartbeat_at, run.dispatched_at, run.created_at) if t is not None])
     return timezone.now() - last > timedelta(seconds=seconds)
 
 
-def cancel_run(user, run: Run) -> bool:
-    """Ask running chunks to stop (they check within a heartbeat); False if the run is not active."""
-    if run.mode == Run.MODE_BATCH:
-        from .batch.control import cancel
-
-        return cancel(user, run)
-    if not run.is_active:
-        return False
-    Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE_STATUSES).update(status=Run.STATUS_CANCELLING)
-    run.refresh_from_db()
-    # Nobody is working on it (never started, or its worker died): nobody else will confirm.
-    if not leases.live(run) and (run.heartbeat_at is None or _heartbeat_is_stale(run, 3 * settings.CPRT_RUN_HEARTBEAT_S + 5)):
-        mark_cancelled(run.pk)
-    audit(user, "run.cancel", run, done=run.done_count, total=run.total_images)
-    return True
-
-
-def can_resume(run: Run) -> bool:
-    if run.mode == Run.MODE_BATCH and run.batches.filter(phase__in=("building", "active")).exists():
-        return False  # its requests are at the provider; cancel first
-    if run.status in (Run.STATUS_CANCELLED, Run.STATUS_FAILED):
-        return True
-    if run.status == Run.STATUS_FINISHED:
-        return run.done_count < run.total_images
-    return run.status in (Run.STATUS_QUEUED, Run.STATUS_RUNNING) and not leases.live(run) and _heartbeat_is_stale(run, settings.CPRT_RUN_STALE_S)
-
-
-def resume_run(user, run: Run) -> int:
-    """Re-dispatch every selected image without a result; returns how many."""
-    missing = run.missing_image_ids()
-    with transaction.atomic():
-        if missing:
-            Run.objects.filter(pk=run.pk).update(status=Run.STATUS_QUEUED, error="", finished_at=None)
-            transaction.on_commit(lambda: launching.dispatch(run.pk, missing, takeover=True))
-        audit(user, "run.resume", run, missing=len(missing), previous_status=run.status)
-    if not missing:
-        Run.objects.filter(pk=run.pk, status__in=[Run.STATUS_CANCELLED, Run.STATUS_FAILED]).update(status=Run.STATUS_RUNNING)
-        finish_if_complete(run.pk)
-    return len(missing)
+def cancel_is_unattended(run: Run) -> bool:
+    """Nobody is working on the run (never started, or its workers died): nobody else will confirm a cancel."""
+    return not leases.live(run) and heartbeat_is_stale(run, 3 * settings.CPRT_RUN_HEARTBEAT_S + 5)
 
 
 def reconcile() -> dict:
@@ -118,8 +83,8 @@ def reconcile() -> dict:
     for run in Run.objects.filter(status__in=[Run.STATUS_QUEUED, Run.STATUS_RUNNING]).exclude(mode=Run.MODE_BATCH):
         if not RunLane.objects.filter(run=run).exists():
             # Dispatched before lanes existed: judged once by its heartbeat (dispatch deals its lanes).
-            if _heartbeat_is_stale(run, settings.CPRT_RUN_STALE_S) and run.missing_image_ids():
-                launching.dispatch(run.pk)
+            if heartbeat_is_stale(run, settings.CPRT_RUN_STALE_S) and run.missing_image_ids():
+                dispatching.dispatch(run.pk)
                 audit(None, "run.redispatch", run, missing=len(run.missing_image_ids()))
                 redispatched.append(run.pk)
                 continue
@@ -128,17 +93,17 @@ def reconcile() -> dict:
             missing = set(run.missing_image_ids())
             todo = [lane.index for lane in expired if missing.intersection(lane.image_ids)]
             if todo:
-                launching.dispatch(run.pk, sorted(missing), lanes=todo)
+                dispatching.dispatch(run.pk, sorted(missing), lanes=todo)
                 audit(None, "run.redispatch", run, lanes=todo, missing=sum(len(missing.intersection(x.image_ids)) for x in expired))
                 redispatched.append(run.pk)
             for lane in expired:
                 if lane.index not in todo:
-                    leases.Lease(run.pk, lane.index, owner=lane.owner).release()
+                    leases.lane_lease(run.pk, lane.index, owner=lane.owner).release()
         if run.pk not in redispatched and not leases.live(run) and not run.missing_image_ids():
             if finish_if_complete(run.pk) == Run.STATUS_FINISHED:
                 finished.append(run.pk)
     for run in Run.objects.filter(status=Run.STATUS_CANCELLING).exclude(mode=Run.MODE_BATCH):
-        if not leases.live(run) and _heartbeat_is_stale(run, 3 * settings.CPRT_RUN_HEARTBEAT_S + 5):
+        if cancel_is_unattended(run):
             mark_cancelled(run.pk)
             cancelled.append(run.pk)
     return {"redispatched": redispatched, "finished": finished, "cancelled": cancelled}

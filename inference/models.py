@@ -1,26 +1,24 @@
 """Model runs (annotate or judge a set of images with one provider/model/prompt) and per-image results.
 
-A run's progress lives here, where the pages read it. Results are unique per (run, image), so a
-retried or duplicated chunk can neither lose nor double a result.
+A run is a job (`core.jobs.Job`: status, timestamps, heartbeat, done/total, scrubbed error; its
+statuses move only through `Run.move` / `Run.moves`). Its progress lives here, where the pages read
+it. Results are unique per (run, image), so a retried or duplicated chunk can neither lose nor
+double a result. Each lane of a run is leased to one worker at a time (`RunLane`, inference.leases).
 """
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from core.jobs import Job
 from core.secrets import ScrubbedJSONField, ScrubbedTextField
 
 
-class Run(models.Model):
+class Run(Job):
     TASK_ANNOTATE, TASK_JUDGE = "annotate", "judge"
     TASKS = [(TASK_ANNOTATE, "annotate the 22 attributes"), (TASK_JUDGE, "judge severity")]
     STRATEGIES = [("", "—"), ("zero_shot", "zero-shot"), ("intuition", "intuition"), ("taxonomy", "taxonomy")]
     PROVIDERS = [("openai", "OpenAI"), ("gemini", "Google Gemini"), ("vllm", "vLLM (open models)")]
-    STATUS_QUEUED, STATUS_RUNNING, STATUS_CANCELLING = "queued", "running", "cancelling"
-    STATUS_CANCELLED, STATUS_FINISHED, STATUS_FAILED = "cancelled", "finished", "failed"
-    STATUSES = [(s, s) for s in ("queued", "running", "cancelling", "cancelled", "finished", "failed")]
-
     task = models.CharField(max_length=16, choices=TASKS)
     provider = models.CharField(max_length=16, choices=PROVIDERS)
     model_name = models.CharField(max_length=200)
@@ -38,24 +36,16 @@ class Run(models.Model):
     MODES = [(MODE_ONLINE, "online (request by request)"), (MODE_BATCH, "batch (provider batch API, half price, up to 24 h)")]
     mode = models.CharField(max_length=8, choices=MODES, default=MODE_ONLINE)
     annotator = models.ForeignKey("annotations.Annotator", null=True, blank=True, on_delete=models.PROTECT, related_name="runs")
-    status = models.CharField(max_length=16, choices=STATUSES, default=STATUS_QUEUED, db_index=True)
-    total_images = models.PositiveIntegerField(default=0)
     tokens_in = models.BigIntegerField(default=0)
     tokens_out = models.BigIntegerField(default=0)
     estimated_cost_usd = models.DecimalField(max_digits=12, decimal_places=4, default=0)
-    error = ScrubbedTextField(blank=True)  # never holds a configured secret (core.secrets)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    # From the job base: status, created_by, created/started/finished_at, heartbeat_at, done (images
+    # with a result, any outcome), total (selected images), error. Lanes hold the leases (RunLane).
     # Execution bookkeeping (written by workers with targeted UPDATEs, never by saving the whole row).
     request_params = models.JSONField(default=dict, blank=True, help_text="Sampling and image settings sent with every request.")
     estimate = models.JSONField(default=dict, blank=True, help_text="Requests, tokens and cost estimated at launch.")
     outcome_counts = models.JSONField(default=dict, blank=True, help_text="outcome -> number of results, refreshed by the workers.")
     dispatched_at = models.DateTimeField(null=True, blank=True, help_text="When chunks were last sent to the queue.")
-    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last sign of life from a chunk task.")
-
-    ACTIVE_STATUSES = ("queued", "running", "cancelling")
 
     class Meta:
         ordering = ["-created_at"]
@@ -71,23 +61,18 @@ class Run(models.Model):
         return f"#{self.pk} {self.task} {self.provider}/{self.model_name} {self.strategy}{cf}{pixels}"
 
     @property
-    def is_active(self) -> bool:
-        return self.status in self.ACTIVE_STATUSES
+    def total_images(self) -> int:
+        """Images selected at launch (the job's `total`)."""
+        return self.total
 
-    @property
-    def batch_summary(self) -> dict:
-        """Batch runs: the provider batches, failed requests, whether a retry is possible (for the run page)."""
-        from .batch.status import summary
-
-        return summary(self)
+    @total_images.setter
+    def total_images(self, value: int) -> None:
+        self.total = value
 
     @property
     def done_count(self) -> int:
-        return sum(int(v) for v in (self.outcome_counts or {}).values())
-
-    @property
-    def percent_done(self) -> int:
-        return int(100 * self.done_count / self.total_images) if self.total_images else 0
+        """Images with a result (any outcome): the job's `done`, refreshed with `outcome_counts`."""
+        return self.done
 
     def missing_image_ids(self) -> list[int]:
         """Selected images that still exist and have no result yet (what a resume re-dispatches)."""

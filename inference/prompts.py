@@ -15,11 +15,13 @@ import json
 
 from annotations import taxonomy as taxonomy_module
 
+from . import schemas
+from .schemas import INFERABLE_CHOICES  # noqa: F401 - every stage-1 answer any version accepts
+
 STRATEGIES = ("zero_shot", "intuition", "taxonomy")
 JUDGE_VERSIONS = ("judge-v1", "judge-v2")
 ANNOTATE_VERSIONS = ("annotate-v1", "annotate-v2")
 DEFAULT_VERSION = {"judge": JUDGE_VERSIONS[-1], "annotate": ANNOTATE_VERSIONS[-1]}
-INFERABLE_CHOICES = ("yes", "uncertain", "no")  # every stage-1 answer any version accepts
 STAGE1_CHOICES = {"annotate-v1": ("yes", "uncertain", "no"), "annotate-v2": ("yes", "no")}
 # Older versions stay selectable (results stay comparable) and are labelled as older wherever offered.
 OLDER = {
@@ -185,8 +187,6 @@ def stage2_user_text(template: str, stage1_answers: dict) -> str:
 
 def render(task: str, version: str, strategy: str = "", counterfactual_faces: bool = False, tax=None) -> dict:
     """Everything a run sends, as stored in Run.prompt_text: the texts and the JSON schemas."""
-    from . import schemas
-
     tax = tax or taxonomy_module.active()
     if task == "judge":
         return {"judge": judge_prompt(version, strategy, counterfactual_faces, tax), "schemas": {"judge": schemas.judge_json_schema()}}

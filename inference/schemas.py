@@ -10,11 +10,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, ValidationError, ValidationInfo, field_validator
 
-from .prompts import INFERABLE_CHOICES
-
-__all__ = ["JudgeAnswer", "Stage1Answer", "Stage2Answer", "ValidationError", "describe_error"]
+__all__ = ["INFERABLE_CHOICES", "JudgeAnswer", "Stage1Answer", "Stage2Answer", "ValidationError", "describe_error"]
 
 MAX_REASONING = 4000
+INFERABLE_CHOICES = ("yes", "uncertain", "no")  # every stage-1 answer any prompt version accepts (inference.prompts)
 
 
 def judge_json_schema() -> dict:

@@ -1,14 +1,19 @@
-"""Celery tasks: thin wrappers over `inference.execution` and `inference.lifecycle`. Ids in, JSON out.
+"""Celery tasks: thin wrappers over the run services. Ids in, JSON out; arguments validated first
+(core.dispatch.task_args). Nothing imports this module: services send these tasks by name
+(inference.dispatching, through core.dispatch).
 
-The reconciler runs on Celery beat (`celery -A cprt_site beat`), every CPRT_RECONCILE_EVERY_S seconds
-(the schedule is CELERY_BEAT_SCHEDULE in cprt_site/settings.py).
+The reconciler and the batch poller run on Celery beat (`celery -A cprt_site beat`), every
+CPRT_RECONCILE_EVERY_S and CPRT_BATCH_POLL_S seconds (CELERY_BEAT_SCHEDULE in cprt_site/settings.py).
 """
 from __future__ import annotations
 
 from celery import shared_task
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+
+from core.dispatch import JobIdArgs, task_args
 
 from . import execution, lifecycle
+from .batch import lifecycle as batch_lifecycle
 
 
 class ChunkArgs(BaseModel):
@@ -19,16 +24,9 @@ class ChunkArgs(BaseModel):
     lane: int | None = Field(default=None, ge=0, le=1024)
 
 
-def parse_chunk_args(run_id, image_ids, concurrency=None, lane=None) -> ChunkArgs:
-    try:
-        return ChunkArgs(run_id=run_id, image_ids=image_ids, concurrency=concurrency, lane=lane)
-    except ValidationError as exc:
-        raise ValueError(f"run_chunk refuses its input: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from None
-
-
 @shared_task(name="inference.run_chunk", acks_late=True)
 def run_chunk(run_id, image_ids, concurrency=None, lane=None) -> dict:
-    args = parse_chunk_args(run_id, image_ids, concurrency, lane)
+    args = task_args(ChunkArgs, "inference.run_chunk", run_id=run_id, image_ids=image_ids, concurrency=concurrency, lane=lane)
     return execution.run_chunk(args.run_id, args.image_ids, args.concurrency, args.lane)
 
 
@@ -39,27 +37,15 @@ def reconcile_runs() -> dict:
 
 @shared_task(name="inference.batch_step", acks_late=True)
 def batch_step(run_id) -> dict:
-    from .batch import lifecycle as batch_lifecycle
-
-    return batch_lifecycle.step(_run_id(run_id))
+    return batch_lifecycle.step(task_args(JobIdArgs, "inference.batch_step", job_id=run_id).job_id)
 
 
 @shared_task(name="inference.batch_resubmit", acks_late=True)
 def batch_resubmit(run_id) -> int:
-    from .batch import lifecycle as batch_lifecycle
-
-    return batch_lifecycle.resubmit_failed(_run_id(run_id))
+    return batch_lifecycle.resubmit_failed(task_args(JobIdArgs, "inference.batch_resubmit", job_id=run_id).job_id)
 
 
 @shared_task(name="inference.poll_batches")
 def poll_batches() -> dict:
     """Periodic (CELERY_BEAT_SCHEDULE): one step of every active batch run."""
-    from .batch import lifecycle as batch_lifecycle
-
     return batch_lifecycle.poll_all()
-
-
-def _run_id(value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"a batch task needs a positive integer run id, got {value!r}")
-    return value

@@ -14,8 +14,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from core import jobviews
 from core.roles import ROLE_ADMIN, require_role
 
-from . import launching, lifecycle, prompts, providers, ratelimit, run_labels
+from . import launching, prompts, providers, ratelimit, run_labels, runs
 from .access import get_run_for_admin
+from .batch import control as batch_control
+from .batch import status as batch_status
 from .forms import LaunchForm
 from .models import Run, RunResult
 
@@ -25,12 +27,16 @@ RUN_CARD = jobviews.JobCard(
     element_id="run-progress", progress_url="inference:run_progress", cancel_url="inference:run_cancel",
     resume_url="inference:run_resume", page_url="inference:run_detail", unit="images",
     resume_label="Resume (re-dispatch images without a result)", details="inference/_run_outcomes.html",
-    done_field="done_count", total_field="total_images",
 )
 
 
+def _extra(run: Run) -> dict:
+    """What the run's own lines show beside the card: the run, and a batch run's provider batches."""
+    return {"run": run, "batch_summary": batch_status.summary(run) if run.mode == Run.MODE_BATCH else None}
+
+
 def _card(run: Run) -> dict:
-    return jobviews.card_context(RUN_CARD, run, lifecycle.can_resume(run), run=run)
+    return jobviews.card_context(RUN_CARD, run, runs.can_resume(run), **_extra(run))
 
 
 @require_role(ROLE_ADMIN)
@@ -105,24 +111,24 @@ def run_detail(request, run_id: int):
 def run_progress(request, run_id: int):
     """The progress card of one run (htmx polls it while the run is active)."""
     run = get_run_for_admin(request.user, run_id)
-    return jobviews.progress(request, RUN_CARD, run, lifecycle.can_resume(run), run=run)
+    return jobviews.progress(request, RUN_CARD, run, runs.can_resume(run), **_extra(run))
 
 
 def _act(request, run: Run, action, *, done: str, refused: str):
-    return jobviews.act(request, RUN_CARD, run, action, done=done, refused=refused, can_resume=lifecycle.can_resume, run=run)
+    return jobviews.act(request, RUN_CARD, run, action, done=done, refused=refused, can_resume=runs.can_resume, **_extra(run))
 
 
 @require_role(ROLE_ADMIN)
 @require_POST
 def run_cancel(request, run_id: int):
     run = get_run_for_admin(request.user, run_id)
-    return _act(request, run, lifecycle.cancel_run, done="Run #{job.pk}: cancel requested; workers stop within seconds.",
+    return _act(request, run, runs.cancel_run, done="Run #{job.pk}: cancel requested; workers stop within seconds.",
                 refused="Run #{job.pk} is {status}; there is nothing to cancel.")
 
 
 def _resume(user, run: Run) -> int | None:
     """How many images were re-dispatched; None when the run has nothing to resume."""
-    return lifecycle.resume_run(user, run) if lifecycle.can_resume(run) else None
+    return runs.resume_run(user, run) if runs.can_resume(run) else None
 
 
 @require_role(ROLE_ADMIN)
@@ -137,11 +143,9 @@ def run_resume(request, run_id: int):
 @require_POST
 def run_batch_retry(request, run_id: int):
     """Retry a batch run's failed or expired requests, online or as a follow-up batch (the admin's choice)."""
-    from .batch import control
-
     run = get_run_for_admin(request.user, run_id)
     try:
-        n = control.retry(request.user, run, request.POST.get("how", ""))
+        n = batch_control.retry(request.user, run, request.POST.get("how", ""))
     except ValueError as exc:
         messages.error(request, str(exc))
     else:

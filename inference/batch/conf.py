@@ -51,3 +51,8 @@ def vllm_batch_mode() -> str:
     if mode not in VLLM_BATCH_MODES:
         raise ImproperlyConfigured(f"VLLM_BATCH_MODE={mode!r} is not allowed: one of {', '.join(VLLM_BATCH_MODES)}.")
     return mode
+
+
+def is_offline(provider: str) -> bool:
+    """A vLLM batch run in `offline` mode: its request files go through batch_export / batch_ingest, never the poller."""
+    return provider == "vllm" and vllm_batch_mode() != "api"

@@ -1,8 +1,7 @@
-"""A batch run's status, cancel and retry: what the run pages and `inference.lifecycle` call.
+"""A batch run's status, cancel and retry: what the run pages and `inference.runs` call.
 
-Kept apart from `lifecycle` (submission, polling, ingest), which imports the execution layer: the
-run lifecycle (`inference.lifecycle.cancel_run`) and the models reach batch runs through this module
-without importing execution (the layers contract in pyproject.toml).
+Kept apart from `lifecycle` (submission, polling, ingest), which writes results: the runs facade
+(`inference.runs.cancel_run`) reaches batch runs through this module without the ingest code.
 """
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ from django.utils import timezone
 
 from core.audit import audit
 
-from .. import launching
+from .. import dispatching
 from ..lifecycle import finish_if_complete, mark_cancelled, refresh_totals
 from ..models import Run
 from ..providers import ProviderUnavailable
@@ -78,7 +77,7 @@ def cancel(user, run: Run) -> bool:
     """Cancel the provider batches; results that came back are still ingested (paid for), then the run is cancelled."""
     if not run.is_active:
         return False
-    Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE_STATUSES).update(status=Run.STATUS_CANCELLING)
+    Run.move(run.pk, "request_cancel")
     ProviderBatch.objects.filter(run=run, phase__in=OPEN_PHASES).update(cancel_requested=True)
     for batch in ProviderBatch.objects.filter(run=run, phase=ProviderBatch.BUILDING, submit_claimed_at__isnull=True):
         if ProviderBatch.objects.filter(pk=batch.pk, submit_claimed_at__isnull=True).update(submit_claimed_at=timezone.now()):
@@ -111,8 +110,8 @@ def retry(user, run: Run, how: str) -> int:
         if how == "online":
             ids = sorted({image_id for image_id, _ in failed})
             BatchRequest.objects.filter(run=run, state=BatchRequest.FAILED).update(state=BatchRequest.ONLINE)
-            transaction.on_commit(lambda: launching.dispatch(run.pk, ids))
+            dispatching.dispatch_on_commit(run.pk, ids)
         else:
-            transaction.on_commit(lambda: launching.resubmit_batch(run.pk))
+            dispatching.resubmit_batch(run.pk)
         audit(user, "run.batch_retry", run, how=how, requests=len(failed))
     return len(failed)

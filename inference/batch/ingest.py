@@ -19,7 +19,7 @@ from .. import outcomes, schemas
 from ..models import Run
 from ..providers.batch_types import ResultLine
 from ..schemas import Stage1Answer
-from ..execution import Outcome, write_outcomes
+from ..results import Outcome, write_outcomes
 from .models import BatchRequest, ProviderBatch
 from .requests import parse_custom_id
 

@@ -5,15 +5,15 @@ and retry are in `control` (importable by the run lifecycle without the executio
 * submission: the ProviderBatch row and its BatchRequest rows are created in one transaction
   (unique per run/stage/round/part and per run/image/stage: a second copy of the step fails and
   rolls back), then the upload is claimed with a conditional UPDATE before any money is spent;
-* ingest: claimed with a conditional UPDATE (`ingest_token`); a claim whose worker died is taken
-  over after CPRT_BATCH_INGEST_STALE_S; request rows move submitted -> done in the same transaction
-  as the results, so a re-ingest skips what was stored (see `ingest`).
+* ingest: claimed with a lease (`core.jobs.Lease` on `ingest_owner` / `ingest_expires_at`); a claim
+  whose worker died expires after CPRT_BATCH_INGEST_STALE_S and is taken over; request rows move
+  submitted -> done in the same transaction as the results, so a re-ingest skips what was stored
+  (see `ingest`).
 """
 from __future__ import annotations
 
 import logging
 import tempfile
-import uuid
 from datetime import timedelta
 
 from django.db import IntegrityError, transaction
@@ -21,6 +21,7 @@ from django.db.models import F, Max, Q
 from django.utils import timezone
 
 from core.audit import audit
+from core.jobs import Lease
 
 from ..models import Run
 from ..providers import ProviderError, ProviderUnavailable
@@ -135,27 +136,28 @@ def poll(batch: ProviderBatch, client) -> None:
         ingest(batch, client, status)
 
 
+def ingest_lease(batch: ProviderBatch, owner: str | None = None) -> Lease:
+    """The hold of one poller on one batch's ingest; it expires after CPRT_BATCH_INGEST_STALE_S (its worker died)."""
+    return Lease(ProviderBatch.objects.filter(pk=batch.pk), conf.ingest_stale_after(), owner,
+                 owner_field="ingest_owner", expiry_field="ingest_expires_at")
+
+
 def ingest(batch: ProviderBatch, client, status) -> dict | None:
     """Ingest a finished batch's output once; None when another poller holds (or finished) the claim."""
-    token, now = uuid.uuid4().hex, timezone.now()
-    stale = now - timedelta(seconds=conf.ingest_stale_after())
-    claimed = ProviderBatch.objects.filter(pk=batch.pk, ingested_at__isnull=True).filter(
-        Q(ingest_claimed_at__isnull=True) | Q(ingest_claimed_at__lt=stale)
-    ).update(ingest_token=token, ingest_claimed_at=now)
-    if not claimed:
+    lease = ingest_lease(batch)
+    if not lease.claim(where=Q(ingested_at__isnull=True)):
         return None
     try:
         report = ingest_lines(batch, client.results(status)).as_dict()
     except Exception as exc:  # noqa: BLE001 - release the claim; the next poll tries again
         log.exception("ingest of batch %s failed", batch.pk)
-        ProviderBatch.objects.filter(pk=batch.pk, ingest_token=token).update(ingest_claimed_at=None, error=f"ingest failed: {exc}"[:4000])
+        lease.release(error=f"ingest failed: {exc}"[:4000])
         return None
     with transaction.atomic():
         missing = BatchRequest.objects.filter(batch=batch, state=BatchRequest.SUBMITTED).update(
             state=BatchRequest.FAILED, error=f"no result in the provider's output (batch {status.state})")
         report["no_result"] = missing
-        ProviderBatch.objects.filter(pk=batch.pk, ingest_token=token).update(
-            phase=ProviderBatch.ENDED, ingested_at=timezone.now(), ingest_report=report)
+        lease.release(phase=ProviderBatch.ENDED, ingested_at=timezone.now(), ingest_report=report)
     audit(None, "run.batch_ingest", batch.run, provider_batch=batch.provider_batch_id, state=status.state,
           **{k: v for k, v in report.items() if k != "refused"})
     return report
@@ -169,7 +171,7 @@ def step(run_id: int) -> dict:
         return {"run": run_id, "skipped": "not a batch run"}
     now = timezone.now()
     if run.status == Run.STATUS_QUEUED:
-        Run.objects.filter(pk=run_id, status=Run.STATUS_QUEUED).update(status=Run.STATUS_RUNNING, started_at=now)
+        Run.move(run_id, "start", where=Q(status=Run.STATUS_QUEUED), started_at=now)
         run.refresh_from_db()
     if run.status not in (Run.STATUS_RUNNING, Run.STATUS_CANCELLING):
         return {"run": run_id, "skipped": run.status}
@@ -179,9 +181,7 @@ def step(run_id: int) -> dict:
         fail_run(run_id, str(exc))
         return {"run": run_id, "failed": str(exc)}
     Run.objects.filter(pk=run_id).update(heartbeat_at=now)
-    from .offline import is_offline
-
-    if is_offline(run):  # vLLM: the request files go through `batch_export` / `batch_ingest` on a GPU machine
+    if conf.is_offline(run.provider):  # vLLM: the request files go through `batch_export` / `batch_ingest` on a GPU machine
         return {"run": run_id, "status": settle(run_id), "offline": True}
     if run.status == Run.STATUS_RUNNING and not BatchRequest.objects.filter(run=run).exists():
         try:

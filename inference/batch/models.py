@@ -1,14 +1,17 @@
 """Batch-mode bookkeeping: the provider batches of a run, and one ledger row per request.
 
 `ProviderBatch` is one batch at the provider (one uploaded file or one inline list). Its ingest is
-claimed with a conditional UPDATE (`ingest_token`), so that two pollers, a redelivered task or a
-restarted worker never ingest the same output twice. `BatchRequest` is one (run, image, stage)
+claimed with a lease (`core.jobs.Lease` on `ingest_owner` / `ingest_expires_at`), so that two
+pollers, a redelivered task or a restarted worker never ingest the same output twice; a claim whose
+worker died expires after CPRT_BATCH_INGEST_STALE_S and may be taken over. `BatchRequest` is one (run, image, stage)
 request: it moves submitted -> done | failed in the same transaction as the result it produces,
 from the batch it was last submitted in only. The RunResult unique constraint is the last guard.
 """
 from __future__ import annotations
 
 from django.db import models
+
+from core.secrets import ScrubbedTextField
 
 
 class ProviderBatch(models.Model):
@@ -29,8 +32,8 @@ class ProviderBatch(models.Model):
     request_count = models.PositiveIntegerField(default=0)
     input_bytes = models.PositiveBigIntegerField(default=0)
     counts = models.JSONField(default=dict, blank=True, help_text="Counts the provider reports (total, completed, failed).")
-    ingest_token = models.CharField(max_length=40, blank=True, help_text="Set by the poller that claimed the ingest.")
-    ingest_claimed_at = models.DateTimeField(null=True, blank=True)
+    ingest_owner = models.CharField(max_length=200, blank=True, help_text="The poller holding the ingest lease; empty when none.")
+    ingest_expires_at = models.DateTimeField(null=True, blank=True, help_text="When the ingest lease runs out (its worker died).")
     ingested_at = models.DateTimeField(null=True, blank=True)
     ingest_report = models.JSONField(default=dict, blank=True, help_text="Stored, failed and refused lines (with reasons).")
     submit_claimed_at = models.DateTimeField(null=True, blank=True)
@@ -38,7 +41,7 @@ class ProviderBatch(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True, help_text="End of the provider's completion window.")
     polled_at = models.DateTimeField(null=True, blank=True)
     cancel_requested = models.BooleanField(default=False)
-    error = models.TextField(blank=True)
+    error = ScrubbedTextField(blank=True)  # never holds a configured secret (core.secrets)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -59,7 +62,7 @@ class BatchRequest(models.Model):
     batch = models.ForeignKey(ProviderBatch, on_delete=models.CASCADE, related_name="requests")
     state = models.CharField(max_length=10, choices=STATES, default=SUBMITTED)
     attempts = models.PositiveSmallIntegerField(default=1)
-    error = models.TextField(blank=True)
+    error = ScrubbedTextField(blank=True)
     # Stage 1 of an annotate run: the reply record and parsed answers, kept until stage 2 is back.
     reply = models.JSONField(default=dict, blank=True)
     tokens_in = models.PositiveIntegerField(default=0)

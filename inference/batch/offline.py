@@ -12,7 +12,7 @@ import os
 import tempfile
 
 from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from core.audit import audit
@@ -27,7 +27,7 @@ OFFLINE_PREFIX = "offline:"
 
 
 def is_offline(run: Run) -> bool:
-    return run.provider == "vllm" and conf.vllm_batch_mode() != "api"
+    return conf.is_offline(run.provider)
 
 
 def due(run: Run) -> tuple[str, list[int], bool]:
@@ -63,7 +63,7 @@ def export_file(run: Run, out_path: str) -> ProviderBatch | None:
                 ProviderBatch.objects.filter(pk=batch.pk).update(
                     phase=ProviderBatch.ACTIVE, provider_batch_id=f"{OFFLINE_PREFIX}{batch.pk}", provider_state="exported",
                     submit_claimed_at=timezone.now(), submitted_at=timezone.now())
-                Run.objects.filter(pk=run.pk, status=Run.STATUS_QUEUED).update(status=Run.STATUS_RUNNING, started_at=timezone.now())
+                Run.move(run.pk, "start", where=Q(status=Run.STATUS_QUEUED), started_at=timezone.now())
         except IntegrityError:
             raise ValueError("Another export of this run's requests happened at the same time; nothing was written.") from None
         os.replace(parts[0].path, out_path)

@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from annotations import taxonomy
 from annotations.models import Adjudication, Annotator, Label, Labeling
-from inference import launching
+from inference import dispatching
 from inference.models import Run
 from scoring import services as scoring_services
 from scoring.models import ImageScore, ScoringProfile
@@ -341,7 +341,7 @@ LAUNCH = {"task": "judge", "provider": "openai", "model_name": "gpt-5.1", "strat
 
 def test_admin_launches_a_run_with_the_forms_rules(api, admin_user, openai_server, images, monkeypatch, django_capture_on_commit_callbacks):
     sent = []
-    monkeypatch.setattr(launching, "dispatch", lambda run_id, image_ids=None, **options: sent.append(run_id) or 1)
+    monkeypatch.setattr(dispatching, "dispatch", lambda run_id, image_ids=None, **options: sent.append(run_id) or 1)
     client = api(admin_user)
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post("/api/runs/", {**LAUNCH, "counterfactual_faces": True, "sample_size": 3, "seed": 5}, format="json")
@@ -389,7 +389,7 @@ def test_cancel_and_resume(api, admin_user, monkeypatch, django_capture_on_commi
     images = make_images(3, prefix="2017_c")
     run = make_run(status="running")
     add_results(run, [(images[0], "ok", 0.5)])
-    Run.objects.filter(pk=run.pk).update(image_ids=[i.pk for i in images], total_images=3)
+    Run.objects.filter(pk=run.pk).update(image_ids=[i.pk for i in images], total=3)
     client = api(admin_user)
     assert client.post(f"/api/runs/{run.pk}/cancel/", {"now": True}, format="json").status_code == 400
     assert Run.objects.get(pk=run.pk).status == "running"
@@ -398,7 +398,7 @@ def test_cancel_and_resume(api, admin_user, monkeypatch, django_capture_on_commi
     again = client.post(f"/api/runs/{run.pk}/cancel/")
     assert again.status_code == 409 and "nothing to cancel" in again.json()["detail"]
     sent = []
-    monkeypatch.setattr(launching, "dispatch", lambda run_id, image_ids=None, **options: sent.append(sorted(image_ids)) or 1)
+    monkeypatch.setattr(dispatching, "dispatch", lambda run_id, image_ids=None, **options: sent.append(sorted(image_ids)) or 1)
     with django_capture_on_commit_callbacks(execute=True):
         resumed = client.post(f"/api/runs/{run.pk}/resume/")
     assert resumed.status_code == 200 and resumed.json()["redispatched"] == 2 and resumed.json()["run"]["status"] == "queued"

@@ -29,7 +29,7 @@ from rest_framework.authtoken.models import Token
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from annotations.models import Annotator, Labeling
-from inference import launching
+from inference import dispatching, launching
 from scoring import services as scoring_services
 from scoring.models import ScoringProfile
 from tests.support.permission_cases.scoring import add_results, make_run
@@ -98,7 +98,7 @@ def wsgi_app(db, settings):
 @pytest.fixture
 def no_dispatch(monkeypatch):
     sent = []
-    monkeypatch.setattr(launching, "dispatch", lambda run_id, image_ids=None: sent.append(run_id) or 0)
+    monkeypatch.setattr(dispatching, "dispatch", lambda run_id, image_ids=None: sent.append(run_id) or 0)
     return sent
 
 

@@ -50,7 +50,7 @@ from annotations.faces.models import AnonymizationJob
 from core.api import ApiView, EmptyBody
 from annotations.models import Annotator, Labeling
 from cprt_site import api_urls
-from inference import launching
+from inference import dispatching
 from inference.api import RunLaunch
 from tests.conftest import png_bytes
 from tests.support.permission_cases.scoring import add_results, make_run
@@ -90,7 +90,7 @@ def changed(before: dict, after: dict) -> list[str]:
 def world(admin_user, reviewer_a, adjudicator, make_image, settings, monkeypatch):
     settings.OPENAI_API_KEY = FAKE_KEY  # so that a valid launch passes the form
     # Launches and resumes dispatch on commit, which a test transaction never reaches; stubbed all the same.
-    monkeypatch.setattr(launching, "dispatch", lambda run_id, image_ids=None: 0)
+    monkeypatch.setattr(dispatching, "dispatch", lambda run_id, image_ids=None: 0)
     images = [make_image(f"2017_mf{i:03d}", color=(i * 40, 10, 10)) for i in range(3)]
     labeling = Labeling.objects.create(image=images[0], annotator=Annotator.for_user(reviewer_a))
     judge = make_run()
@@ -98,7 +98,7 @@ def world(admin_user, reviewer_a, adjudicator, make_image, settings, monkeypatch
     running = make_run(status="running")
     stopped = make_run(status="failed")
     stopped.image_ids, stopped.total_images = [i.pk for i in images], len(images)
-    stopped.save(update_fields=["image_ids", "total_images"])
+    stopped.save(update_fields=["image_ids", "total"])
     record_sends(monkeypatch)  # tasks sent by name (faces jobs) are recorded, never sent
     queued_job = faces_jobs.start_job(adjudicator, split="test", dispatch_task=False)
     stopped_job = faces_jobs.start_job(adjudicator, split="test", dispatch_task=False)
@@ -377,6 +377,7 @@ COMMANDS = {
     "anonymize_faces": None,  # its arguments are a choice and numbers (tests/annotations/test_faces_jobs.py)
     "batch_export": None,  # a run id and an output path (tests/inference/test_batch_offline.py)
     "batch_ingest": None,  # a run_batch output file: malformed lines in tests/inference/test_batch_offline.py
+    "launch_run": None,  # its options are the launch form's fields, refused with its messages (tests/inference/test_launch_run.py)
 }
 
 

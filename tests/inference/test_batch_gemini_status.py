@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from inference import launching, prompts
+from inference import dispatching, launching, prompts
 from inference.batch import control, lifecycle
 from inference.batch.models import BatchRequest, ProviderBatch
 from inference.models import Run
@@ -14,8 +14,8 @@ from tests.fakes.fixtures import *  # noqa: F401,F403
 
 @pytest.fixture
 def no_dispatch(monkeypatch):
-    monkeypatch.setattr(launching, "dispatch", lambda *a, **k: 0)
-    monkeypatch.setattr(launching, "start_batch", lambda *a, **k: None)
+    monkeypatch.setattr(dispatching, "dispatch", lambda *a, **k: 0)
+    monkeypatch.setattr(dispatching, "start_batch", lambda *a, **k: None)
 
 
 def drive(run, steps=10):

@@ -6,7 +6,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from inference import execution, launching, prompts
+from inference import dispatching, execution, launching, prompts
 from inference.batch import lifecycle
 from inference.batch.models import BatchRequest, ProviderBatch
 from inference.models import Run
@@ -41,8 +41,8 @@ def results(run):
 
 @pytest.mark.parametrize("task", ["judge", "annotate"])
 def test_offline_vllm_batch_matches_the_online_run(vllm_server, images, admin_user, monkeypatch, tmp_path, capsys, task):
-    monkeypatch.setattr(launching, "dispatch", lambda *a, **k: 0)
-    monkeypatch.setattr(launching, "start_batch", lambda *a, **k: None)
+    monkeypatch.setattr(dispatching, "dispatch", lambda *a, **k: 0)
+    monkeypatch.setattr(dispatching, "start_batch", lambda *a, **k: None)
     online = launching.launch_run(admin_user, spec(task, "online"))
     execution.run_chunk(online.pk, online.image_ids)
     expected = results(online)
@@ -66,7 +66,7 @@ def test_offline_vllm_batch_matches_the_online_run(vllm_server, images, admin_us
 
 
 def test_offline_failures_are_exported_again_and_bad_paths_refused(vllm_server, images, admin_user, monkeypatch, tmp_path):
-    monkeypatch.setattr(launching, "start_batch", lambda *a, **k: None)
+    monkeypatch.setattr(dispatching, "start_batch", lambda *a, **k: None)
     run = launching.launch_run(admin_user, spec("judge", "batch"))
     call_command("batch_export", run.pk, str(tmp_path / "in.jsonl"))
     batch = ProviderBatch.objects.get(run=run)
@@ -85,7 +85,7 @@ def test_offline_failures_are_exported_again_and_bad_paths_refused(vllm_server, 
 
 
 def test_ingest_refuses_malformed_lines_one_by_one(vllm_server, images, admin_user, monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(launching, "start_batch", lambda *a, **k: None)
+    monkeypatch.setattr(dispatching, "start_batch", lambda *a, **k: None)
     run = launching.launch_run(admin_user, spec("judge", "batch"))
     call_command("batch_export", run.pk, str(tmp_path / "in.jsonl"))
     batch = ProviderBatch.objects.get(run=run)

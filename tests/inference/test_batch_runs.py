@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from annotations.models import Label
-from inference import execution, launching, prompts
+from inference import dispatching, execution, launching, prompts, runs
 from inference import lifecycle as run_lifecycle
 from inference.batch import control, lifecycle
 from inference.batch.models import BatchRequest, ProviderBatch
@@ -28,8 +28,8 @@ def spec(task="judge", provider="openai", mode="batch", model="gpt-5.1"):
 @pytest.fixture
 def no_dispatch(monkeypatch):
     """Launches record the run only; the test drives the steps (as Celery beat would)."""
-    monkeypatch.setattr(launching, "dispatch", lambda *a, **k: 0)
-    monkeypatch.setattr(launching, "start_batch", lambda *a, **k: None)
+    monkeypatch.setattr(dispatching, "dispatch", lambda *a, **k: 0)
+    monkeypatch.setattr(dispatching, "start_batch", lambda *a, **k: None)
 
 
 def drive(run, steps=10):
@@ -85,7 +85,7 @@ def test_failed_and_expired_requests_are_retried_as_the_admin_chooses(openai_ser
 
     openai_server.batch_outcomes = {}
     if how == "online":
-        monkeypatch.setattr(launching, "dispatch", lambda run_id, image_ids: execution.run_chunk(run_id, image_ids))
+        monkeypatch.setattr(dispatching, "dispatch", lambda run_id, image_ids: execution.run_chunk(run_id, image_ids))
     with django_capture_on_commit_callbacks(execute=True):
         assert control.retry(admin_user, run, how) == 2
     with pytest.raises(ValueError):
@@ -107,7 +107,7 @@ def test_cancel_mid_batch_keeps_what_came_back_and_loses_nothing(openai_server, 
     lifecycle.step(run.pk)
     batch = ProviderBatch.objects.get(run=run)
     assert batch.phase == ProviderBatch.ACTIVE and batch.provider_state == "in_progress"
-    assert run_lifecycle.cancel_run(admin_user, run) is True
+    assert runs.cancel_run(admin_user, run) is True
     assert ("POST", f"/v1/batches/{batch.provider_batch_id}/cancel") in openai_server.batch_calls
     run = drive(run)
     assert run.status == Run.STATUS_CANCELLED
@@ -137,12 +137,12 @@ def test_restart_during_ingest_and_a_second_poll_store_nothing_twice(openai_serv
         lifecycle.step(run.pk)  # completes at the provider, ingest starts, the worker dies after 2 lines
     assert RunResult.objects.filter(run=run).count() == 2
     batch = ProviderBatch.objects.get(run=run)
-    assert batch.ingest_claimed_at is not None and batch.ingested_at is None
+    assert batch.ingest_owner and batch.ingest_expires_at is not None and batch.ingested_at is None
     monkeypatch.setattr(ingest_module, "_store", real_store)
 
     lifecycle.step(run.pk)  # the claim is held (not stale yet): a second poller ingests nothing
     assert RunResult.objects.filter(run=run).count() == 2
-    ProviderBatch.objects.filter(pk=batch.pk).update(ingest_claimed_at=batch.ingest_claimed_at - timedelta(hours=1))
+    ProviderBatch.objects.filter(pk=batch.pk).update(ingest_expires_at=batch.ingest_expires_at - timedelta(hours=1))
     run = drive(run)  # the stale claim is taken over: the rest is stored, the first two are skipped
     assert run.status == Run.STATUS_FINISHED and RunResult.objects.filter(run=run).count() == 5
     report = ProviderBatch.objects.get(pk=batch.pk).ingest_report
@@ -150,7 +150,7 @@ def test_restart_during_ingest_and_a_second_poll_store_nothing_twice(openai_serv
 
     # A redelivered ingest of the same output (forced past the claim) stores nothing either.
     status = lifecycle.client_for("openai", "gpt-5.1").retrieve(batch.provider_batch_id)
-    ProviderBatch.objects.filter(pk=batch.pk).update(ingested_at=None, ingest_claimed_at=None)
+    ProviderBatch.objects.filter(pk=batch.pk).update(ingested_at=None, ingest_owner="", ingest_expires_at=None)
     again = lifecycle.ingest(ProviderBatch.objects.get(pk=batch.pk), lifecycle.client_for("openai", "gpt-5.1"), status)
     assert again["stored"] == 0 and again["already"] == 5 and RunResult.objects.filter(run=run).count() == 5
 
@@ -242,10 +242,10 @@ def test_reconcile_leaves_batch_runs_to_their_poller(openai_server, images, admi
     lifecycle.step(run.pk)
     Run.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
     sent = []
-    monkeypatch.setattr(launching, "dispatch", lambda *a, **k: sent.append(a))
+    monkeypatch.setattr(dispatching, "dispatch", lambda *a, **k: sent.append(a))
     assert run_lifecycle.reconcile()["redispatched"] == [] and sent == []
     run.refresh_from_db()
-    assert run_lifecycle.can_resume(run) is False  # its requests are at the provider
+    assert runs.can_resume(run) is False  # its requests are at the provider
 
 
 @pytest.mark.parametrize("task", ["judge", "annotate"])
@@ -288,3 +288,25 @@ def test_a_request_too_big_for_any_file_fails_the_run_with_a_reason(openai_serve
     run = drive(launching.launch_run(admin_user, spec()))
     assert run.status == Run.STATUS_FAILED and "over the per-file limit" in run.error
     assert not ProviderBatch.objects.filter(run=run).exists() and not [p for _, p in openai_server.batch_calls if "/batches" in p]
+
+
+def test_batch_errors_are_stored_without_the_key(openai_server, images, admin_user, no_dispatch, settings):
+    """A provider error that echoes the key (a failed poll, a failed submission) is stored scrubbed,
+    on the batch and on each of its requests, like a run's error."""
+    openai_server.batch_polls = 100
+    run = launching.launch_run(admin_user, spec())
+    lifecycle.step(run.pk)
+    batch = ProviderBatch.objects.get(run=run)
+    key = settings.OPENAI_API_KEY
+
+    class EchoingClient:
+        def retrieve(self, batch_id):
+            raise RuntimeError(f"proxy said: Authorization: Bearer {key} refused")
+
+    lifecycle.poll(batch, EchoingClient())
+    batch.refresh_from_db()
+    assert batch.error.startswith("poll failed: proxy said") and key not in batch.error
+    control.end_unsent(batch, f"submission failed: bad key {key}")
+    assert key not in ProviderBatch.objects.get(pk=batch.pk).error
+    errors = list(BatchRequest.objects.filter(batch=batch).values_list("error", flat=True))
+    assert len(errors) == 5 and all(e.startswith("submission failed: bad key") and key not in e for e in errors)

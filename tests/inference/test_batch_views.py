@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from inference import launching
+from inference import dispatching
 from inference.batch import lifecycle
 from inference.batch.models import BatchRequest, ProviderBatch
 from inference.models import Run
@@ -26,7 +26,7 @@ def test_estimate_shows_both_prices(admin_client, openai_server, images):
 
 def test_launch_in_batch_mode_then_the_run_page_shows_batches_and_retry(admin_client, openai_server, images, monkeypatch,
                                                                        django_capture_on_commit_callbacks):
-    monkeypatch.setattr(launching, "start_batch", lambda run_id: None)
+    monkeypatch.setattr(dispatching, "start_batch", lambda run_id: None)
     with django_capture_on_commit_callbacks(execute=True):
         response = admin_client.post(reverse("inference:run_new"), VALID)
     run = Run.objects.get()
@@ -53,7 +53,7 @@ def test_launch_refuses_an_unknown_mode(admin_client, openai_server, images):
 
 
 def test_api_launches_in_batch_mode(admin_client, openai_server, images, monkeypatch):
-    monkeypatch.setattr(launching, "start_batch", lambda run_id: None)
+    monkeypatch.setattr(dispatching, "start_batch", lambda run_id: None)
     body = {"task": "judge", "provider": "openai", "model_name": "gpt-5.1", "strategy": "zero_shot", "concurrency": 4, "mode": "batch"}
     response = admin_client.post("/api/runs/", body, content_type="application/json")
     assert response.status_code == 201, response.content

@@ -12,11 +12,11 @@ from django.utils import timezone
 from annotations import taxonomy
 from annotations.models import Annotator, Label, Labeling
 from core.models import AuditEvent
-from inference import execution, launching, lifecycle, pricing, prompts
+from inference import dispatching, execution, launching, lifecycle, pricing, prompts, runs
 from inference.models import Run, RunResult
 from inference.ratelimit import RateLimiter
 from inference.selection import Selection, select_image_ids
-from inference.tasks import parse_chunk_args, run_chunk
+from inference.tasks import run_chunk
 from tests.fakes.fixtures import *  # noqa: F401,F403
 from tests.fakes.server import TO_LABEL, stage1_answers
 
@@ -52,7 +52,7 @@ def test_launch_stores_exact_prompt_and_dispatches_on_commit(openai_server, imag
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_a_duplicated_chunk_neither_loses_nor_doubles(openai_server, images, monkeypatch):
-    monkeypatch.setattr(launching, "dispatch", lambda *args, **kwargs: 0)  # this test runs the chunks itself
+    monkeypatch.setattr(dispatching, "dispatch", lambda *args, **kwargs: 0)  # this test runs the chunks itself
     run = launching.launch_run(None, spec())
     first = execution.run_chunk(run.pk, run.image_ids[:3])
     assert first["written"] == 3
@@ -159,10 +159,10 @@ def test_cancel_stops_within_seconds_and_resume_completes(openai_server, make_im
     for i in range(40):
         make_image(f"2017_{i:08d}", color=(i, 2 * i, 3 * i))
     openai_server.delay = 0.3
-    real_dispatch = launching.dispatch
-    monkeypatch.setattr(launching, "dispatch", lambda *args, **kwargs: 0)  # this test runs the chunk itself
+    real_dispatch = dispatching.dispatch
+    monkeypatch.setattr(dispatching, "dispatch", lambda *args, **kwargs: 0)  # this test runs the chunk itself
     run = launching.launch_run(admin_user, spec(concurrency=2))
-    monkeypatch.setattr(launching, "dispatch", real_dispatch)
+    monkeypatch.setattr(dispatching, "dispatch", real_dispatch)
     def chunk():
         try:
             execution.run_chunk(run.pk, run.image_ids)
@@ -173,7 +173,7 @@ def test_cancel_stops_within_seconds_and_resume_completes(openai_server, make_im
     worker.start()
     time.sleep(1.0)
     run.refresh_from_db()
-    assert lifecycle.cancel_run(admin_user, run), (run.status, run.error, run.results.count())
+    assert runs.cancel_run(admin_user, run), (run.status, run.error, run.results.count())
     cancelled_at = time.monotonic()
     worker.join(timeout=15)
     assert not worker.is_alive()
@@ -185,9 +185,9 @@ def test_cancel_stops_within_seconds_and_resume_completes(openai_server, make_im
     requests_at_cancel = openai_server.count
     time.sleep(0.8)
     assert openai_server.count == requests_at_cancel, "no request may start after the chunk stopped"
-    assert lifecycle.can_resume(run)
+    assert runs.can_resume(run)
     openai_server.delay = 0.0
-    assert lifecycle.resume_run(admin_user, run) == 40 - done  # dispatched on commit, run eagerly
+    assert runs.resume_run(admin_user, run) == 40 - done  # dispatched on commit, run eagerly
     run.refresh_from_db()
     assert run.status == Run.STATUS_FINISHED
     assert run.results.count() == 40
@@ -197,7 +197,7 @@ def test_cancel_stops_within_seconds_and_resume_completes(openai_server, make_im
 def test_cancel_of_a_queued_run_without_workers_is_immediate(openai_server, images, admin_user, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False):
         run = launching.launch_run(admin_user, spec())
-    lifecycle.cancel_run(admin_user, run)
+    runs.cancel_run(admin_user, run)
     run.refresh_from_db()
     assert run.status == Run.STATUS_CANCELLED
     assert execution.run_chunk(run.pk, run.image_ids) == {"run": run.pk, "skipped": "cancelled"}
@@ -254,7 +254,7 @@ def test_chunk_task_refuses_bad_input_and_changes_nothing(images, args, message)
 
 def test_chunk_for_a_missing_run_is_a_no_op(db):
     assert execution.run_chunk(999, [1]) == {"run": 999, "skipped": "no such run"}
-    assert parse_chunk_args(3, [4]).image_ids == [4]
+    assert run_chunk.run(999, [4]) == {"run": 999, "skipped": "no such run"}  # valid arguments, no such run
 
 
 def test_selection_by_split_consensus_and_seeded_sample(make_image):

@@ -5,7 +5,7 @@ import pytest
 from django.urls import reverse
 
 from core.models import AuditEvent
-from inference import execution, launching, prompts
+from inference import dispatching, execution, launching, prompts
 from inference.models import Run
 from tests.fakes.fixtures import *  # noqa: F401,F403
 
@@ -28,7 +28,7 @@ def test_launch_form_shows_unavailable_providers_with_reason(admin_client, no_pr
 
 def test_launch_creates_a_run_and_dispatches_on_commit(admin_client, openai_server, images, monkeypatch, django_capture_on_commit_callbacks):
     sent = []
-    monkeypatch.setattr(launching, "dispatch", lambda run_id, image_ids=None: sent.append(run_id) or 1)
+    monkeypatch.setattr(dispatching, "dispatch", lambda run_id, image_ids=None: sent.append(run_id) or 1)
     with django_capture_on_commit_callbacks(execute=True):
         response = admin_client.post(reverse("inference:run_new"), {**VALID, "counterfactual_faces": "on", "sample_size": "3", "seed": "5"})
     run = Run.objects.get()
@@ -120,7 +120,7 @@ def test_active_runs_poll_and_show_progress(admin_client, openai_server, images,
 
 def test_cancel_and_resume_buttons(admin_client, openai_server, images, django_capture_on_commit_callbacks, monkeypatch):
     sent = []
-    monkeypatch.setattr(launching, "dispatch", lambda run_id, image_ids=None, **options: sent.append((run_id, image_ids)) or 1)
+    monkeypatch.setattr(dispatching, "dispatch", lambda run_id, image_ids=None, **options: sent.append((run_id, image_ids)) or 1)
     with django_capture_on_commit_callbacks(execute=True):
         run = launching.launch_run(None, launching.LaunchSpec("judge", "openai", "gpt-5.1", "zero_shot", False, "judge-v1", launching.Selection(), 1))
     response = admin_client.post(reverse("inference:run_cancel", args=[run.pk]))

@@ -6,7 +6,7 @@ import signal
 
 import pytest
 
-from inference import launching, lifecycle, prompts
+from inference import launching, prompts, runs
 from inference.models import Run, RunResult
 from inference.selection import Selection
 from tests.fakes.fixtures import FAKE_KEY
@@ -39,7 +39,7 @@ def test_killed_worker_loses_nothing_and_resume_finishes_exactly_once(make_image
         written_before_resume = results.count()
         assert written_before_resume < len(images), "the kill must happen mid-run"
 
-        missing = lifecycle.resume_run(admin_user, run)
+        missing = runs.resume_run(admin_user, run)
         assert missing == len(images) - results.count()
         with celery_worker(queues="api", concurrency=2):
             wait_for(lambda: Run.objects.get(pk=run.pk).status == Run.STATUS_FINISHED, timeout=120, what="the resumed run to finish")

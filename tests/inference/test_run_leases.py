@@ -10,6 +10,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from core import jobs
 from core.models import AuditEvent
 from cprt_site.celery import app
 from inference import chunks, launching, leases, lifecycle, prompts
@@ -152,17 +153,17 @@ def test_a_worker_that_lost_its_lease_stops(openai_server, images, settings, bro
     with django_capture_on_commit_callbacks(execute=True):
         run = launching.launch_run(None, spec(concurrency=1))
     (args, kwargs), = chunk_messages(broker)
-    original = leases.Lease.renew
+    original = jobs.Lease.renew
 
-    def taken_over(self):
-        RunLane.objects.filter(run_id=self.run_id, index=self.index).update(owner="the-reconciled-copy")
-        return original(self)
+    def taken_over(self, *args, **kwargs):
+        self.queryset.update(owner="the-reconciled-copy")
+        return original(self, *args, **kwargs)
 
-    leases.Lease.renew = taken_over
+    jobs.Lease.renew = taken_over
     try:
         result = run_chunk.run(*args, **kwargs)
     finally:
-        leases.Lease.renew = original
+        jobs.Lease.renew = original
     assert result.get("lease_lost") is True
     assert openai_server.count < 5  # it stopped instead of finishing the chunk
     assert RunLane.objects.get(run=run).owner == "the-reconciled-copy"  # and left the lane to its new holder

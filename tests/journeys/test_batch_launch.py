@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from inference import launching
+from inference import dispatching
 from inference.batch import lifecycle
 from inference.batch.models import BatchRequest, ProviderBatch
 from inference.models import Run
@@ -25,7 +25,7 @@ def blank_consensus_value(page):
 
 def test_launch_a_batch_run_from_the_page_and_retry_a_failure(browser, live_server, openai_server, images, eager_celery, monkeypatch):
     steps = []
-    monkeypatch.setattr(launching, "start_batch", lambda run_id: steps.append(run_id))  # the test plays Celery beat
+    monkeypatch.setattr(dispatching, "start_batch", lambda run_id: steps.append(run_id))  # the test plays Celery beat
     make_user("boss", "admin")
     page = browser.new_page(viewport={"width": 1400, "height": 1400})
     log_in(page, live_server.url, "boss")

@@ -38,7 +38,7 @@ def add_results(run, rows):
     RunResult.objects.bulk_create([RunResult(run=run, image=image, outcome=o, score=s) for image, o, s in rows])
     run.image_ids = [image.pk for image, _, _ in rows]
     run.total_images = len(run.image_ids)
-    run.save(update_fields=["image_ids", "total_images"])
+    run.save(update_fields=["image_ids", "total"])
 
 
 def make_images(n: int, prefix: str = "2017_9", with_published: bool = True, split: str = "test"):

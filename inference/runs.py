@@ -1,0 +1,56 @@
+"""What a person can do to a launched run (the run pages and the API call these): cancel, resume.
+
+Online runs are cancelled by a status flag that their chunks read back within a heartbeat; batch
+runs through their provider batches (inference.batch.control). A resume re-dispatches every
+selected image without a result, taking over lanes whose workers are gone.
+"""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import transaction
+
+from core.audit import audit
+
+from . import dispatching, leases
+from .batch import control as batch_control
+from .lifecycle import finish_if_complete, heartbeat_is_stale, mark_cancelled
+from .models import Run
+
+
+def cancel_run(user, run: Run) -> bool:
+    """Ask running chunks to stop (they check within a heartbeat); False if the run is not active."""
+    if run.mode == Run.MODE_BATCH:
+        return batch_control.cancel(user, run)
+    if not run.is_active:
+        return False
+    Run.move(run.pk, "request_cancel")
+    run.refresh_from_db()
+    # Nobody is working on it (never started, or its worker died): nobody else will confirm.
+    if not leases.live(run) and (run.heartbeat_at is None or heartbeat_is_stale(run, 3 * settings.CPRT_RUN_HEARTBEAT_S + 5)):
+        mark_cancelled(run.pk)
+    audit(user, "run.cancel", run, done=run.done_count, total=run.total_images)
+    return True
+
+
+def can_resume(run: Run) -> bool:
+    if run.mode == Run.MODE_BATCH and run.batches.filter(phase__in=("building", "active")).exists():
+        return False  # its requests are at the provider; cancel first
+    if run.status in (Run.STATUS_CANCELLED, Run.STATUS_FAILED):
+        return True
+    if run.status == Run.STATUS_FINISHED:
+        return run.done_count < run.total_images
+    return run.status in (Run.STATUS_QUEUED, Run.STATUS_RUNNING) and not leases.live(run) and heartbeat_is_stale(run, settings.CPRT_RUN_STALE_S)
+
+
+def resume_run(user, run: Run) -> int:
+    """Re-dispatch every selected image without a result; returns how many."""
+    missing = run.missing_image_ids()
+    with transaction.atomic():
+        if missing:
+            Run.move(run.pk, "requeue", error="")
+            dispatching.dispatch_on_commit(run.pk, missing, takeover=True)
+        audit(user, "run.resume", run, missing=len(missing), previous_status=run.status)
+    if not missing:
+        Run.moves(Run.objects.filter(pk=run.pk, status__in=[Run.STATUS_CANCELLED, Run.STATUS_FAILED]), "requeue")
+        finish_if_complete(run.pk)
+    return len(missing)
