@@ -19,16 +19,15 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from annotations import taxonomy
-from annotations.faces import variants as face_variants
-from annotations.images import mime_type
-from annotations.models import Image, Label, Labeling
+from core.secrets import scrub
 
-from . import chunks, launching, leases, outcomes
+from annotations.images import mime_type
+from annotations.models import Image
+
+from . import chunks, kinds, launching, leases
 from .models import Run, RunResult
 from .providers import FatalProviderError, ProviderError, ProviderUnavailable, RetryableError, get_provider
 from .ratelimit import RateLimiter
-from . import schemas
 from .lifecycle import mark_cancelled, fail_run, finish_if_complete, refresh_totals
 
 
@@ -47,7 +46,7 @@ class Outcome:
     outcome: str
     score: float | None = None
     reasoning: str = ""
-    labels: dict = field(default_factory=dict)  # key -> (value, rationale), annotate runs
+    labels: dict = field(default_factory=dict)  # key -> (value, rationale): labels the kind writes (annotate)
     raw: dict = field(default_factory=dict)
     error: str = ""
     tokens_in: int = 0
@@ -69,13 +68,12 @@ class GaveUp(Exception):
 
 @dataclass
 class Context:
-    """Everything a worker thread needs; no ORM objects (threads never touch the database)."""
+    """Everything a worker thread needs; no ORM queries (threads never touch the database): the run's
+    kind is bound and prepared in the main thread."""
 
-    task: str
+    kind: kinds.Kind
     provider: object
     limiter: RateLimiter
-    prompt_text: dict
-    keys: tuple
     stop: threading.Event
     max_attempts: int
 
@@ -110,26 +108,21 @@ def _call(ctx: Context, request, attempts: list):
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def process_image(ctx: Context, image_id: int, file_name: str) -> Outcome | None:
-    """Ask the model about one image; never raises (an unexpected error becomes an `error` outcome).
-    Returns None when the run was cancelled before an answer came back."""
+def process_image(ctx: Context, item: kinds.Item) -> Outcome | None:
+    """Ask the model about one item, stage after stage as its kind says; never raises (an unexpected
+    error becomes an `error` outcome). Returns None when the run was cancelled before an answer came
+    back. Every text in the outcome is scrubbed of configured secrets (a model may echo one)."""
     attempts: list = []
-    out = Outcome(image_id=image_id, outcome=RunResult.OUTCOME_ERROR)
+    out = Outcome(image_id=item.image_id, outcome=RunResult.OUTCOME_ERROR)
     try:
-        data, mime = _read_image(file_name)
-        if ctx.task == Run.TASK_JUDGE:
-            prompt, schema = ctx.prompt_text["judge"], ctx.prompt_text["schemas"]["judge"]
-            reply = _call(ctx, lambda: ctx.provider.judge(data, mime, prompt, schema), attempts)
-            outcomes.apply_judge(out, reply)
-        else:
-            p1, s1 = ctx.prompt_text["stage1"], ctx.prompt_text["schemas"]["stage1"]
-            reply1 = _call(ctx, lambda: ctx.provider.annotate_stage1(data, mime, p1, s1), attempts)
-            stage1 = outcomes.apply_stage1(out, reply1, ctx.keys, schemas.stage1_choices(s1))  # annotate-v2: yes / no only
-            if stage1 is not None:
-                p2, s2 = ctx.prompt_text["stage2"], ctx.prompt_text["schemas"]["stage2"]
-                user_text = outcomes.stage2_text(ctx.prompt_text, stage1)
-                reply2 = _call(ctx, lambda: ctx.provider.annotate_stage2(user_text, p2, s2), attempts)
-                outcomes.apply_stage2(out, stage1, reply2, ctx.keys)
+        images: tuple = tuple(_read_image(name) for name in item.files)
+        carry = None
+        for index, stage in enumerate(ctx.kind.stages):
+            request = ctx.kind.request(stage, images if index == 0 else (), carry)
+            reply = _call(ctx, lambda: ctx.provider.ask(request.system, request.user, request.images, request.schema, request.schema_name), attempts)
+            carry = ctx.kind.apply(stage, out, reply, carry)
+            if carry is None:
+                break
     except Stopped:
         return None
     except GaveUp as exc:
@@ -150,6 +143,15 @@ def process_image(ctx: Context, image_id: int, file_name: str) -> Outcome | None
         out.outcome, out.error = RunResult.OUTCOME_ERROR, f"{type(exc).__name__}: {exc}"
     if attempts:
         out.raw["retries"] = attempts
+    return scrub_outcome(out)
+
+
+def scrub_outcome(out: Outcome) -> Outcome:
+    """What the model said, parsed (reasoning, label rationales), without configured secrets: a model
+    may echo one. (`raw` and `error` are scrubbed again by their fields when written.)"""
+    out.reasoning, out.error, out.raw = scrub(out.reasoning), scrub(out.error), scrub(out.raw)
+    if out.labels:
+        out.labels = {key: (value, scrub(rationale)) for key, (value, rationale) in out.labels.items()}
     return out
 
 
@@ -162,34 +164,26 @@ def _result_row(run: Run, out: Outcome) -> RunResult:
     )
 
 
-def write_outcome(run: Run, out: Outcome, attribute_ids: dict[str, int]) -> bool:
-    """Store one image's result (and an annotate run's labels) atomically; False if already there."""
+def write_outcome(run: Run, out: Outcome, kind: kinds.Kind) -> bool:
+    """Store one image's result (and what its kind writes beside it, e.g. labels) atomically; False if
+    already there."""
     try:
         with transaction.atomic():
             _result_row(run, out).save(force_insert=True)
-            if out.labels and run.annotator_id:
-                for key, (value, rationale) in out.labels.items():
-                    Label.objects.update_or_create(
-                        image_id=out.image_id, annotator_id=run.annotator_id, attribute_id=attribute_ids[key],
-                        defaults={"value": value, "rationale": rationale[:4000]},
-                    )
-                Labeling.objects.update_or_create(
-                    image_id=out.image_id, annotator_id=run.annotator_id,
-                    defaults={"status": Labeling.STATUS_SUBMITTED, "submitted_at": timezone.now()},
-                )
+            kind.write(out)
     except IntegrityError:
         return False  # another copy of this chunk wrote this image first
     return True
 
 
-def write_outcomes(run: Run, outs: list[Outcome], attribute_ids: dict[str, int]) -> tuple[int, int]:
+def write_outcomes(run: Run, outs: list[Outcome], kind: kinds.Kind) -> tuple[int, int]:
     """Store several results in one transaction; (written, already there). Label-writing outcomes go
     one by one (each with its labels, atomically)."""
     written = duplicates = 0
     plain = [o for o in outs if not o.labels]
     for out in outs:
         if out.labels:
-            if write_outcome(run, out, attribute_ids):
+            if write_outcome(run, out, kind):
                 written += 1
             else:
                 duplicates += 1
@@ -204,7 +198,7 @@ def write_outcomes(run: Run, outs: list[Outcome], attribute_ids: dict[str, int])
         except IntegrityError:
             # A racing copy of this chunk committed some of these images in between: one by one.
             for out in plain:
-                if write_outcome(run, out, attribute_ids):
+                if write_outcome(run, out, kind):
                     written += 1
                 else:
                     duplicates += 1
@@ -245,18 +239,16 @@ def run_chunk(run_id: int, image_ids: list[int], concurrency: int | None = None,
     Run.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=now)
     wanted = sorted(set(image_ids) & set(run.image_ids))  # never work on images outside the run
     done = set(RunResult.objects.filter(run_id=run_id, image_id__in=wanted).values_list("image_id", flat=True))
-    todo = list(Image.objects.filter(pk__in=[i for i in wanted if i not in done]).exclude(file="").order_by("pk").values_list("pk", "file"))
-    if run.face_variant:  # the pixel-level counterfactual: the model sees the anonymized variant
-        files = face_variants.variant_files([pk for pk, _ in todo], run.face_variant)
-        todo = [(pk, files.get(pk, "")) for pk, _ in todo]
+    kind = kinds.bind(run)
+    todo = kind.items([i for i in wanted if i not in done])
     try:
         provider = get_provider(run.provider, run.model_name)
     except ProviderUnavailable as exc:
         fail_run(run_id, str(exc))
         return {"run": run_id, "failed": str(exc)}
     ctx = Context(
-        task=run.task, provider=provider, limiter=RateLimiter(run.provider), prompt_text=run.prompt_text,
-        keys=taxonomy.active().keys, stop=threading.Event(), max_attempts=settings.CPRT_PROVIDER_MAX_ATTEMPTS,
+        kind=kind, provider=provider, limiter=RateLimiter(run.provider), stop=threading.Event(),
+        max_attempts=settings.CPRT_PROVIDER_MAX_ATTEMPTS,
     )
     width = min(concurrency or run.concurrency, run.concurrency)
     deadline = time.monotonic() + chunks.deadline_s() if lease is not None else None
@@ -286,8 +278,7 @@ def _hand_on(run_id: int, index: int, lease, stats: dict) -> None:
     lease.release()
 
 
-def _execute(run: Run, ctx: Context, todo: list[tuple[int, str]], width: int, lease=None, deadline: float | None = None) -> dict:
-    attribute_ids = taxonomy.attribute_ids() if run.task == Run.TASK_ANNOTATE else {}
+def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=None, deadline: float | None = None) -> dict:
     stats = {"written": 0, "duplicates": 0, "todo": len(todo)}
     if not todo:
         return stats
@@ -300,7 +291,7 @@ def _execute(run: Run, ctx: Context, todo: list[tuple[int, str]], width: int, le
     last_flush = time.monotonic()
 
     def flush():
-        written, duplicates = write_outcomes(run, buffer, attribute_ids)
+        written, duplicates = write_outcomes(run, buffer, ctx.kind)
         stats["written"] += written
         stats["duplicates"] += duplicates
         buffer.clear()
@@ -314,7 +305,7 @@ def _execute(run: Run, ctx: Context, todo: list[tuple[int, str]], width: int, le
                 item = next(items, None)
                 if item is None:
                     break
-                pending.add(pool.submit(process_image, ctx, item[0], item[1]))
+                pending.add(pool.submit(process_image, ctx, item))
             if not pending:
                 break
             finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)

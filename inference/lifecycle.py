@@ -6,7 +6,6 @@ run tells the apps above through inference.signals (sent on commit).
 """
 from __future__ import annotations
 
-from functools import partial
 from datetime import timedelta
 
 from django.conf import settings
@@ -16,7 +15,7 @@ from django.utils import timezone
 
 from core.audit import audit
 
-from . import launching, leases, pricing, signals
+from . import kinds, launching, leases, pricing
 from .models import Run, RunLane, RunResult
 
 
@@ -46,10 +45,8 @@ def finish_if_complete(run_id: int) -> str:
         changed = Run.objects.filter(pk=run_id, status__in=[Run.STATUS_QUEUED, Run.STATUS_RUNNING]).update(
             status=Run.STATUS_FINISHED, finished_at=timezone.now()
         )
-        if changed and run.task == Run.TASK_ANNOTATE:
-            transaction.on_commit(partial(signals.annotate_run_finished.send, sender=Run, run=run))
-        elif changed and run.task == Run.TASK_JUDGE:
-            transaction.on_commit(partial(signals.judge_run_finished.send, sender=Run, run_id=run_id))
+        if changed:
+            kinds.get(run.task)(run).finished()  # its metrics hook (sent on commit)
     return Run.objects.values_list("status", flat=True).get(pk=run_id)
 
 

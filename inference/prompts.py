@@ -184,45 +184,19 @@ def stage2_user_text(template: str, stage1_answers: dict) -> str:
 
 
 def render(task: str, version: str, strategy: str = "", counterfactual_faces: bool = False, tax=None) -> dict:
-    """Everything a run sends, as stored in Run.prompt_text: the texts and the JSON schemas."""
-    from . import schemas
+    """Everything a run of kind `task` sends, as stored in Run.prompt_text: the texts and the JSON schemas."""
+    from .kinds import get
 
-    tax = tax or taxonomy_module.active()
-    if task == "judge":
-        return {"judge": judge_prompt(version, strategy, counterfactual_faces, tax), "schemas": {"judge": schemas.judge_json_schema()}}
-    if task == "annotate":
-        if strategy or counterfactual_faces:
-            raise ValueError("Annotate runs take no strategy and no counterfactual instruction.")
-        return {
-            **annotate_prompts(version, tax),
-            "schemas": {"stage1": schemas.stage1_json_schema(tax.keys, STAGE1_CHOICES[version]),
-                        "stage2": schemas.stage2_json_schema(tax.keys)},
-        }
-    raise ValueError(f"Unknown task {task!r}.")
+    try:
+        kind = get(task)
+    except ValueError:
+        raise ValueError(f"Unknown task {task!r}.") from None
+    return kind.render(version, strategy, counterfactual_faces, tax or taxonomy_module.active())
 
 
 def catalogue() -> list[dict]:
-    """Every prompt version and strategy, rendered, for the prompts page."""
+    """Every kind's prompt versions and strategies, rendered, for the prompts page."""
+    from .kinds import KINDS
+
     tax = taxonomy_module.active()
-    items = []
-    for version in JUDGE_VERSIONS:
-        for strategy in STRATEGIES:
-            for cf in (False, True):
-                prompt = judge_prompt(version, strategy, cf, tax)
-                title = f"{version_label(version)} · {strategy}" + (" + counterfactual_faces" if cf else "")
-                items.append({"title": title, "version": version, "texts": [("system", prompt["system"]), ("user", prompt["user"])]})
-    for version in ANNOTATE_VERSIONS:
-        p = annotate_prompts(version, tax)
-        items.append(
-            {
-                "title": f"{version_label(version)} · two-stage annotation",
-                "version": version,
-                "texts": [
-                    ("stage 1 system", p["stage1"]["system"]),
-                    ("stage 1 user", p["stage1"]["user"]),
-                    ("stage 2 system", p["stage2"]["system"]),
-                    ("stage 2 user (template)", p["stage2"]["user"]),
-                ],
-            }
-        )
-    return items
+    return [item for kind in KINDS.values() for item in kind.catalogue(tax)]

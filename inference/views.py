@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from core.roles import ROLE_ADMIN, require_role
 
-from . import launching, lifecycle, prompts, providers, ratelimit, run_labels
+from . import kinds, launching, lifecycle, prompts, providers, ratelimit
 from .access import get_run_for_admin
 from .forms import LaunchForm
 from .models import Run, RunResult
@@ -70,11 +70,10 @@ def _detail_context(run: Run, request) -> dict:
     pred_page = Paginator(predictions, 50).get_page(request.GET.get("predictions"))
     for result in fail_page.object_list:
         result.raw_pretty = json.dumps(result.raw, indent=2, ensure_ascii=False)[:20000]
-    if run.task == Run.TASK_ANNOTATE:
-        summaries = run_labels.label_summaries(run, [r.image_id for r in pred_page.object_list])
-        for result in pred_page.object_list:
-            result.labels_summary = summaries.get(result.image_id)
-    return {"run": run, "fail_page": fail_page, "pred_page": pred_page, "can_resume": lifecycle.can_resume(run)}
+    kind = kinds.get(run.task)(run)
+    kind.decorate_predictions(pred_page.object_list)
+    return {"run": run, "fail_page": fail_page, "pred_page": pred_page, "can_resume": lifecycle.can_resume(run),
+            "predictions_template": kind.predictions_template}
 
 
 @require_role(ROLE_ADMIN)

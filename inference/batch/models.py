@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from django.db import models
 
+from core.secrets import ScrubbedJSONField, ScrubbedTextField
+
 
 class ProviderBatch(models.Model):
     STAGES = [("judge", "judge"), ("stage1", "stage 1"), ("stage2", "stage 2")]
@@ -59,9 +61,10 @@ class BatchRequest(models.Model):
     batch = models.ForeignKey(ProviderBatch, on_delete=models.CASCADE, related_name="requests")
     state = models.CharField(max_length=10, choices=STATES, default=SUBMITTED)
     attempts = models.PositiveSmallIntegerField(default=1)
-    error = models.TextField(blank=True)
-    # Stage 1 of an annotate run: the reply record and parsed answers, kept until stage 2 is back.
-    reply = models.JSONField(default=dict, blank=True)
+    error = ScrubbedTextField(blank=True)
+    # A multi-stage kind's carry (annotate: stage 1's reply record and parsed answers), kept until the
+    # next stage is back; the model's words, so scrubbed of configured secrets.
+    reply = ScrubbedJSONField(default=dict, blank=True)
     tokens_in = models.PositiveIntegerField(default=0)
     tokens_out = models.PositiveIntegerField(default=0)
 
