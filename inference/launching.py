@@ -17,7 +17,7 @@ from annotations.faces import variants as face_variants
 from annotations.models import Annotator
 from core.audit import audit
 
-from . import chunks, leases, pricing, prompts
+from . import chunks, kinds, leases, pricing, prompts
 from .models import Run
 from .providers import get_provider, queue_for
 from .selection import Selection, select_image_ids
@@ -62,7 +62,7 @@ def launch_run(user, spec: LaunchSpec) -> Run:
         request_params["max_pixels"] = settings.VLLM_MAX_PIXELS
     with transaction.atomic():
         annotator = None
-        if spec.task == Run.TASK_ANNOTATE:
+        if kinds.get(spec.task).writes_labels:  # its labels are stored under the model's annotator
             annotator = Annotator.for_model(spec.provider, spec.model_name, spec.prompt_version)
         run = Run.objects.create(
             task=spec.task,

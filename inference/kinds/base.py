@@ -49,7 +49,7 @@ class Kind:
     versions: ClassVar[tuple[str, ...]] = ()  # prompt versions, oldest first; the last is the default
     strategies: ClassVar[tuple[str, ...]] = ()  # the strategies a run may take ("" only when empty)
     output_tokens: ClassVar[dict[str, int]] = {}  # launch-time guess of output tokens per stage
-    writes_labels: ClassVar[bool] = False  # outcomes with labels are written one by one (`write`)
+    writes_labels: ClassVar[bool] = False  # a run gets a model annotator at launch; `write` stores labels under it
     predictions_template: ClassVar[str] = "kinds/_predictions.html"
 
     def __init__(self, run):
