@@ -177,12 +177,12 @@ def write_outcome(run: Run, out: Outcome, kind: kinds.Kind) -> bool:
 
 
 def write_outcomes(run: Run, outs: list[Outcome], kind: kinds.Kind) -> tuple[int, int]:
-    """Store several results in one transaction; (written, already there). Label-writing outcomes go
-    one by one (each with its labels, atomically)."""
+    """Store several results in one transaction; (written, already there). Outcomes for which the kind
+    writes more (annotate: labels) go one by one (each with what it writes, atomically)."""
     written = duplicates = 0
-    plain = [o for o in outs if not o.labels]
+    plain = [o for o in outs if not kind.writes(o)]
     for out in outs:
-        if out.labels:
+        if kind.writes(out):
             if write_outcome(run, out, kind):
                 written += 1
             else:

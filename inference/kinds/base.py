@@ -15,8 +15,8 @@ kinds only through this class:
 - `request()`: one stage's request (system text, user text, images, the answer's JSON schema).
 - `apply()`: parse and validate one reply into the item's `Outcome` (score, labels, reasoning, raw,
   error); return the carry when a further stage follows, None when the outcome is final.
-- `write()`: what the kind stores beside the `RunResult` (annotate: the model's labels), inside the
-  result's transaction.
+- `writes()` / `write()`: what the kind stores beside the `RunResult` (annotate: the model's labels),
+  inside the result's transaction.
 - `finished()`: the metrics hook, called on commit when a run of this kind finishes.
 - `predictions_template` and `decorate_predictions()`: the run page's predictions table.
 
@@ -121,6 +121,11 @@ class Kind:
     def apply(self, stage: str, out, reply: ProviderReply, carry: dict | None) -> dict | None:  # pragma: no cover - abstract
         """Fill `out` from `reply`; the carry (JSON) for the next stage, or None when `out` is final."""
         raise NotImplementedError
+
+    def writes(self, out) -> bool:
+        """Whether `write` stores anything for this outcome (such outcomes are written one by one;
+        the others in bulk, without calling `write`)."""
+        return False
 
     def write(self, out) -> None:
         """Store what belongs beside the item's RunResult (inside its transaction)."""

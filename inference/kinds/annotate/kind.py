@@ -96,6 +96,9 @@ class AnnotateKind(Kind):
             out.labels = {k: (v, stage1.answers[k].reasoning) for k, v in stage2.labels.items()}
         return None
 
+    def writes(self, out) -> bool:
+        return bool(out.labels)
+
     def write(self, out) -> None:
         write_labels(self.run, out, self.attribute_ids)
 
