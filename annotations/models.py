@@ -13,6 +13,7 @@ from django.db.models import Q
 from simple_history.models import HistoricalRecords
 
 from .storage import private_image_storage  # migrations name it here too (annotations.models.private_image_storage)
+from core.secrets import ScrubbedTextField
 
 LABEL_VALUES = (0.0, 0.5, 1.0)
 # VISPR ids are file stems such as 2017_10000580; the pattern also keeps ids safe in file names.
@@ -214,7 +215,7 @@ class Label(models.Model):
     annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="labels")
     attribute = models.ForeignKey(Attribute, on_delete=models.PROTECT, related_name="labels")
     value = models.FloatField()
-    rationale = models.TextField(blank=True)
+    rationale = ScrubbedTextField(blank=True)  # a model's words too (annotate runs): never a configured secret
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     history = HistoricalRecords()

@@ -119,7 +119,8 @@ WSGI_APPLICATION = "cprt_site.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # inference/: each run kind's page partials live in its folder (inference/kinds/<key>/).
+        "DIRS": [BASE_DIR / "templates", BASE_DIR / "inference"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [

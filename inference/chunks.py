@@ -11,7 +11,6 @@ from django.conf import settings
 
 from .ratelimit import max_rpm
 
-REQUESTS_PER_IMAGE = {"judge": 1, "annotate": 2}
 
 
 def size(provider: str, task: str, width: int, lanes: int) -> int:
@@ -25,7 +24,9 @@ def size(provider: str, task: str, width: int, lanes: int) -> int:
     rpm = max_rpm(provider)
     if rpm <= 0:
         return base
-    images_per_s = rpm / 60.0 / max(1, lanes) / REQUESTS_PER_IMAGE.get(task, 1)
+    from .kinds import get
+
+    images_per_s = rpm / 60.0 / max(1, lanes) / len(get(task).stages)
     return max(1, min(base, int(float(settings.CPRT_RUN_CHUNK_TARGET_S) * images_per_s)))
 
 

@@ -19,18 +19,15 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from annotations import taxonomy
-from annotations.faces import variants as face_variants
 from annotations.images import mime_type
 from annotations.models import Image
 
-from . import chunks, dispatching, leases, outcomes
+from . import chunks, dispatching, kinds, leases
 from .models import Run, RunResult
 from .providers import FatalProviderError, ProviderError, ProviderUnavailable, RetryableError, get_provider
 from .ratelimit import RateLimiter
-from . import schemas
 from .lifecycle import mark_cancelled, fail_run, finish_if_complete, refresh_totals
-from .results import Outcome, write_outcomes
+from .results import Outcome, scrub_outcome, write_outcomes
 
 
 log = logging.getLogger(__name__)
@@ -55,13 +52,12 @@ class GaveUp(Exception):
 
 @dataclass
 class Context:
-    """Everything a worker thread needs; no ORM objects (threads never touch the database)."""
+    """Everything a worker thread needs; no ORM queries (threads never touch the database): the run's
+    kind is bound and prepared in the main thread."""
 
-    task: str
+    kind: kinds.Kind
     provider: object
     limiter: RateLimiter
-    prompt_text: dict
-    keys: tuple
     stop: threading.Event
     max_attempts: int
 
@@ -96,26 +92,21 @@ def _call(ctx: Context, request, attempts: list):
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def process_image(ctx: Context, image_id: int, file_name: str) -> Outcome | None:
-    """Ask the model about one image; never raises (an unexpected error becomes an `error` outcome).
-    Returns None when the run was cancelled before an answer came back."""
+def process_image(ctx: Context, item: kinds.Item) -> Outcome | None:
+    """Ask the model about one item, stage after stage as its kind says; never raises (an unexpected
+    error becomes an `error` outcome). Returns None when the run was cancelled before an answer came
+    back. Every text in the outcome is scrubbed of configured secrets (a model may echo one)."""
     attempts: list = []
-    out = Outcome(image_id=image_id, outcome=RunResult.OUTCOME_ERROR)
+    out = Outcome(image_id=item.image_id, outcome=RunResult.OUTCOME_ERROR)
     try:
-        data, mime = _read_image(file_name)
-        if ctx.task == Run.TASK_JUDGE:
-            prompt, schema = ctx.prompt_text["judge"], ctx.prompt_text["schemas"]["judge"]
-            reply = _call(ctx, lambda: ctx.provider.judge(data, mime, prompt, schema), attempts)
-            outcomes.apply_judge(out, reply)
-        else:
-            p1, s1 = ctx.prompt_text["stage1"], ctx.prompt_text["schemas"]["stage1"]
-            reply1 = _call(ctx, lambda: ctx.provider.annotate_stage1(data, mime, p1, s1), attempts)
-            stage1 = outcomes.apply_stage1(out, reply1, ctx.keys, schemas.stage1_choices(s1))  # annotate-v2: yes / no only
-            if stage1 is not None:
-                p2, s2 = ctx.prompt_text["stage2"], ctx.prompt_text["schemas"]["stage2"]
-                user_text = outcomes.stage2_text(ctx.prompt_text, stage1)
-                reply2 = _call(ctx, lambda: ctx.provider.annotate_stage2(user_text, p2, s2), attempts)
-                outcomes.apply_stage2(out, stage1, reply2, ctx.keys)
+        images: tuple = tuple(_read_image(name) for name in item.files)
+        carry = None
+        for index, stage in enumerate(ctx.kind.stages):
+            request = ctx.kind.request(stage, images if index == 0 else (), carry)
+            reply = _call(ctx, lambda: ctx.provider.ask(request.system, request.user, request.images, request.schema, request.schema_name), attempts)
+            carry = ctx.kind.apply(stage, out, reply, carry)
+            if carry is None:
+                break
     except Stopped:
         return None
     except GaveUp as exc:
@@ -132,11 +123,11 @@ def process_image(ctx: Context, image_id: int, file_name: str) -> Outcome | None
     except OSError as exc:
         out.outcome, out.error = RunResult.OUTCOME_ERROR, f"image file unreadable: {exc}"
     except Exception as exc:  # noqa: BLE001 - one bad image must not take the chunk down
-        log.exception("run image %s failed", image_id)
+        log.exception("run image %s failed", item.image_id)
         out.outcome, out.error = RunResult.OUTCOME_ERROR, f"{type(exc).__name__}: {exc}"
     if attempts:
         out.raw["retries"] = attempts
-    return out
+    return scrub_outcome(out)
 
 
 # --- a chunk ---------------------------------------------------------------------------------
@@ -175,18 +166,16 @@ def run_chunk(run_id: int, image_ids: list[int], concurrency: int | None = None,
     Run.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=now)
     wanted = sorted(set(image_ids) & set(run.image_ids))  # never work on images outside the run
     done = set(RunResult.objects.filter(run_id=run_id, image_id__in=wanted).values_list("image_id", flat=True))
-    todo = list(Image.objects.filter(pk__in=[i for i in wanted if i not in done]).exclude(file="").order_by("pk").values_list("pk", "file"))
-    if run.face_variant:  # the pixel-level counterfactual: the model sees the anonymized variant
-        files = face_variants.variant_files([pk for pk, _ in todo], run.face_variant)
-        todo = [(pk, files.get(pk, "")) for pk, _ in todo]
+    kind = kinds.bind(run)
+    todo = kind.items([i for i in wanted if i not in done])
     try:
         provider = get_provider(run.provider, run.model_name)
     except ProviderUnavailable as exc:
         fail_run(run_id, str(exc))
         return {"run": run_id, "failed": str(exc)}
     ctx = Context(
-        task=run.task, provider=provider, limiter=RateLimiter(run.provider), prompt_text=run.prompt_text,
-        keys=taxonomy.active().keys, stop=threading.Event(), max_attempts=settings.CPRT_PROVIDER_MAX_ATTEMPTS,
+        kind=kind, provider=provider, limiter=RateLimiter(run.provider), stop=threading.Event(),
+        max_attempts=settings.CPRT_PROVIDER_MAX_ATTEMPTS,
     )
     width = min(concurrency or run.concurrency, run.concurrency)
     deadline = time.monotonic() + chunks.deadline_s() if lease is not None else None
@@ -217,8 +206,7 @@ def _hand_on(run_id: int, index: int, lease, stats: dict) -> None:
     lease.release()
 
 
-def _execute(run: Run, ctx: Context, todo: list[tuple[int, str]], width: int, lease=None, deadline: float | None = None) -> dict:
-    attribute_ids = taxonomy.attribute_ids() if run.task == Run.TASK_ANNOTATE else {}
+def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=None, deadline: float | None = None) -> dict:
     stats = {"written": 0, "duplicates": 0, "todo": len(todo)}
     if not todo:
         return stats
@@ -231,7 +219,7 @@ def _execute(run: Run, ctx: Context, todo: list[tuple[int, str]], width: int, le
     last_flush = time.monotonic()
 
     def flush():
-        written, duplicates = write_outcomes(run, buffer, attribute_ids)
+        written, duplicates = write_outcomes(run, buffer, ctx.kind)
         stats["written"] += written
         stats["duplicates"] += duplicates
         buffer.clear()
@@ -245,7 +233,7 @@ def _execute(run: Run, ctx: Context, todo: list[tuple[int, str]], width: int, le
                 item = next(items, None)
                 if item is None:
                     break
-                pending.add(pool.submit(process_image, ctx, item[0], item[1]))
+                pending.add(pool.submit(process_image, ctx, item))
             if not pending:
                 break
             finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)

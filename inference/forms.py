@@ -7,7 +7,7 @@ from django.core.validators import RegexValidator
 from annotations import taxonomy
 from annotations.faces import variants as face_variants
 
-from . import prompts
+from . import kinds, prompts
 from .models import Run, RunResult
 from .providers import PROVIDERS, availability
 from .selection import Selection
@@ -32,7 +32,7 @@ class ProviderSelect(forms.Select):
 
 
 class LaunchForm(forms.Form):
-    task = forms.ChoiceField(choices=Run.TASKS)
+    task = forms.ChoiceField(choices=kinds.choices)
     provider = forms.ChoiceField(choices=[(name, cls.label) for name, cls in PROVIDERS.items()])
     model_name = forms.CharField(
         max_length=200,
@@ -42,7 +42,7 @@ class LaunchForm(forms.Form):
     strategy = forms.ChoiceField(choices=[("", "— (annotate runs)")] + [(s, s) for s in prompts.STRATEGIES], required=False)
     counterfactual_faces = forms.BooleanField(required=False, help_text="Judge runs: assume every face is perfectly anonymized.")
     prompt_version = forms.ChoiceField(
-        choices=[("", "latest")] + [(v, prompts.version_label(v)) for v in prompts.JUDGE_VERSIONS + prompts.ANNOTATE_VERSIONS], required=False
+        choices=lambda: [("", "latest")] + [(v, prompts.version_label(v)) for kind in kinds.KINDS.values() for v in kind.versions], required=False
     )
     split = forms.ChoiceField(choices=[("all", "all splits"), ("train", "train"), ("test", "test"), ("other", "other")], initial="all")
     attribute = forms.ChoiceField(required=False, help_text="Only images whose consensus (active profile) has this attribute…")
@@ -77,19 +77,11 @@ class LaunchForm(forms.Form):
         if not self.availability[provider].available:
             self.add_error("provider", f"{PROVIDERS[provider].label} is unavailable: {self.availability[provider].reason}")
         task = data["task"]
-        if task == Run.TASK_JUDGE:
-            if not data.get("strategy"):
-                self.add_error("strategy", "Judge runs need a strategy.")
-            versions = prompts.JUDGE_VERSIONS
-        else:
-            if data.get("strategy"):
-                self.add_error("strategy", "Annotate runs take no strategy (leave it blank).")
-            if data.get("counterfactual_faces"):
-                self.add_error("counterfactual_faces", "The counterfactual-faces instruction applies to judge runs only.")
-            if data.get("face_variant"):
-                self.add_error("face_variant", "Anonymized images can be judged only (annotate runs label the originals).")
-            versions = prompts.ANNOTATE_VERSIONS
-        version = data.get("prompt_version") or prompts.DEFAULT_VERSION[task]
+        kind = kinds.get(task)
+        for field, message in kind.launch_errors(data).items():
+            self.add_error(field, message)
+        versions = kind.versions
+        version = data.get("prompt_version") or kind.default_version()
         if version not in versions:
             self.add_error("prompt_version", f"{version} is not a {task} prompt; choose one of {', '.join(versions)}.")
         data["prompt_version"] = version

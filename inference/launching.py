@@ -16,7 +16,7 @@ from annotations.faces import variants as face_variants
 from annotations.models import Annotator
 from core.audit import audit
 
-from . import dispatching, pricing, prompts
+from . import dispatching, kinds, pricing
 from .models import Run
 from .providers import get_provider
 from .selection import Selection, select_image_ids
@@ -41,7 +41,7 @@ class LaunchSpec:
 def plan(spec: LaunchSpec) -> dict:
     """What a launch would do: image ids, selection description, prompt texts, estimate."""
     ids, described = select_image_ids(spec.selection)
-    prompt_text = prompts.render(spec.task, spec.prompt_version, spec.strategy, spec.counterfactual_faces)
+    prompt_text = kinds.render(spec.task, spec.prompt_version, spec.strategy, spec.counterfactual_faces)
     estimate = pricing.estimate(spec.task, spec.provider, spec.model_name, len(ids), prompt_text, spec.mode)
     return {"image_ids": ids, "selection": described, "prompt_text": prompt_text, "estimate": estimate}
 
@@ -63,7 +63,7 @@ def launch_run(user, spec: LaunchSpec, send: bool = True) -> Run:
         request_params["max_pixels"] = settings.VLLM_MAX_PIXELS
     with transaction.atomic():
         annotator = None
-        if spec.task == Run.TASK_ANNOTATE:
+        if kinds.get(spec.task).writes_labels:  # its labels are stored under the model's annotator
             annotator = Annotator.for_model(spec.provider, spec.model_name, spec.prompt_version)
         run = Run.objects.create(
             task=spec.task,

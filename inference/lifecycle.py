@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from core.audit import audit
 
-from . import dispatching, leases, pricing, signals
+from . import dispatching, kinds, leases, pricing
 from .models import Run, RunLane, RunResult
 
 
@@ -46,11 +46,8 @@ def finish_if_complete(run_id: int) -> str:
     if run.status == Run.STATUS_CANCELLING:
         mark_cancelled(run_id)
     elif run.status in (Run.STATUS_QUEUED, Run.STATUS_RUNNING) and not run.missing_image_ids():
-        changed = Run.move(run_id, "finish")
-        if changed and run.task == Run.TASK_ANNOTATE:
-            transaction.on_commit(partial(signals.annotate_run_finished.send, sender=Run, run=run))
-        elif changed and run.task == Run.TASK_JUDGE:
-            transaction.on_commit(partial(signals.judge_run_finished.send, sender=Run, run_id=run_id))
+        if Run.move(run_id, "finish"):
+            kinds.get(run.task)(run).finished()  # its metrics hook (sent on commit)
     return Run.objects.values_list("status", flat=True).get(pk=run_id)
 
 

@@ -15,11 +15,10 @@ from core.secrets import ScrubbedJSONField, ScrubbedTextField
 
 
 class Run(Job):
-    TASK_ANNOTATE, TASK_JUDGE = "annotate", "judge"
-    TASKS = [(TASK_ANNOTATE, "annotate the 22 attributes"), (TASK_JUDGE, "judge severity")]
+    TASK_ANNOTATE, TASK_JUDGE = "annotate", "judge"  # the first two run kinds (inference.kinds)
     STRATEGIES = [("", "—"), ("zero_shot", "zero-shot"), ("intuition", "intuition"), ("taxonomy", "taxonomy")]
     PROVIDERS = [("openai", "OpenAI"), ("gemini", "Google Gemini"), ("vllm", "vLLM (open models)")]
-    task = models.CharField(max_length=16, choices=TASKS)
+    task = models.CharField(max_length=16, help_text="The run's kind: a key of inference.kinds.KINDS.")
     provider = models.CharField(max_length=16, choices=PROVIDERS)
     model_name = models.CharField(max_length=200)
     strategy = models.CharField(max_length=16, choices=STRATEGIES, blank=True)
@@ -50,8 +49,9 @@ class Run(Job):
     class Meta:
         ordering = ["-created_at"]
         constraints = [
+            # Judge runs have a strategy, annotate runs none; other kinds say in their launch_errors().
             models.CheckConstraint(
-                condition=Q(task="annotate", strategy="") | Q(task="judge") & ~Q(strategy=""), name="judge_runs_have_a_strategy"
+                condition=~Q(task="judge", strategy="") & (~Q(task="annotate") | Q(strategy="")), name="judge_runs_have_a_strategy"
             ),
         ]
 
@@ -96,7 +96,7 @@ class RunResult(models.Model):
     image = models.ForeignKey("annotations.Image", on_delete=models.CASCADE, related_name="run_results")
     outcome = models.CharField(max_length=16, choices=OUTCOMES)
     score = models.FloatField(null=True, blank=True, help_text="Judge runs: the parsed severity in [0, 1].")
-    reasoning = models.TextField(blank=True)
+    reasoning = ScrubbedTextField(blank=True)  # the model's words: never holds a configured secret
     raw = ScrubbedJSONField(default=dict, help_text="Raw provider output(s), kept for every outcome.")
     error = ScrubbedTextField(blank=True)  # never holds a configured secret (core.secrets)
     tokens_in = models.PositiveIntegerField(default=0)

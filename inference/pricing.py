@@ -36,9 +36,8 @@ PRICES_AS_OF = "2025-12 (list prices, standard tier)"
 # Batch APIs (OpenAI Batch API, Gemini batch mode) bill this fraction of the standard price.
 BATCH_PRICE_FACTOR = {"openai": 0.5, "gemini": 0.5, "vllm": 1.0}
 
-# Launch-time guesses of tokens per request.
+# Launch-time guess of tokens per image (output tokens per stage: each kind's `output_tokens`).
 IMAGE_TOKENS = {"openai": 800, "gemini": 600, "vllm": 1300}
-OUTPUT_TOKENS = {"judge": 150, "stage1": 1500, "stage2": 250}
 
 
 def price_for(provider: str, model_name: str) -> tuple[float, float] | None:
@@ -59,24 +58,15 @@ def cost(provider: str, model_name: str, tokens_in: int, tokens_out: int, mode: 
     return Decimal(str(round(usd, 4)))
 
 
-def _text_tokens(*texts: str) -> int:
-    return sum(len(t) for t in texts) // 4 + 1
-
-
 def estimate(task: str, provider: str, model_name: str, n_images: int, prompt_text: dict, mode: str = "online") -> dict:
     """Requests, tokens and cost for a run over `n_images`, before it starts."""
-    image_tokens = IMAGE_TOKENS.get(provider, 1000)
-    if task == "judge":
-        p = prompt_text["judge"]
-        per_in = _text_tokens(p["system"], p["user"]) + image_tokens
-        per_out = OUTPUT_TOKENS["judge"]
-        requests = n_images
-    else:
-        s1, s2 = prompt_text["stage1"], prompt_text["stage2"]
-        # Stage 2 sees stage 1's answer (about its output size) instead of the image.
-        per_in = _text_tokens(s1["system"], s1["user"]) + image_tokens + _text_tokens(s2["system"], s2["user"]) + OUTPUT_TOKENS["stage1"]
-        per_out = OUTPUT_TOKENS["stage1"] + OUTPUT_TOKENS["stage2"]
-        requests = 2 * n_images
+    from .kinds import get
+
+    kind = get(task)
+    # Per item, from the kind: each stage's texts, the images with the first stage, and a later
+    # stage's input grows by the earlier stage's answer (annotate's stage 2 sees stage 1's answer).
+    per_in, per_out = kind.token_estimate(prompt_text, IMAGE_TOKENS.get(provider, 1000))
+    requests = len(kind.stages) * n_images
     tokens_in, tokens_out = per_in * n_images, per_out * n_images
     online = cost(provider, model_name, tokens_in, tokens_out, "online")
     batch = cost(provider, model_name, tokens_in, tokens_out, "batch")

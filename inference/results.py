@@ -2,16 +2,16 @@
 
 Online chunks (inference.execution) and batch ingest (inference.batch.ingest) both write through
 `write_outcome(s)`: a result is unique per (run, image), so a duplicated chunk or a second ingest
-writes nothing twice, and an annotate run's labels are written in the same transaction as its result.
+writes nothing twice, and what a kind writes beside a result (annotate: labels) is written in the
+same transaction as the result.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
-from annotations.models import Label, Labeling
+from core.secrets import scrub
 
 from .models import Run, RunResult
 
@@ -22,7 +22,7 @@ class Outcome:
     outcome: str
     score: float | None = None
     reasoning: str = ""
-    labels: dict = field(default_factory=dict)  # key -> (value, rationale), annotate runs
+    labels: dict = field(default_factory=dict)  # key -> (value, rationale): labels the kind writes (annotate)
     raw: dict = field(default_factory=dict)
     error: str = ""
     tokens_in: int = 0
@@ -38,34 +38,35 @@ def _result_row(run: Run, out: Outcome) -> RunResult:
     )
 
 
-def write_outcome(run: Run, out: Outcome, attribute_ids: dict[str, int]) -> bool:
-    """Store one image's result (and an annotate run's labels) atomically; False if already there."""
+def scrub_outcome(out: Outcome) -> Outcome:
+    """What the model said, parsed (reasoning, label rationales), without configured secrets: a model
+    may echo one. (`raw` and `error` are scrubbed again by their fields when written.)"""
+    out.reasoning, out.error, out.raw = scrub(out.reasoning), scrub(out.error), scrub(out.raw)
+    if out.labels:
+        out.labels = {key: (value, scrub(rationale)) for key, (value, rationale) in out.labels.items()}
+    return out
+
+
+def write_outcome(run: Run, out: Outcome, kind) -> bool:
+    """Store one image's result (and what its kind writes beside it, e.g. labels) atomically; False if
+    already there. `kind`: the run's kind (inference.kinds), whose `write(out)` stores the rest."""
     try:
         with transaction.atomic():
             _result_row(run, out).save(force_insert=True)
-            if out.labels and run.annotator_id:
-                for key, (value, rationale) in out.labels.items():
-                    Label.objects.update_or_create(
-                        image_id=out.image_id, annotator_id=run.annotator_id, attribute_id=attribute_ids[key],
-                        defaults={"value": value, "rationale": rationale[:4000]},
-                    )
-                Labeling.objects.update_or_create(
-                    image_id=out.image_id, annotator_id=run.annotator_id,
-                    defaults={"status": Labeling.STATUS_SUBMITTED, "submitted_at": timezone.now()},
-                )
+            kind.write(out)
     except IntegrityError:
         return False  # another copy of this chunk wrote this image first
     return True
 
 
-def write_outcomes(run: Run, outs: list[Outcome], attribute_ids: dict[str, int]) -> tuple[int, int]:
-    """Store several results in one transaction; (written, already there). Label-writing outcomes go
-    one by one (each with its labels, atomically)."""
+def write_outcomes(run: Run, outs: list[Outcome], kind) -> tuple[int, int]:
+    """Store several results in one transaction; (written, already there). Outcomes for which the kind
+    writes more (annotate: labels) go one by one (each with what it writes, atomically)."""
     written = duplicates = 0
-    plain = [o for o in outs if not o.labels]
+    plain = [o for o in outs if not kind.writes(o)]
     for out in outs:
-        if out.labels:
-            if write_outcome(run, out, attribute_ids):
+        if kind.writes(out):
+            if write_outcome(run, out, kind):
                 written += 1
             else:
                 duplicates += 1
@@ -80,7 +81,7 @@ def write_outcomes(run: Run, outs: list[Outcome], attribute_ids: dict[str, int])
         except IntegrityError:
             # A racing copy of this chunk committed some of these images in between: one by one.
             for out in plain:
-                if write_outcome(run, out, attribute_ids):
+                if write_outcome(run, out, kind):
                     written += 1
                 else:
                     duplicates += 1

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from core import jobviews
 from core.roles import ROLE_ADMIN, require_role
 
-from . import launching, prompts, providers, ratelimit, run_labels, runs
+from . import kinds, launching, providers, ratelimit, runs
 from .access import get_run_for_admin
 from .batch import control as batch_control
 from .batch import status as batch_status
@@ -90,11 +90,9 @@ def _detail_context(run: Run, request) -> dict:
     pred_page = Paginator(predictions, 50).get_page(request.GET.get("predictions"))
     for result in fail_page.object_list:
         result.raw_pretty = json.dumps(result.raw, indent=2, ensure_ascii=False)[:20000]
-    if run.task == Run.TASK_ANNOTATE:
-        summaries = run_labels.label_summaries(run, [r.image_id for r in pred_page.object_list])
-        for result in pred_page.object_list:
-            result.labels_summary = summaries.get(result.image_id)
-    return {**_card(run), "fail_page": fail_page, "pred_page": pred_page}
+    kind = kinds.get(run.task)(run)
+    kind.decorate_predictions(pred_page.object_list)
+    return {**_card(run), "fail_page": fail_page, "pred_page": pred_page, "predictions_template": kind.predictions_template}
 
 
 @require_role(ROLE_ADMIN)
@@ -166,5 +164,5 @@ def prompt_catalogue(request):
     return render(
         request,
         "inference/prompts.html",
-        {"items": prompts.catalogue(), "providers": providers.availability(), "limiter": ratelimit.backend_name()},
+        {"items": kinds.catalogue(), "providers": providers.availability(), "limiter": ratelimit.backend_name()},
     )

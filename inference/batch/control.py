@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from core.audit import audit
 
-from .. import dispatching
+from .. import dispatching, kinds
 from ..lifecycle import finish_if_complete, mark_cancelled, refresh_totals
 from ..models import Run
 from ..providers import ProviderUnavailable
@@ -27,11 +27,17 @@ def end_unsent(batch: ProviderBatch, message: str) -> None:
         BatchRequest.objects.filter(batch=batch, state=BatchRequest.SUBMITTED).update(state=BatchRequest.FAILED, error=message[:2000])
 
 
-def stage2_due(run: Run) -> list[int]:
-    """Images whose stage-1 answers are back and valid, with no stage-2 request yet."""
-    asked = BatchRequest.objects.filter(run=run, stage="stage2").values("image_id")
-    return list(BatchRequest.objects.filter(run=run, stage="stage1", state=BatchRequest.DONE).exclude(reply={})
-                .exclude(image_id__in=asked).values_list("image_id", flat=True))
+def next_stage_due(run: Run) -> tuple[str, list[int]]:
+    """(stage, images) of the kind's next stage whose earlier answers are back and valid, with no
+    request of that stage yet; ("", []) when none (one-stage kinds: never)."""
+    stages = kinds.get(run.task).stages
+    for earlier, stage in zip(stages, stages[1:]):
+        asked = BatchRequest.objects.filter(run=run, stage=stage).values("image_id")
+        ids = list(BatchRequest.objects.filter(run=run, stage=earlier, state=BatchRequest.DONE).exclude(reply={})
+                   .exclude(image_id__in=asked).values_list("image_id", flat=True))
+        if ids:
+            return stage, ids
+    return "", []
 
 
 def settle(run_id: int) -> str:
@@ -52,7 +58,7 @@ def settle(run_id: int) -> str:
         failed = BatchRequest.objects.filter(run=run, state=BatchRequest.FAILED).count()
         if failed:
             _note(run, f"{failed} batch requests failed or expired; retry them online or in a follow-up batch.")
-        elif not stage2_due(run) and not BatchRequest.objects.filter(run=run, state=BatchRequest.ONLINE).exists():
+        elif not next_stage_due(run)[1] and not BatchRequest.objects.filter(run=run, state=BatchRequest.ONLINE).exists():
             finish_if_complete(run_id)
     return Run.objects.values_list("status", flat=True).get(pk=run_id)
 

@@ -13,15 +13,14 @@ from typing import Iterable
 
 from django.db import transaction
 
-from annotations import taxonomy
+from core.secrets import scrub
 
-from .. import outcomes, schemas
+from .. import kinds
 from ..models import Run
 from ..providers.batch_types import ResultLine
-from ..schemas import Stage1Answer
-from ..results import Outcome, write_outcomes
+from ..results import Outcome, scrub_outcome, write_outcomes
 from .models import BatchRequest, ProviderBatch
-from .requests import parse_custom_id
+from .requests import parse_custom_id, previous_stage
 
 GROUP = 500  # lines per transaction
 MAX_LISTED = 200  # refused lines listed in the report (all are counted)
@@ -30,7 +29,7 @@ MAX_LISTED = 200  # refused lines listed in the report (all are counted)
 @dataclass
 class Report:
     stored: int = 0  # results written (final outcomes)
-    stage1_kept: int = 0  # annotate runs: stage-1 answers kept for stage 2
+    stage1_kept: int = 0  # answers kept for the kind's next stage (annotate: stage 1 for stage 2)
     failed: int = 0  # requests the provider failed or expired (left for a retry)
     already: int = 0  # lines whose request had been ingested before (a second poll, a redelivery)
     refused: list = field(default_factory=list)  # (line, reason)
@@ -48,8 +47,7 @@ class Report:
 
 def ingest_lines(batch: ProviderBatch, lines: Iterable[ResultLine]) -> Report:
     run = Run.objects.get(pk=batch.run_id)
-    keys = taxonomy.active().keys
-    attribute_ids = taxonomy.attribute_ids() if run.task == Run.TASK_ANNOTATE else {}
+    kind = kinds.bind(run)
     expected = set(BatchRequest.objects.filter(batch=batch).values_list("image_id", flat=True))
     report, seen, group = Report(), {}, []
     for line in lines:
@@ -57,10 +55,10 @@ def ingest_lines(batch: ProviderBatch, lines: Iterable[ResultLine]) -> Report:
         if image_id is not None:
             group.append((image_id, line))
         if len(group) >= GROUP:
-            _store(run, batch, group, keys, attribute_ids, report)
+            _store(run, kind, batch, group, report)
             group = []
     if group:
-        _store(run, batch, group, keys, attribute_ids, report)
+        _store(run, kind, batch, group, report)
     return report
 
 
@@ -79,18 +77,19 @@ def _check(batch: ProviderBatch, line: ResultLine, expected: set, seen: dict, re
     return parsed[1]
 
 
-def _store(run: Run, batch: ProviderBatch, group: list, keys, attribute_ids: dict, report: Report) -> None:
+def _store(run: Run, kind: kinds.Kind, batch: ProviderBatch, group: list, report: Report) -> None:
     ids = [image_id for image_id, _ in group]
+    earlier = previous_stage(run, batch.stage)
     with transaction.atomic():
         rows = {
             r.image_id: r
             for r in BatchRequest.objects.select_for_update().filter(batch=batch, state=BatchRequest.SUBMITTED, image_id__in=ids)
         }
-        stage1_rows = {}
-        if batch.stage == "stage2":
-            stage1_rows = {
+        kept_rows = {}
+        if earlier:  # a later stage: the earlier stage's kept answers and tokens
+            kept_rows = {
                 i: (reply, t_in, t_out)
-                for i, reply, t_in, t_out in BatchRequest.objects.filter(run=run, stage="stage1", image_id__in=list(rows)).values_list(
+                for i, reply, t_in, t_out in BatchRequest.objects.filter(run=run, stage=earlier, image_id__in=list(rows)).values_list(
                     "image_id", "reply", "tokens_in", "tokens_out")
             }
         outs, changed = [], []
@@ -107,26 +106,19 @@ def _store(run: Run, batch: ProviderBatch, group: list, keys, attribute_ids: dic
             out = Outcome(image_id=image_id, outcome="error")
             row.state, row.error = BatchRequest.DONE, ""
             row.tokens_in, row.tokens_out = line.reply.tokens_in, line.reply.tokens_out
-            if batch.stage == "judge":
-                outcomes.apply_judge(out, line.reply)
-                outs.append(out)
-            elif batch.stage == "stage1":
-                stage1 = outcomes.apply_stage1(out, line.reply, keys, schemas.stage1_choices(run.prompt_text.get("schemas", {}).get("stage1", {})))
-                if stage1 is None:
-                    outs.append(out)
-                else:
-                    row.reply = {"record": out.raw["stage1"], "answers": stage1.model_dump()}
-                    report.stage1_kept += 1
+            carry = None
+            if earlier:
+                carry, out.tokens_in, out.tokens_out = kept_rows[image_id]
+            carry = kind.apply(batch.stage, out, line.reply, carry)
+            if carry is None:
+                outs.append(scrub_outcome(out))
             else:
-                kept, out.tokens_in, out.tokens_out = stage1_rows[image_id]
-                out.raw = {"stage1": kept["record"]}
-                stage1 = Stage1Answer.model_validate(kept["answers"], context={"keys": keys})
-                outcomes.apply_stage2(out, stage1, line.reply, keys)
-                outs.append(out)
+                row.reply = scrub(carry)  # kept until the next stage is back; a model may echo a secret
+                report.stage1_kept += 1
             changed.append(row)
         _save_states(changed)
         if outs:
-            written, duplicates = write_outcomes(run, outs, attribute_ids)
+            written, duplicates = write_outcomes(run, outs, kind)
             report.stored += written
             report.already += duplicates
 
@@ -148,4 +140,4 @@ def _save_states(rows: list) -> None:
 def _failure_text(failure: dict) -> str:
     parts = [p for p in (failure.get("code"), failure.get("message")) if p]
     status = failure.get("status")
-    return (f"HTTP {status}: " if status else "") + (": ".join(parts) or "the provider reported a failure")[:2000]
+    return scrub((f"HTTP {status}: " if status else "") + (": ".join(parts) or "the provider reported a failure")[:2000])

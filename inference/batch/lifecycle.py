@@ -23,11 +23,12 @@ from django.utils import timezone
 from core.audit import audit
 from core.jobs import Lease
 
+from .. import kinds
 from ..models import Run
 from ..providers import ProviderError, ProviderUnavailable
 from ..lifecycle import fail_run
 from . import conf
-from .control import OPEN_PHASES, cancel_at_provider, end_unsent, settle, stage2_due  # noqa: F401 - re-exported
+from .control import OPEN_PHASES, cancel_at_provider, end_unsent, next_stage_due, settle  # noqa: F401 - re-exported
 from .clients import client_for
 from .ingest import ingest_lines
 from .models import BatchRequest, ProviderBatch
@@ -44,12 +45,9 @@ def submit(run: Run, stage: str, image_ids: list[int], client=None, retry: bool 
     if not image_ids:
         return []
     client = client or client_for(run.provider, run.model_name)
-    replies = None
-    if stage == "stage2":
-        replies = dict(BatchRequest.objects.filter(run=run, stage="stage1", image_id__in=image_ids).values_list("image_id", "reply"))
     sent = []
     with tempfile.TemporaryDirectory(prefix="cprt-batch-") as directory:
-        parts = write_parts(run, stage, model_requests(run, stage, image_ids, replies), client.line, directory)
+        parts = write_parts(run, stage, model_requests(run, stage, image_ids), client.line, directory)
         next_round = (ProviderBatch.objects.filter(run=run, stage=stage).aggregate(r=Max("round"))["r"] + 1
                       if ProviderBatch.objects.filter(run=run, stage=stage).exists() else 0)
         try:
@@ -110,9 +108,8 @@ def _resend_stale(run: Run, client) -> None:
         if not ProviderBatch.objects.filter(pk=batch.pk, submit_claimed_at=batch.submit_claimed_at).update(submit_claimed_at=None):
             continue
         ids = list(BatchRequest.objects.filter(batch=batch, state=BatchRequest.SUBMITTED).values_list("image_id", flat=True))
-        replies = dict(BatchRequest.objects.filter(run=run, stage="stage1", image_id__in=ids).values_list("image_id", "reply")) if batch.stage == "stage2" else None
         with tempfile.TemporaryDirectory(prefix="cprt-batch-") as directory:
-            parts = write_parts(run, batch.stage, model_requests(run, batch.stage, ids, replies), client.line, directory,
+            parts = write_parts(run, batch.stage, model_requests(run, batch.stage, ids), client.line, directory,
                                 max_requests=max(1, len(ids)), max_bytes=2**62)
             if parts:
                 send(batch, client, parts[0].path)
@@ -193,8 +190,9 @@ def step(run_id: int) -> dict:
     for batch in ProviderBatch.objects.filter(run=run, phase=ProviderBatch.ACTIVE):
         poll(batch, client)
     run.refresh_from_db()
-    if run.task == Run.TASK_ANNOTATE and run.status == Run.STATUS_RUNNING:
-        submit(run, "stage2", stage2_due(run), client)
+    stage, due = next_stage_due(run)
+    if due and run.status == Run.STATUS_RUNNING:
+        submit(run, stage, due, client)
     return {"run": run_id, "status": settle(run_id)}
 
 
@@ -215,7 +213,7 @@ def poll_all() -> dict:
 def resubmit_failed(run_id: int) -> int:
     run = Run.objects.get(pk=run_id)
     sent = 0
-    for stage in ("judge", "stage1", "stage2"):
+    for stage in kinds.get(run.task).stages:
         ids = list(BatchRequest.objects.filter(run=run, stage=stage, state=BatchRequest.FAILED).values_list("image_id", flat=True))
         sent += sum(b.request_count for b in submit(run, stage, ids, retry=True))
     return sent

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from core.secrets import ScrubbedTextField
+from core.secrets import ScrubbedJSONField, ScrubbedTextField
 
 
 class ProviderBatch(models.Model):
@@ -63,8 +63,9 @@ class BatchRequest(models.Model):
     state = models.CharField(max_length=10, choices=STATES, default=SUBMITTED)
     attempts = models.PositiveSmallIntegerField(default=1)
     error = ScrubbedTextField(blank=True)
-    # Stage 1 of an annotate run: the reply record and parsed answers, kept until stage 2 is back.
-    reply = models.JSONField(default=dict, blank=True)
+    # A multi-stage kind's carry (annotate: stage 1's reply record and parsed answers), kept until the
+    # next stage is back; the model's words, so scrubbed of configured secrets.
+    reply = ScrubbedJSONField(default=dict, blank=True)
     tokens_in = models.PositiveIntegerField(default=0)
     tokens_out = models.PositiveIntegerField(default=0)
 

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from core.audit import audit
 
+from .. import kinds
 from ..models import Run
 from . import conf, control, lifecycle
 from .clients import client_for
@@ -34,9 +35,10 @@ def due(run: Run) -> tuple[str, list[int], bool]:
     """(stage, image ids, retry) of the next request file this run needs."""
     if not BatchRequest.objects.filter(run=run).exists():
         return first_stage(run), run.missing_image_ids(), False
-    if run.task == Run.TASK_ANNOTATE and control.stage2_due(run):
-        return "stage2", control.stage2_due(run), False
-    for stage in ("judge", "stage1", "stage2"):
+    stage, ids = control.next_stage_due(run)
+    if ids:
+        return stage, ids, False
+    for stage in kinds.get(run.task).stages:
         failed = list(BatchRequest.objects.filter(run=run, stage=stage, state=BatchRequest.FAILED).values_list("image_id", flat=True))
         if failed:
             return stage, failed, True
@@ -51,9 +53,8 @@ def export_file(run: Run, out_path: str) -> ProviderBatch | None:
     if not ids:
         return None
     client = client_for(run.provider, run.model_name)
-    replies = dict(BatchRequest.objects.filter(run=run, stage="stage1", image_id__in=ids).values_list("image_id", "reply")) if stage == "stage2" else None
     with tempfile.TemporaryDirectory(dir=os.path.dirname(os.path.abspath(out_path))) as directory:
-        parts = write_parts(run, stage, model_requests(run, stage, ids, replies), client.line, directory, max_requests=10**9, max_bytes=2**62)
+        parts = write_parts(run, stage, model_requests(run, stage, ids), client.line, directory, max_requests=10**9, max_bytes=2**62)
         if not parts:
             return None
         last = ProviderBatch.objects.filter(run=run, stage=stage).aggregate(r=Max("round"))["r"]

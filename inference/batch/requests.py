@@ -1,5 +1,6 @@
-"""Request files: one JSON line per (image, stage), custom_id = run/image/stage, split by the
-provider's per-file limits. Lines are streamed to temporary files, so memory stays flat."""
+"""Request files: one JSON line per (item, stage), custom_id = run/image/stage, split by the
+provider's per-file limits. Lines are streamed to temporary files, so memory stays flat. The requests
+are the run kind's (`inference.kinds`): exactly what the online run would send."""
 from __future__ import annotations
 
 import json
@@ -8,13 +9,16 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
+from annotations.images import mime_type
 from annotations.models import Image
 
+from .. import kinds
 from ..models import Run
 from ..providers import ModelRequest
 from . import conf
+from .models import BatchRequest
 
-_CUSTOM_ID = re.compile(r"^run(\d{1,12})-img(\d{1,12})-(judge|stage1|stage2)\Z")
+_CUSTOM_ID = re.compile(r"^run(\d{1,12})-img(\d{1,12})-([a-z][a-z0-9_]{0,7})\Z")  # a kind's stage
 
 
 def custom_id(run_id: int, image_id: int, stage: str) -> str:
@@ -28,40 +32,38 @@ def parse_custom_id(value) -> tuple[int, int, str] | None:
 
 
 def first_stage(run: Run) -> str:
-    return "judge" if run.task == Run.TASK_JUDGE else "stage1"
+    return kinds.get(run.task).stages[0]
+
+
+def previous_stage(run: Run, stage: str) -> str:
+    """The stage whose answers `stage` follows from ("" for the first)."""
+    stages = kinds.get(run.task).stages
+    index = stages.index(stage)
+    return stages[index - 1] if index else ""
 
 
 def _read_image(file_name: str) -> tuple[bytes, str]:
     storage = Image._meta.get_field("file").storage
     with storage.open(file_name, "rb") as fh:
         data = fh.read()
-    return data, "image/png" if file_name.lower().endswith(".png") else "image/jpeg"
+    return data, mime_type(file_name)
 
 
-def model_requests(run: Run, stage: str, image_ids: Iterable[int], stage1_replies: dict | None = None) -> Iterator[tuple[int, ModelRequest]]:
-    """(image id, ModelRequest) for each image, exactly what the online run would send."""
-    from ..outcomes import stage2_text
-    from ..schemas import Stage1Answer
-
-    prompt, schemas = run.prompt_text, run.prompt_text["schemas"]
+def model_requests(run: Run, stage: str, image_ids: Iterable[int]) -> Iterator[tuple[int, ModelRequest]]:
+    """(image id, ModelRequest) for each item, exactly what the online run would send. A later stage
+    follows from the answers the earlier stage's requests kept (`BatchRequest.reply`, the kind's carry)."""
+    kind = kinds.bind(run)
     ids = sorted(image_ids)
-    if stage == "stage2":
-        from annotations import taxonomy
-
-        keys = taxonomy.active().keys
+    earlier = previous_stage(run, stage)
+    if earlier:
+        carries = dict(BatchRequest.objects.filter(run=run, stage=earlier, image_id__in=ids).values_list("image_id", "reply"))
         for image_id in ids:
-            stage1 = Stage1Answer.model_validate(stage1_replies[image_id]["answers"], context={"keys": keys})
-            p = prompt["stage2"]
-            yield image_id, ModelRequest(p["system"], stage2_text(prompt, stage1), "stage2", schemas["stage2"])
+            yield image_id, kind.request(stage, (), carries[image_id])
         return
-    p = prompt[stage]
     for i in range(0, len(ids), 500):
-        files = dict(Image.objects.filter(pk__in=ids[i : i + 500]).exclude(file="").values_list("pk", "file"))
-        for image_id in ids[i : i + 500]:
-            if image_id not in files:
-                continue  # deleted since launch, or its bytes are gone: the online run skips it too
-            data, mime = _read_image(files[image_id])
-            yield image_id, ModelRequest(p["system"], p["user"], stage, schemas[stage], data, mime)
+        # Images deleted since launch, or whose bytes are gone, have no item: the online run skips them too.
+        for item in kind.items(ids[i : i + 500]):
+            yield item.image_id, kind.request(stage, tuple(_read_image(name) for name in item.files), None)
 
 
 @dataclass

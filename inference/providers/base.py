@@ -1,6 +1,6 @@
 """The interface every model provider implements, and the types it returns or raises.
 
-A provider turns one request (system text, user text, optional image, JSON schema) into a
+A provider turns one request (system text, user text, any number of images, JSON schema) into a
 `ProviderReply`. It never decides what an answer means: the run service validates the parsed JSON
 with the pydantic models in `inference.schemas`. Transport problems are raised as typed errors so
 that the caller can retry the retryable ones (429, 5xx, timeouts) and give up on the rest.
@@ -23,10 +23,9 @@ from core.secrets import display_url, scrub
 class ModelRequest:
     system: str
     user: str
-    schema_name: str  # "judge", "stage1", "stage2"
+    schema_name: str  # the kind's stage: "judge", "stage1", "stage2", ...
     schema: dict
-    image: bytes | None = None
-    mime: str | None = None
+    images: tuple[tuple[bytes, str], ...] = ()  # (bytes, MIME type), sent in this order
 
 
 @dataclass
@@ -168,15 +167,20 @@ class Provider:
     def generate(self, request: ModelRequest) -> ProviderReply:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    # The three calls the run service makes; prompts and schemas come from inference.prompts.
+    def ask(self, system: str, user: str, images, schema: dict, schema_name: str = "answer") -> ProviderReply:
+        """The one call every run kind makes: system and user text, any number of (bytes, MIME type)
+        images (in this order), and the JSON schema the answer must follow."""
+        return self.generate(ModelRequest(system, user, schema_name, schema, tuple((bytes(d), m) for d, m in images)))
+
+    # Shorthands for the CPRT kinds' requests (prompts and schemas come from inference.prompts).
     def judge(self, image: bytes, mime: str, prompt: dict, schema: dict) -> ProviderReply:
-        return self.generate(ModelRequest(prompt["system"], prompt["user"], "judge", schema, image, mime))
+        return self.ask(prompt["system"], prompt["user"], [(image, mime)], schema, "judge")
 
     def annotate_stage1(self, image: bytes, mime: str, prompt: dict, schema: dict) -> ProviderReply:
-        return self.generate(ModelRequest(prompt["system"], prompt["user"], "stage1", schema, image, mime))
+        return self.ask(prompt["system"], prompt["user"], [(image, mime)], schema, "stage1")
 
     def annotate_stage2(self, user_text: str, prompt: dict, schema: dict) -> ProviderReply:
-        return self.generate(ModelRequest(prompt["system"], user_text, "stage2", schema))
+        return self.ask(prompt["system"], user_text, [], schema, "stage2")
 
 
 def shared_client(factory):

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from inference import prompts
+from inference import kinds, prompts
 
 JUDGE_STRATEGY = "taxonomy"  # the paper's deployable judge follows the taxonomy-guided prompt
 TASK_JUDGE, TASK_STAGE1, TASK_STAGE2 = "judge", "stage1", "stage2"
@@ -56,11 +56,11 @@ class Pair:
 
 def judge_instruction(version: str, tax=None) -> dict:
     """{"system", "user"}: the taxonomy-guided judge prompt of `version`, as a run renders it."""
-    return prompts.render("judge", version, JUDGE_STRATEGY, False, tax)["judge"]
+    return kinds.render("judge", version, JUDGE_STRATEGY, False, tax)["judge"]
 
 
 def annotate_instructions(version: str, tax=None) -> dict:
-    rendered = prompts.render("annotate", version, "", False, tax)
+    rendered = kinds.render("annotate", version, "", False, tax)
     return {"stage1": rendered["stage1"], "stage2": rendered["stage2"]}
 
 

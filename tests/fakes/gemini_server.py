@@ -51,6 +51,17 @@ def decode_base64(data: str) -> bytes:
     return base64.b64decode(data + "=" * (-len(data) % 4))
 
 
+def request_images(payload: dict) -> list[bytes]:
+    """Every inline image of a generateContent request (or a batch request), in the order sent."""
+    images = []
+    for content in payload.get("contents", []):
+        for part in content.get("parts", []):
+            inline = part.get("inlineData") or part.get("inline_data")
+            if inline:
+                images.append(decode_base64(inline["data"]))
+    return images
+
+
 def request_parts(payload: dict) -> tuple[str, bytes | None, dict]:
     text, image = "", None
     for content in payload.get("contents", []):
@@ -72,4 +83,4 @@ class FakeGeminiServer(GeminiBatchesMixin, FakeServer):
     def default_reply(self, path: str, payload: dict) -> Reply:
         text, image, schema = request_parts(payload)
         model = path.rsplit("/", 1)[-1].split(":", 1)[0]
-        return ok(model_answer(schema_kind(schema), schema, image, text), model=model)
+        return ok(model_answer(schema_kind(schema), schema, image, text, request_images(payload)), model=model)

@@ -48,6 +48,17 @@ def error(status: int, message: str = "fake error", headers: dict | None = None,
     return Reply(status=status, body={"error": {"message": message, "type": kind, "code": kind}}, headers=headers or {}, delay=delay)
 
 
+def request_images(payload: dict) -> list[bytes]:
+    """Every image of a chat-completions request (or a batch line's body), in the order sent."""
+    images = []
+    for message in payload.get("messages", []):
+        content = message.get("content")
+        for part in content if isinstance(content, list) else []:
+            if part.get("type") == "image_url":
+                images.append(base64.b64decode(part["image_url"]["url"].split(",", 1)[1]))
+    return images
+
+
 def request_parts(payload: dict) -> tuple[str, bytes | None, dict, str]:
     """(user text, image bytes, json schema, schema name) of a chat-completions request."""
     text, image = "", None
@@ -89,7 +100,7 @@ class FakeOpenAIServer(OpenAIBatchesMixin, FakeServer):
 
     def default_reply(self, path: str, payload: dict) -> Reply:
         text, image, schema, _name = request_parts(payload)
-        answer = model_answer(schema_kind(schema), schema, image, text)
+        answer = model_answer(schema_kind(schema), schema, image, text, request_images(payload))
         return ok(answer, model=payload.get("model", "fake-model"))
 
 

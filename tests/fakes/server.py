@@ -268,13 +268,19 @@ def schema_kind(schema: dict) -> str:
         return "stage1"
     if "labels" in props:
         return "stage2"
+    if "same" in props:
+        return "same"
     return "unknown"
 
 
-def model_answer(kind: str, schema: dict, image: bytes | None, text: str) -> dict:
-    """The default, well-formed answer for a request of `kind`."""
+def model_answer(kind: str, schema: dict, image: bytes | None, text: str, images: list | None = None) -> dict:
+    """The default, well-formed answer for a request of `kind`. "same" (the test-only kind of
+    tests/support/same_kind.py): whether all the request's images have the same bytes."""
     from inference.prompts import STAGE2_ANSWERS_MARKER
 
+    if kind == "same":
+        images = images or []
+        return {"same": len(set(images)) == 1, "reasoning": f"fake comparison of {len(images)} images"}
     if kind == "judge":
         score = score_for_image(image or b"")
         return {"reasoning": f"fake judgement {score}", "score": score}

@@ -12,7 +12,7 @@ from django.utils import timezone
 from annotations import taxonomy
 from annotations.models import Annotator, Label, Labeling
 from core.models import AuditEvent
-from inference import dispatching, execution, launching, lifecycle, pricing, prompts, runs
+from inference import dispatching, execution, kinds, launching, lifecycle, pricing, prompts, runs
 from inference.models import Run, RunResult
 from inference.ratelimit import RateLimiter
 from inference.selection import Selection, select_image_ids
@@ -38,7 +38,7 @@ def test_launch_stores_exact_prompt_and_dispatches_on_commit(openai_server, imag
     from scoring.models import ComputedMetrics
 
     assert ComputedMetrics.objects.filter(key__startswith=f"run-metrics:{run.pk}:").exists()
-    assert run.prompt_text == prompts.render("judge", "judge-v2", "taxonomy", True)
+    assert run.prompt_text == kinds.render("judge", "judge-v2", "taxonomy", True)
     assert run.image_ids == sorted(i.pk for i in images) and run.total_images == 5
     assert run.status == Run.STATUS_FINISHED and run.outcome_counts == {"ok": 5}
     assert run.estimate["requests"] == 5 and run.estimate["cost_usd"] > 0
@@ -136,7 +136,7 @@ def test_annotate_v2_stage1_refuses_uncertain_and_v1_still_accepts_it(openai_ser
     result = run.results.get()
     assert result.outcome == "unparseable" and "yes, no" in result.error
     assert not Label.objects.filter(annotator=run.annotator).exists()
-    schema = prompts.render("annotate", "annotate-v1")["schemas"]["stage1"]
+    schema = kinds.render("annotate", "annotate-v1")["schemas"]["stage1"]
     assert "uncertain" in next(iter(schema["properties"]["answers"]["properties"].values()))["properties"]["inferable"]["enum"]
 
 
@@ -328,7 +328,7 @@ def test_prompts_never_reveal_the_scoring_function():
     with pytest.raises(ValueError):
         prompts.judge_prompt("judge-v0", "zero_shot", False, tax)
     with pytest.raises(ValueError):
-        prompts.render("annotate", "annotate-v1", "taxonomy", False, tax)
+        kinds.render("annotate", "annotate-v1", "taxonomy", False, tax)
 
 
 def test_prices_are_estimates_with_unknown_models_unknown():

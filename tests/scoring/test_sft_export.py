@@ -14,7 +14,7 @@ from PIL import Image as PILImage
 from annotations import taxonomy
 from annotations.models import Image
 from core.models import AuditEvent
-from inference import prompts
+from inference import kinds, prompts
 from inference.providers.base import ProviderReply
 from inference.schemas import JudgeAnswer, Stage1Answer, Stage2Answer
 from scoring.models import ImageScore
@@ -28,7 +28,7 @@ from tests.scoring.openai_chat_finetune import ChatFineTuningLine
 
 def run_prompt() -> dict:
     """What a taxonomy judge run of the default version stores and sends (Run.prompt_text["judge"])."""
-    return prompts.render("judge", prompts.DEFAULT_VERSION["judge"], "taxonomy", False)["judge"]
+    return kinds.render("judge", prompts.DEFAULT_VERSION["judge"], "taxonomy", False)["judge"]
 
 
 def run(*args) -> str:

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from annotations import taxonomy
-from inference import prompts
+from inference import kinds, prompts
 from inference.providers.base import ProviderReply
 from inference.schemas import JudgeAnswer
 from scoring import engine
@@ -64,7 +64,7 @@ def test_every_count_vector_gives_an_answer_the_judge_parser_accepts_with_its_le
 @pytest.mark.django_db
 def test_the_instruction_is_the_taxonomy_prompt_a_run_sends():
     for version in prompts.JUDGE_VERSIONS:
-        assert judge_instruction(version) == prompts.render("judge", version, "taxonomy", False)["judge"]
+        assert judge_instruction(version) == kinds.render("judge", version, "taxonomy", False)["judge"]
     with pytest.raises(ValueError, match="Unknown judge prompt version"):
         judge_instruction("judge-v0")
 

@@ -22,9 +22,8 @@ TERMINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "J
 
 
 def rest_request(provider: GeminiProvider, request: ModelRequest) -> dict:
-    parts = []
-    if request.image is not None:
-        parts.append({"inlineData": {"mimeType": request.mime or "image/jpeg", "data": base64.b64encode(request.image).decode("ascii")}})
+    parts = [{"inlineData": {"mimeType": mime or "image/jpeg", "data": base64.b64encode(image).decode("ascii")}}
+             for image, mime in request.images]
     parts.append({"text": request.user})
     config = {"responseMimeType": "application/json", "responseJsonSchema": request.schema, **provider.request_params()}
     return {

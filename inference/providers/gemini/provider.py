@@ -1,4 +1,4 @@
-"""generateContent with `response_mime_type=application/json` and a JSON schema; image inline.
+"""generateContent with `response_mime_type=application/json` and a JSON schema; images inline, in order.
 
 Blocks are refusals: a prompt blocked by safety filters (prompt_feedback.block_reason), or a
 candidate stopped for SAFETY, PROHIBITED_CONTENT, BLOCKLIST, SPII or an image-safety reason.
@@ -74,9 +74,7 @@ class GeminiProvider(Provider):
 
     def contents_and_config(self, request: ModelRequest) -> tuple[list, types.GenerateContentConfig]:
         """What generate_content gets (also one inline request of a batch)."""
-        parts = []
-        if request.image is not None:
-            parts.append(types.Part.from_bytes(data=request.image, mime_type=request.mime or "image/jpeg"))
+        parts = [types.Part.from_bytes(data=image, mime_type=mime or "image/jpeg") for image, mime in request.images]
         parts.append(types.Part.from_text(text=request.user))
         config = types.GenerateContentConfig(
             system_instruction=request.system,

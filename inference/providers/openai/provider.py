@@ -1,4 +1,4 @@
-"""Chat Completions with a strict JSON-schema response format, an image as a data URL.
+"""Chat Completions with a strict JSON-schema response format, each image as a data URL.
 
 The SDK's own retries are off (max_retries=0): the run service retries, so that every attempt goes
 through the shared rate limiter and honours Retry-After.
@@ -57,8 +57,8 @@ class OpenAICompatibleProvider(Provider):
     def chat_body(self, request: ModelRequest) -> dict:
         """The Chat Completions request body (also one line of a batch file)."""
         content: list[dict] = [{"type": "text", "text": request.user}]
-        if request.image is not None:
-            data, mime = self.prepare_image(request.image, request.mime or "image/jpeg")
+        for image, mime in request.images:  # in the kind's order, after the text
+            data, mime = self.prepare_image(image, mime or "image/jpeg")
             url = f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
             content.append({"type": "image_url", "image_url": {"url": url}})
         messages = [{"role": "system", "content": request.system}, {"role": "user", "content": content}]
