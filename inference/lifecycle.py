@@ -9,10 +9,8 @@ inference.signals (sent on commit).
 from __future__ import annotations
 
 from datetime import timedelta
-from functools import partial
 
 from django.conf import settings
-from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 

@@ -31,9 +31,10 @@ def spec(task="judge", provider="openai", strategy="zero_shot", concurrency=4, s
 def test_launch_stores_exact_prompt_and_dispatches_on_commit(openai_server, images, admin_user, django_capture_on_commit_callbacks, eager_celery):
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         run = launching.launch_run(admin_user, spec(strategy="taxonomy", cf=True))
-    # Two on-commit callbacks: the launch's dispatch, then (the judge run having finished) the
-    # metrics precompute, so that no page pays for the bootstrap.
-    assert len(callbacks) == 2
+    # Three on-commit callbacks: the launch's dispatch, then (the judge run having finished) the
+    # judge_run_finished signal, whose receiver sends the metrics precompute by name on commit, so
+    # that no page pays for the bootstrap.
+    assert len(callbacks) == 3
     run.refresh_from_db()
     from scoring.models import ComputedMetrics
 
