@@ -46,3 +46,27 @@ class AuditEvent(models.Model):
 
     def __str__(self):
         return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor} {self.action} {self.target_type}#{self.target_id}"
+
+
+class IdempotencyKey(models.Model):
+    """A launch request that has been carried out once (core.idempotency): its replays get its answer.
+
+    One row per (user, scope, key): the unique constraint, not a check-then-insert, is what lets exactly
+    one of several concurrent requests through. The row is written in the same transaction as the job
+    it launched, so a committed row always holds the answer. Rows older than `core.idempotency.KEEP`
+    are deleted and no longer protect.
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    scope = models.CharField(max_length=200, help_text="The endpoint: its URL name (api:run-list, inference:run_new).")
+    key = models.CharField(max_length=128, help_text="The Idempotency-Key header (API) or the form's one-time submission token (pages).")
+    fingerprint = models.CharField(max_length=64, blank=True, help_text="SHA-256 of the request body (API), to refuse a key reused for another body.")
+    status_code = models.PositiveSmallIntegerField(default=0)
+    response = ScrubbedJSONField(default=dict, blank=True, help_text="The first answer: the API's JSON body, or a page's redirect location.")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "scope", "key"], name="idempotency_key_once_per_user_and_scope")]
+
+    def __str__(self):
+        return f"{self.user_id} {self.scope} {self.key[:16]}"

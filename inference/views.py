@@ -11,6 +11,7 @@ from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from core.idempotency import once_per_submission
 from core.roles import ROLE_ADMIN, require_role
 
 from . import launching, lifecycle, prompts, providers, ratelimit, run_labels
@@ -36,6 +37,7 @@ def run_list_rows(request):
 
 @require_role(ROLE_ADMIN)
 @require_http_methods(["GET", "POST"])
+@once_per_submission
 def run_new(request):
     form = LaunchForm(request.POST or None)
     estimate = None

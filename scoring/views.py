@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotations import taxonomy
 from annotations.models import Adjudication, Image
 from core.files import protected_file_response
+from core.idempotency import once_per_submission
 from core.roles import ROLE_ADMIN, STAFF_ROLES, require_role
 from core.audit import audit
 
@@ -376,6 +377,7 @@ EXPORTS_PAGE = 25
 
 @require_role(ROLE_ADMIN)
 @require_http_methods(["GET", "POST"])
+@once_per_submission
 def export_list(request):
     form = ExportJobForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
