@@ -32,6 +32,13 @@ def pytest_xdist_setupnodes(config, specs):
             raise pytest.UsageError(str(exc)) from None
 
 
+def pytest_collection_modifyitems(items):
+    # A test that starts a worker process or a browser is slow by nature (tens of seconds).
+    for item in items:
+        if item.get_closest_marker("worker") or item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(autouse=True)
 def fast_password_hasher(settings):
     # The default PBKDF2 hasher costs ~0.3 s per account on CI machines; tests make hundreds of accounts.

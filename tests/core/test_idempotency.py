@@ -109,6 +109,7 @@ concurrent = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 
 @concurrent
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["inference:run_new", "scoring:exports", "scoring:export_sft", "faces:jobs"])
 def test_five_concurrent_submissions_of_one_form_launch_one_job(world, admin_user, name):
     data, model = page_forms(world)[name]
@@ -175,6 +176,7 @@ def post_json(client, name: str, body: dict):
 
 
 @concurrent
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(API))
 def test_five_concurrent_calls_with_one_key_launch_one_job(world, admin_user, name):
     body, model = API[name]
