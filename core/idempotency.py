@@ -32,9 +32,10 @@ from functools import wraps
 from django.contrib import messages
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import IntegrityError, transaction
-from django.http import HttpResponseBadRequest, HttpResponseRedirect
+from django.http import HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
 from django.utils import timezone
 from rest_framework import status
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
 from .models import IdempotencyKey
@@ -92,10 +93,10 @@ def once_per_submission(view):
         def replay(row: IdempotencyKey):
             messages.info(request, "This form had already been submitted: here is what it launched (nothing was launched again). "
                                    "Open the form again to launch another.")
-            return HttpResponseRedirect(row.response["location"])
+            return HttpResponseRedirect(row.response)
 
         return _once(request, token, "", lambda: view(request, *args, **kwargs),
-                     keep=lambda response: {"location": response["Location"]} if response.status_code in (302, 303) else None,
+                     keep=lambda response: response["Location"] if response.status_code in (302, 303) else None,
                      replay=replay)
 
     return wrapper
@@ -124,10 +125,11 @@ def once_per_key(method):
             if row.fingerprint != fingerprint:
                 return Response({"detail": f"This {HEADER} was already used with a different request body; nothing was launched. "
                                            "Send a new key for a new request."}, status=status.HTTP_422_UNPROCESSABLE_ENTITY)
-            return Response(row.response, status=row.status_code, headers={REPLAYED_HEADER: "true"})
+            return HttpResponse(row.response, status=row.status_code, content_type="application/json",
+                                headers={REPLAYED_HEADER: "true"})
 
         def keep(response):
-            return json.loads(json.dumps(response.data, cls=DjangoJSONEncoder)) if 200 <= response.status_code < 300 else None
+            return JSONRenderer().render(response.data).decode() if 200 <= response.status_code < 300 else None
 
         return _once(request, key, fingerprint, lambda: method(self, request, *args, **kwargs), keep=keep, replay=replay)
 

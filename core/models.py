@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from .secrets import ScrubbedJSONField
+from .secrets import ScrubbedJSONField, ScrubbedTextField
 
 
 class Profile(models.Model):
@@ -62,7 +62,8 @@ class IdempotencyKey(models.Model):
     key = models.CharField(max_length=128, help_text="The Idempotency-Key header (API) or the form's one-time submission token (pages).")
     fingerprint = models.CharField(max_length=64, blank=True, help_text="SHA-256 of the request body (API), to refuse a key reused for another body.")
     status_code = models.PositiveSmallIntegerField(default=0)
-    response = ScrubbedJSONField(default=dict, blank=True, help_text="The first answer: the API's JSON body, or a page's redirect location.")
+    # Text, not JSON: PostgreSQL's jsonb would reorder the keys, and a replay answers the first body byte for byte.
+    response = ScrubbedTextField(blank=True, help_text="The first answer: the API's JSON body as sent, or a page's redirect location.")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
