@@ -21,15 +21,25 @@ def test_a_double_clicked_launch_starts_one_run(journey, make_image, settings):
     make_user("root", "admin", superuser=True)
     page = journey.page_for("root")
     journey.visit(page, "/runs/new/", "admin-run-new-double-click")
+    page.select_option("select[name=task]", "judge")
     page.fill("input[name=model_name]", "gpt-5.1")
     page.select_option("select[name=strategy]", index=1)
     posts = []
     page.on("request", lambda request: posts.append(request.url) if request.method == "POST" and request.url.endswith("/runs/new/") else None)
     try:
+        # A browser that sends the form several times at once (three POSTs of this form, one token), then the double click.
+        kinds = page.evaluate("""async () => {
+            const form = document.querySelector('form.launch');
+            const send = () => { const body = new FormData(form); body.set('action', 'launch');
+                                 return fetch(form.getAttribute('action'), {method: 'POST', body, redirect: 'manual'}).then(r => r.type); };
+            return Promise.all([send(), send(), send()]);
+        }""")
+        assert kinds == ["opaqueredirect"] * 3  # each one redirected to a run page
         page.dblclick("button[name=action][value=launch]")
         page.wait_for_url(re.compile(r"/runs/\d+/$"))
         run = Run.objects.get()  # one, however many POSTs reached the server
-        assert page.url.endswith(f"/runs/{run.pk}/") and len(posts) >= 1
+        assert page.url.endswith(f"/runs/{run.pk}/") and len(posts) >= 4
+        assert "already been submitted" in page.content()
         journey.shot(page, "admin-run-double-clicked")
     finally:
         purge_broker()
