@@ -34,6 +34,8 @@ demo-fake-provider: install
 ## make test: the whole suite (SQLite by default; set DATABASE_URL and CELERY_BROKER_URL for PostgreSQL + Redis).
 test: install
 	$(BIN)/lint-imports
+	$(BIN)/ruff check core inference
+	$(BIN)/mypy core
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 ## make check-worker: a real Celery worker receives a task through the configured broker.

@@ -8,6 +8,8 @@
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from axes.handlers.proxy import AxesProxyHandler
 from axes.helpers import get_cool_off, get_failure_limit, get_lockout_response
 from axes.models import AccessAttempt
@@ -48,7 +50,13 @@ class LockoutAwareTokenAuthentication(TokenAuthentication):
         return result
 
 
-class ThrottledPasswordChangeMixin:
+if TYPE_CHECKING:  # what the mixin is mixed into, for mypy
+    from django.contrib.auth.views import PasswordChangeView as _PasswordChangeBase
+else:
+    _PasswordChangeBase = object
+
+
+class ThrottledPasswordChangeMixin(_PasswordChangeBase):
     """For a PasswordChangeView: a wrong current password is a failed login for django-axes."""
 
     def _credentials(self) -> dict:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
 from rest_framework.exceptions import ParseError
 from rest_framework.pagination import PageNumberPagination
@@ -100,10 +100,27 @@ _INVALID_INPUT = OpenApiResponse(
 )
 
 
+_IDEMPOTENCY_KEY = OpenApiParameter(
+    "Idempotency-Key", {"type": "string", "minLength": 1, "maxLength": 128, "pattern": r"^[!-~]{1,128}$"}, OpenApiParameter.HEADER,
+    description="Optional, 1 to 128 visible ASCII characters (a UUID will do). The first successful answer to a key is kept "
+                "for 24 hours, per user and endpoint: a request repeated with the same key and the same body gets that answer "
+                "again (same status, same job, header `Idempotent-Replayed: true`) and launches nothing; the same key with "
+                "another body is refused with 422. Concurrent repeats too. A refused request (4xx) keeps nothing.",
+)
+
+
 class ApiSchema(AutoSchema):
     """Every operation also documents the refusals the shared plumbing gives (400 invalid query or body,
     401 no or unknown token, 403 role, 404 no such object or page, 415 a body that is not JSON), unless
-    the view documents them itself."""
+    the view documents them itself; a launch marked `@once_per_key` (core.idempotency) documents its
+    Idempotency-Key header and 422."""
+
+    def _idempotent(self) -> bool:
+        return bool(getattr(getattr(self.view, self.method.lower(), None), "idempotent", False))
+
+    def get_override_parameters(self):
+        parameters = super().get_override_parameters()
+        return [*parameters, _IDEMPOTENCY_KEY] if self._idempotent() else parameters
 
     def _get_response_bodies(self, direction="response"):
         responses = super()._get_response_bodies(direction)
@@ -116,6 +133,8 @@ class ApiSchema(AutoSchema):
         }
         if self.method in ("POST", "PUT", "PATCH"):
             refusals["415"] = OpenApiResponse(ErrorSerializer, description="The body is not application/json.")
+        if self._idempotent():
+            refusals["422"] = OpenApiResponse(ErrorSerializer, description="This Idempotency-Key was already used with another body.")
         for code, response in refusals.items():
             if code not in responses:
                 responses[code] = self._get_response_for_code(response, code, direction=direction)

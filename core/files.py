@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 from django.conf import settings
 from django.http import FileResponse, Http404, HttpResponse
+from django.http.response import HttpResponseBase
 from django.utils.http import content_disposition_header
 
 X_ACCEL_PREFIX = "/_protected/"
@@ -30,12 +31,13 @@ def _locate(root_name: str, path: Path | str) -> tuple[Path, str]:
 
 def protected_file_response(
     root_name: str, path: Path | str, *, content_type: str, download_name: str, attachment: bool = False
-) -> HttpResponse:
+) -> HttpResponseBase:
     """Send a file under ``settings.CPRT_PROTECTED_ROOTS[root_name]``; call only after checking permissions.
 
     `download_name` replaces the stored file name (original names of sensitive images never leave).
     """
     target, relative = _locate(root_name, path)
+    response: HttpResponseBase
     if settings.CPRT_X_ACCEL_REDIRECT:
         response = HttpResponse(content_type=content_type)
         response["X-Accel-Redirect"] = quote(f"{X_ACCEL_PREFIX}{root_name}/{relative}")
@@ -43,6 +45,8 @@ def protected_file_response(
         response = FileResponse(target.open("rb"), content_type=content_type)
     response["Cache-Control"] = "private, no-store"
     # Quotes and non-ASCII names are escaped (filename*=utf-8''...), never pasted into the header.
-    response["Content-Disposition"] = content_disposition_header(attachment, download_name)
+    disposition = content_disposition_header(attachment, download_name)
+    if disposition:  # None only for an inline file without a name
+        response["Content-Disposition"] = disposition
     response["X-Content-Type-Options"] = "nosniff"
     return response

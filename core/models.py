@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from .secrets import ScrubbedJSONField
+from .secrets import ScrubbedJSONField, ScrubbedTextField
 
 
 class Profile(models.Model):
@@ -68,3 +68,26 @@ class ProcessHeartbeat(models.Model):
 
     def __str__(self):
         return f"{self.kind} {self.queue} {self.node} {self.seen_at:%H:%M:%S}"
+class IdempotencyKey(models.Model):
+    """A launch request that has been carried out once (core.idempotency): its replays get its answer.
+
+    One row per (user, scope, key): the unique constraint, not a check-then-insert, is what lets exactly
+    one of several concurrent requests through. The row is written in the same transaction as the job
+    it launched, so a committed row always holds the answer. Rows older than `core.idempotency.KEEP`
+    are deleted and no longer protect.
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    scope = models.CharField(max_length=200, help_text="The endpoint: its URL name (api:run-list, inference:run_new).")
+    key = models.CharField(max_length=128, help_text="The Idempotency-Key header (API) or the form's one-time submission token (pages).")
+    fingerprint = models.CharField(max_length=64, blank=True, help_text="SHA-256 of the request body (API), to refuse a key reused for another body.")
+    status_code = models.PositiveSmallIntegerField(default=0)
+    # Text, not JSON: PostgreSQL's jsonb would reorder the keys, and a replay answers the first body byte for byte.
+    response = ScrubbedTextField(blank=True, help_text="The first answer: the API's JSON body as sent, or a page's redirect location.")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "scope", "key"], name="idempotency_key_once_per_user_and_scope")]
+
+    def __str__(self):
+        return f"{self.user_id} {self.scope} {self.key[:16]}"

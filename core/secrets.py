@@ -21,7 +21,9 @@ from django.db import models
 REDACTED = "[redacted]"
 # Settings that hold a secret as a whole, and settings that are URLs whose password is a secret.
 SECRET_SETTINGS = ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "VLLM_API_KEY", "HF_TOKEN", "SECRET_KEY")
-URL_SETTINGS = ("OPENAI_BASE_URL", "GEMINI_BASE_URL", "VLLM_BASE_URL", "HF_ENDPOINT", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND", "CPRT_RATE_LIMIT_URL")
+URL_SETTINGS = (
+    "OPENAI_BASE_URL", "GEMINI_BASE_URL", "VLLM_BASE_URL", "HF_ENDPOINT", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND", "CPRT_RATE_LIMIT_URL",
+)
 # Environment-only secrets that the SDKs read themselves (google-genai reads GOOGLE_API_KEY).
 SECRET_ENVIRONMENT = ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "VLLM_API_KEY", "HF_TOKEN", "POSTGRES_PASSWORD")
 # Shorter values are not treated as secrets: replacing "pw" everywhere would garble every message.

@@ -16,6 +16,7 @@ from core.api import (
     MAX_INT, ApiView, EmptyBody, HasRole, PageQuery, Pagination, StrictBooleanField, StrictCharField, StrictFloatField,
     StrictIntegerField, StrictSerializer, error_response, form_errors,
 )
+from core.idempotency import once_per_key
 from core.roles import ROLE_ADMIN
 
 from . import launching, runs
@@ -95,6 +96,7 @@ class RunList(ApiView):
         })],
         summary="Launch a run (same rules as the launch page)",
     )
+    @once_per_key
     def post(self, request):
         data = self.validated_body(RunLaunch)
         form = LaunchForm({"split": "all", **{k: v for k, v in data.items() if v is not None}})

@@ -12,6 +12,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from core import jobviews
+from core.idempotency import once_per_submission
 from core.roles import ROLE_ADMIN, require_role
 
 from . import kinds, launching, providers, ratelimit, runs
@@ -56,6 +57,7 @@ def run_list_rows(request):
 
 @require_role(ROLE_ADMIN)
 @require_http_methods(["GET", "POST"])
+@once_per_submission
 def run_new(request):
     form = LaunchForm(request.POST or None)
     estimate = None

@@ -21,6 +21,7 @@ from annotations import taxonomy
 from annotations.models import Adjudication, Image
 from core import jobviews
 from core.files import protected_file_response
+from core.idempotency import once_per_submission
 from core.roles import ROLE_ADMIN, STAFF_ROLES, require_role
 from core.audit import audit
 
@@ -382,6 +383,7 @@ EXPORT_CARD = jobviews.JobCard(
 
 @require_role(ROLE_ADMIN)
 @require_http_methods(["GET", "POST"])
+@once_per_submission
 def export_list(request):
     form = ExportJobForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import os
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -13,6 +14,29 @@ from core.models import Profile
 from annotations import taxonomy
 
 PASSWORD = "correct-horse-battery-staple"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config, specs):
+    """`pytest -n N`: before each xdist worker starts (and imports the settings), give it its own data
+    folder (filesystem broker, results, files, SQLite test database) and Redis database index, so that a
+    Celery worker started by one xdist worker's test never takes another's tasks (tests/support/workers.py)."""
+    from django.conf import settings
+
+    from tests.support.workers import xdist_worker_env
+
+    for spec in specs:
+        try:
+            spec.env.update(xdist_worker_env(spec.id, os.environ, settings.DATA_DIR))
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+
+def pytest_collection_modifyitems(items):
+    # A test that starts a worker process or a browser is slow by nature (tens of seconds).
+    for item in items:
+        if item.get_closest_marker("worker") or item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True)

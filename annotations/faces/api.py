@@ -16,6 +16,7 @@ from core.api import (
     ApiView, EmptyBody, IsStaff, PageQuery, Pagination, StrictCharField, StrictFloatField, StrictSerializer, error_response,
     form_errors,
 )
+from core.idempotency import once_per_key
 
 from . import jobs, variants
 from .access import get_job_for_user
@@ -81,6 +82,7 @@ class JobList(ApiView):
                                  value={"split": "test", "method": "blur", "threshold": 0.5, "margin": 0.2})],
         summary="Launch a job (same rules as the page); a worker makes the variants",
     )
+    @once_per_key
     def post(self, request):
         data = self.validated_body(JobLaunch)
         form = AnonymizeForm({"split": "", "threshold": 0.5, "margin": 0.2, **{k: v for k, v in data.items() if v is not None}})

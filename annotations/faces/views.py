@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotations.images import mime_type
 from core import jobviews
 from core.files import protected_file_response
+from core.idempotency import once_per_submission
 from core.roles import STAFF_ROLES, require_role
 
 from . import jobs, variants
@@ -28,6 +29,7 @@ FACES_CARD = jobviews.JobCard(
 
 @require_role(*STAFF_ROLES)
 @require_http_methods(["GET", "POST"])
+@once_per_submission
 def job_list(request):
     form = AnonymizeForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():

@@ -6,6 +6,7 @@ from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from core.idempotency import once_per_submission
 from core.roles import ROLE_ADMIN, require_role
 from scoring.forms import ExportJobForm
 from scoring.models import ExportJob
@@ -17,6 +18,7 @@ from .job import start_sft_export
 
 @require_role(ROLE_ADMIN)
 @require_POST
+@once_per_submission
 def sft_export_start(request):
     form = SFTExportForm(request.POST)
     if form.is_valid():

@@ -57,6 +57,7 @@ def snapshot(labeling) -> tuple:
 # --- the permission matrix, through the real URL names ----------------------------------------------------
 
 
+@pytest.mark.slow  # every API case for every persona: about 10 s alone
 def test_permission_cases_for_the_api(db, client):
     world = {"anonymous": None, "outsider": make_user("outsider", None), "reviewer_a": make_user("reviewer_a", "reviewer"),
              "reviewer_b": make_user("reviewer_b", "reviewer"), "adjudicator": make_user("adjudicator", "adjudicator"),

@@ -141,12 +141,14 @@ def test_the_fuzzed_schema_is_the_served_one(wsgi_app, admin_user):
     assert len(list(served.get_all_operations())) == 21
 
 
+@pytest.mark.slow  # MAX_EXAMPLES requests per operation: seconds each, minutes in all
 @schema.parametrize()
 @bounded
 def test_api_as_admin(case, wsgi_app, world, admin_user):
     call(case, admin_user)
 
 
+@pytest.mark.slow
 @schema.parametrize()
 @bounded
 def test_api_as_reviewer(case, wsgi_app, world, reviewer_a):

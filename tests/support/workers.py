@@ -3,6 +3,12 @@
 The worker is a separate OS process: it sees only what the test has committed, so tests that use it
 need `transactional_db` (or `live_server`). The broker is the one settings choose: the filesystem
 transport under CPRT_DATA_DIR by default, Redis when CELERY_BROKER_URL says so.
+
+Under pytest-xdist every xdist worker gets its own data folder (so its own filesystem broker, results,
+stored files and SQLite test database) and its own Redis database index (broker, results, rate
+limiter): `xdist_worker_env`, applied by tests/conftest.py before the xdist worker imports the
+settings. A Celery worker started by a test inherits them (`worker_env`), so it never takes a task
+of another xdist worker's test.
 """
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 from django.db import connection
@@ -19,6 +26,32 @@ from django.db import connection
 from core.processes import stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+REDIS_DATABASES = 16  # Redis' default `databases`
+REDIS_URL_VARIABLES = ("CELERY_BROKER_URL", "CELERY_RESULT_BACKEND", "CPRT_RATE_LIMIT_URL")
+
+
+def shifted_redis_url(url: str, offset: int) -> str:
+    """redis://host:port/N -> the same server, database N + offset (N defaults to 0)."""
+    parts = urlsplit(url)
+    base = int(parts.path.strip("/") or 0)
+    if base + offset >= REDIS_DATABASES:
+        raise ValueError(f"{url!r} shifted by {offset} is Redis database {base + offset}, past the {REDIS_DATABASES} a server has "
+                         f"by default (0-{REDIS_DATABASES - 1}): use fewer xdist workers or a lower database in the URL.")
+    return urlunsplit(parts._replace(path=f"/{base + offset}"))
+
+
+def xdist_worker_env(worker_id: str, environ: dict, data_dir: Path) -> dict:
+    """The variables that isolate xdist worker `worker_id` ("gw3"): its own data folder under
+    `data_dir`, and for each Redis URL in `environ` the database index shifted by the worker's number."""
+    number = int(worker_id.removeprefix("gw"))
+    env = {"CPRT_DATA_DIR": str(Path(data_dir) / f"xdist-{worker_id}")}
+    for name in REDIS_URL_VARIABLES:
+        url = environ.get(name, "")
+        if url.startswith(("redis://", "rediss://")):
+            env[name] = shifted_redis_url(url, number)
+    return env
 
 
 def worker_env() -> dict:
