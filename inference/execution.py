@@ -22,7 +22,8 @@ from django.utils import timezone
 from annotations import taxonomy
 from annotations.faces import variants as face_variants
 from annotations.images import mime_type
-from annotations.models import Image, Label, Labeling
+from annotations.models import Image
+from annotations.services.labels import write_labels
 
 from . import chunks, launching, leases, outcomes
 from .models import Run, RunResult
@@ -168,15 +169,8 @@ def write_outcome(run: Run, out: Outcome, attribute_ids: dict[str, int]) -> bool
         with transaction.atomic():
             _result_row(run, out).save(force_insert=True)
             if out.labels and run.annotator_id:
-                for key, (value, rationale) in out.labels.items():
-                    Label.objects.update_or_create(
-                        image_id=out.image_id, annotator_id=run.annotator_id, attribute_id=attribute_ids[key],
-                        defaults={"value": value, "rationale": rationale[:4000]},
-                    )
-                Labeling.objects.update_or_create(
-                    image_id=out.image_id, annotator_id=run.annotator_id,
-                    defaults={"status": Labeling.STATUS_SUBMITTED, "submitted_at": timezone.now()},
-                )
+                labels = {attribute_ids[key]: (value, rationale[:4000]) for key, (value, rationale) in out.labels.items()}
+                write_labels(out.image_id, run.annotator_id, labels, submit=True)
     except IntegrityError:
         return False  # another copy of this chunk wrote this image first
     return True

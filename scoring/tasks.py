@@ -11,7 +11,7 @@ class JobArgs(BaseModel):
 @shared_task(name="scoring.refresh_run_metrics")
 def refresh_run_metrics(run_id: int) -> dict:
     """Precompute a finished judge run's metrics so no page pays for the bootstrap."""
-    from .services import refresh_run_metrics as compute
+    from .services.run_metrics import refresh_run_metrics as compute
 
     compute(int(run_id))
     return {"run_id": int(run_id)}

@@ -15,7 +15,7 @@ from annotations import taxonomy
 from annotations.models import Adjudication, Annotator, Label, Labeling
 from inference import launching
 from inference.models import Run
-from scoring import services as scoring_services
+from scoring.services import agreement, run_metrics, scores
 from scoring.models import ImageScore, ScoringProfile
 from tests.conftest import make_user
 from tests.fakes.fixtures import *  # noqa: F401,F403
@@ -110,7 +110,7 @@ def scored(make_image, reviewer_a, reviewer_b, model_annotators, set_labels):
     for annotator in (gpt, gemini):
         set_labels(images[0], annotator, {"gov_ids": 1.0})
         set_labels(images[1], annotator)
-    scoring_services.recompute_scores(profile)
+    scores.recompute_scores(profile)
     return images
 
 
@@ -419,7 +419,7 @@ def test_metrics_match_the_pages(api, adjudicator, admin_user):
     run = make_run()
     add_results(run, [(image, "ok", min(1.0, image.published_score + 0.05)) for image in images])
     profile = ScoringProfile.active()
-    want = scoring_services.run_metrics([run], profile)[run.pk]
+    want = run_metrics.run_metrics([run], profile)[run.pk]
     for user in (adjudicator, admin_user):
         body = api(user).get(f"/api/metrics/{run.pk}/").json()
         assert body["run"]["id"] == run.pk and body["profile"] == profile.label
@@ -446,7 +446,7 @@ def test_agreement_matches_the_page(api, adjudicator, reviewer_a, model_annotato
     label_everything(images, gpt, lambda i, k: 1.0 if k == "gov_ids" else 0.0)
     label_everything(images, gemini, lambda i, k: 1.0 if (k == "gov_ids" and i % 2) else 0.0)
     body = api(adjudicator).get("/api/agreement/", {"split": "test"}).json()
-    assert body["split"] == "test" and body["report"] == json.loads(json.dumps(scoring_services.agreement_study("test")))
+    assert body["split"] == "test" and body["report"] == json.loads(json.dumps(agreement.agreement_study("test")))
     assert len(body["report"]["annotators"]) == 2
     assert api(adjudicator).get("/api/agreement/", {"split": "bogus"}).status_code == 400
     assert api(adjudicator).get("/api/agreement/", {"format": "csv"}).status_code in (400, 404)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from annotations.models import Annotator, Labeling
 from scoring.models import ExportJob, ScoringProfile
-from scoring.services import recompute_scores
+from scoring.services.scores import recompute_scores
 from tests.conftest import make_user
 from tests.support.permission_cases.scoring import add_results, make_run
 

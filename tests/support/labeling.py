@@ -1,7 +1,8 @@
 """Helpers shared by the labeling tests: complete form data and a claimed labeling."""
 from __future__ import annotations
 
-from annotations import services, taxonomy
+from annotations import taxonomy
+from annotations.services import labeling_queue
 from annotations.models import Label
 
 
@@ -17,7 +18,7 @@ def form_data(labeling, default: str = "0", version: int | None = None, **overri
 
 
 def claim(user):
-    labeling = services.claim_next(user)
+    labeling = labeling_queue.claim_next(user)
     assert labeling is not None, "expected an image in the queue"
     return labeling
 
