@@ -6,6 +6,11 @@ from annotations.services import labeling_queue
 from annotations.models import Label
 
 
+def all_answers(value=0) -> dict:
+    """{key: value} for every attribute of the active taxonomy (an API body's answers)."""
+    return {k: value for k in taxonomy.active().keys}
+
+
 def answers(default: str = "0", **overrides) -> dict:
     """value-<key> for every attribute of the active taxonomy."""
     return {f"value-{k}": overrides.get(k, default) for k in taxonomy.active().keys}
