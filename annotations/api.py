@@ -27,7 +27,8 @@ from core.api import (
 )
 from core.roles import STAFF_ROLES, role_of
 
-from . import blind, services, taxonomy
+from . import blind, taxonomy
+from .services import editing, labeling_queue, page
 from .hooks import consensus_scores
 from .access import get_image_for_user, get_labeling_for_user
 from .forms import MAX_NOTE, MAX_RATIONALE
@@ -121,7 +122,7 @@ def visible_labels(user, image: Image, own: Labeling | None) -> list[dict]:
         elif staff:
             name = label.annotator.name
         else:
-            name = services._annotator_label(label.annotator, humans)
+            name = page.annotator_label(label.annotator, humans)
         out.append({"annotator": name, "annotator_kind": label.annotator.kind, "attribute": label.attribute.key,
                     "value": label.value, "rationale": label.rationale})
     return out
@@ -191,7 +192,7 @@ class LabelValueField(serializers.Field):
     default_error_messages = {"invalid": "An answer must be the number 0 (no), 0.5 (unsure) or 1 (yes)."}
 
     def to_internal_value(self, data):
-        if isinstance(data, bool) or not isinstance(data, (int, float)) or float(data) not in services.VALUE_NAMES:
+        if isinstance(data, bool) or not isinstance(data, (int, float)) or float(data) not in page.VALUE_NAMES:
             self.fail("invalid")
         return float(data)
 
@@ -252,12 +253,12 @@ class LabelingDetailSerializer(LabelingSerializer):
     rows = RowSerializer(many=True, help_text="Every question; suggestions and other annotators' answers as the labeling page shows them.")
 
 
-_VALUE_OF_NAME = {name: value for value, name in services.VALUE_NAMES.items()}
+_VALUE_OF_NAME = {name: value for value, name in page.VALUE_NAMES.items()}
 
 
 def labeling_detail(labeling: Labeling) -> dict:
-    """The labeling page's data (services.page_rows applies the blind rule) as JSON-ready values."""
-    groups, _info = services.page_rows(labeling)
+    """The labeling page's data (page.page_rows applies the blind rule) as JSON-ready values."""
+    groups, _info = page.page_rows(labeling)
     rows = [
         {
             "key": r.key, "level": r.level, "question": r.question, "value": r.value, "rationale": r.rationale,
@@ -267,22 +268,22 @@ def labeling_detail(labeling: Labeling) -> dict:
         for group in groups
         for r in group.rows
     ]
-    locked = services.is_locked(labeling)
+    locked = editing.is_locked(labeling)
     labeling.locked, labeling.editable, labeling.rows = locked, not locked and labeling.status == Labeling.STATUS_DRAFT, rows
     return LabelingDetailSerializer(labeling).data
 
 
-def labeling_error(exc: services.LabelingError) -> Response:
+def labeling_error(exc: editing.LabelingError) -> Response:
     """A refused labeling action as JSON; the service already rolled everything back."""
-    if isinstance(exc, services.StaleVersion):
+    if isinstance(exc, editing.StaleVersion):
         return error_response(
             f"Stale version: you sent version {exc.loaded}, the labeling is now at version {exc.current} "
             "(saved elsewhere after you read it). Nothing was changed: GET the labeling and apply your change again.",
             status.HTTP_409_CONFLICT, current_version=exc.current,
         )
-    if isinstance(exc, services.LabelingLocked):
+    if isinstance(exc, editing.LabelingLocked):
         return error_response(exc.message, status.HTTP_423_LOCKED)
-    if isinstance(exc, services.MissingAnswers):
+    if isinstance(exc, editing.MissingAnswers):
         return error_response(exc.message, status.HTTP_400_BAD_REQUEST, missing=exc.missing)
     return error_response(exc.message, exc.status)
 
@@ -313,7 +314,7 @@ class LabelingList(ApiView):
     def post(self, request):
         self.validated_body(EmptyBody)
         started = timezone.now()
-        labeling = services.claim_next(request.user)
+        labeling = labeling_queue.claim_next(request.user)
         if labeling is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         labeling = get_labeling_for_user(request.user, labeling.pk)
@@ -335,7 +336,7 @@ def write_labeling(view, request, labeling_id: int, action) -> Response:
     data = view.validated_body(LabelingWrite)
     try:
         labeling = action(labeling, request.user, **data)
-    except services.LabelingError as exc:
+    except editing.LabelingError as exc:
         return labeling_error(exc)
     return Response(labeling_detail(get_labeling_for_user(request.user, labeling.pk)))
 
@@ -356,14 +357,14 @@ class LabelingDetail(ApiView):
     @extend_schema(request=LabelingWrite, responses={200: LabelingDetailSerializer, **_LABELING_ERRORS},
                    examples=[_WRITE_EXAMPLE], summary="Save the draft (replaces the working copy)")
     def put(self, request, labeling_id: int):
-        return write_labeling(self, request, labeling_id, services.save_draft)
+        return write_labeling(self, request, labeling_id, editing.save_draft)
 
 
 class LabelingSubmit(ApiView):
     @extend_schema(request=LabelingWrite, responses={200: LabelingDetailSerializer, **_LABELING_ERRORS},
                    examples=[_WRITE_EXAMPLE], summary="Submit every answer (a submitted labeling is frozen)")
     def post(self, request, labeling_id: int):
-        return write_labeling(self, request, labeling_id, services.submit)
+        return write_labeling(self, request, labeling_id, editing.submit)
 
 
 class LabelingSkip(ApiView):
@@ -372,8 +373,8 @@ class LabelingSkip(ApiView):
         labeling = get_labeling_for_user(request.user, labeling_id)
         self.validated_body(EmptyBody)
         try:
-            labeling = services.skip(labeling, request.user)
-        except services.LabelingError as exc:
+            labeling = editing.skip(labeling, request.user)
+        except editing.LabelingError as exc:
             return labeling_error(exc)
         return Response(labeling_detail(get_labeling_for_user(request.user, labeling.pk)))
 

@@ -3,10 +3,10 @@
 Before a reviewer has submitted their own labeling of an image, nothing derived from other
 annotators' labels of that image reaches them: no consensus level, score, counts or binary labels,
 no filtering or ordering by them, no other annotator's label (model suggestions only where the
-image's batch turns them on, see services.page_rows). Adjudicators and admins see everything.
+image's batch turns them on, see services/page.py `page_rows`). Adjudicators and admins see everything.
 
 And once a reviewer has submitted (and so may see the others' labels), their labeling is frozen:
-`services._lock_for_edit` refuses every change to a submitted labeling; a correction goes through
+`services/editing.py` `_lock_for_edit` refuses every change to a submitted labeling; a correction goes through
 an adjudicator. docs/permissions.md states the rule; tests/cross/test_permissions.py checks every page and
 API response a reviewer can reach against it (the "blind" column).
 

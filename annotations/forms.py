@@ -63,7 +63,7 @@ class LabelingForm(forms.Form):
         return cleaned
 
     def labeling_data(self) -> dict:
-        """Keyword arguments for services.save_draft / services.submit."""
+        """Keyword arguments for services.editing.save_draft / submit."""
         c = self.cleaned_data
         values = {k: VALUE_OF[c[VALUE_PREFIX + k]] for k in self.taxonomy.keys if c.get(VALUE_PREFIX + k)}
         rationales = {k: c[RATIONALE_PREFIX + k].strip() for k in self.taxonomy.keys if c.get(RATIONALE_PREFIX + k, "").strip()}

@@ -13,7 +13,9 @@ from core.accounts import ThrottledPasswordChangeMixin
 from core.files import protected_file_response
 from core.roles import ROLES, STAFF_ROLES, require_role
 
-from . import blind, services, taxonomy
+from . import blind, taxonomy
+from .services import editing, labeling_queue, page, profiles
+from .services import image_history as histories
 from .hooks import consensus_scores
 from .images import mime_type
 from .access import get_image_for_user, get_labeling_for_user
@@ -73,12 +75,12 @@ def queue(request):
         request,
         "annotations/queue.html",
         {
-            "progress": services.progress(request.user),
+            "progress": labeling_queue.progress(request.user),
             "drafts": mine.filter(status=Labeling.STATUS_DRAFT).order_by("created_at")[:50],
             "recent": mine.filter(status=Labeling.STATUS_SUBMITTED).order_by("-submitted_at")[:20],
             "skipped": mine.filter(status=Labeling.STATUS_SKIPPED).order_by("-updated_at")[:50],
             "undo_skip": _undo_skip(request),
-            "k": services.labelings_per_image(),
+            "k": labeling_queue.labelings_per_image(),
         },
     )
 
@@ -106,8 +108,8 @@ def labeling_draft(request, labeling_id: int):
     if not form.is_valid():
         return JsonResponse({"ok": False, "error": " ".join(form.error_messages_list())}, status=400)
     try:
-        labeling = services.save_draft(labeling, request.user, **form.labeling_data())
-    except services.LabelingError as exc:
+        labeling = editing.save_draft(labeling, request.user, **form.labeling_data())
+    except editing.LabelingError as exc:
         return JsonResponse({"ok": False, "error": exc.message, "reload": _labeling_url(labeling)}, status=exc.status)
     answered = len(labeling.draft_values)
     return JsonResponse({"ok": True, "version": labeling.version, "answered": answered, "saved_at": labeling.updated_at.isoformat()})
@@ -121,12 +123,12 @@ def labeling_submit(request, labeling_id: int):
     if not form.is_valid():
         return _render_labeling(request, labeling, form=form, errors=form.error_messages_list(), status=400)
     try:
-        services.submit(labeling, request.user, **form.labeling_data())
-    except services.StaleVersion as exc:
+        editing.submit(labeling, request.user, **form.labeling_data())
+    except editing.StaleVersion as exc:
         return render(request, "annotations/conflict.html", {"labeling": labeling, "message": exc.message}, status=409)
-    except services.LabelingError as exc:
+    except editing.LabelingError as exc:
         return _render_labeling(request, labeling, form=form, errors=[exc.message], status=exc.status)
-    if services.stay_after_submit(request.user):
+    if profiles.stay_after_submit(request.user):
         messages.success(request, f"Submitted your labels for image {labeling.image.vispr_id}. Other annotators' labels, where there are any, are now shown beside each question.")
         return redirect("annotations:labeling", labeling_id=labeling.pk)
     messages.success(request, f"Submitted your labels for image {labeling.image.vispr_id}; here is the next image. "
@@ -139,8 +141,8 @@ def labeling_submit(request, labeling_id: int):
 def labeling_skip(request, labeling_id: int):
     labeling = get_labeling_for_user(request.user, labeling_id)
     try:
-        services.skip(labeling, request.user)
-    except services.LabelingError as exc:
+        editing.skip(labeling, request.user)
+    except editing.LabelingError as exc:
         messages.error(request, exc.message)
         return redirect("annotations:labeling", labeling_id=labeling.pk)
     messages.info(request, f"Skipped image {labeling.image.vispr_id}.")
@@ -155,8 +157,8 @@ def labeling_unskip(request, labeling_id: int):
     labeling = get_labeling_for_user(request.user, labeling_id)
     request.session.pop(UNDO_SKIP_KEY, None)
     try:
-        labeling = services.unskip(labeling, request.user)
-    except services.LabelingError as exc:
+        labeling = editing.unskip(labeling, request.user)
+    except editing.LabelingError as exc:
         messages.error(request, exc.message)
         return redirect("annotations:queue")
     # Leave the draft claimed by the last "next image" for later: it stays in the drafts list.
@@ -176,7 +178,7 @@ def _undo_skip(request):
 
 
 def _claim_and_redirect(request):
-    labeling = services.claim_next(request.user)
+    labeling = labeling_queue.claim_next(request.user)
     if labeling is None:
         messages.info(request, "No image needs your labels right now.")
         return redirect("annotations:queue")
@@ -196,8 +198,8 @@ def _render_labeling(request, labeling, form=None, errors=None, status=200):
         note, flag = form.data.get("note", note), form.data.get("flag", flag)
         # Keep the version the page was loaded with: a refused submit must not turn a stale page fresh.
         version = form.data.get("version", version)
-    groups, info = services.page_rows(labeling, values, rationales)
-    locked = services.is_locked(labeling)
+    groups, info = page.page_rows(labeling, values, rationales)
+    locked = editing.is_locked(labeling)
     context = {
         "labeling": labeling,
         "image": labeling.image,
@@ -211,9 +213,9 @@ def _render_labeling(request, labeling, form=None, errors=None, status=200):
         "flags": Labeling.FLAGS[1:],
         "errors": errors or [],
         "missing": form.missing if form is not None else [],
-        "blur": services.blur_default(request.user),
-        "stay_after_submit": services.stay_after_submit(request.user),
-        "progress": services.progress(request.user, fresh=False),
+        "blur": profiles.blur_default(request.user),
+        "stay_after_submit": profiles.stay_after_submit(request.user),
+        "progress": labeling_queue.progress(request.user, fresh=False),
         "undo_skip": _undo_skip(request),
     }
     return render(request, "annotations/labeling.html", context, status=status)
@@ -224,19 +226,19 @@ def _render_labeling(request, labeling, form=None, errors=None, status=200):
 def image_history(request, image_id: int):
     """Every label change of an image (who, when, old -> new): adjudicators and admins only."""
     image = get_image_for_user(request.user, image_id)
-    changes = Paginator(services.label_history(image), 200).get_page(request.GET.get("page"))
+    changes = Paginator(histories.label_history(image), 200).get_page(request.GET.get("page"))
     return render(
         request,
         "annotations/image_history.html",
-        {"image": image, "changes": changes, "events": services.labeling_events(image),
-         "adjudications": services.adjudication_history(image)},
+        {"image": image, "changes": changes, "events": histories.labeling_events(image),
+         "adjudications": histories.adjudication_history(image)},
     )
 
 
 @require_role(*ROLES)
 @require_http_methods(["GET", "POST"])
 def preferences(request):
-    profile = services.profile_for(request.user)
+    profile = profiles.profile_for(request.user)
     form = PreferencesForm(request.POST if request.method == "POST" else None, instance=profile)
     if request.method == "POST" and form.is_valid():
         form.save()

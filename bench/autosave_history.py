@@ -28,7 +28,8 @@ def child(saves: int) -> dict:
     from django.core.management import call_command
     from django.db import connection
 
-    from annotations import services, taxonomy
+    from annotations import taxonomy
+    from annotations.services import editing, labeling_queue
     from annotations.models import Labeling, Profile
     from bench.common import make_run_images
 
@@ -36,7 +37,7 @@ def child(saves: int) -> dict:
     make_run_images(1, 2)
     user = User.objects.create_user("bench-reviewer", password="bench-reviewer-password")
     Profile.objects.create(user=user, role="reviewer")
-    labeling = services.claim_next(user)
+    labeling = labeling_queue.claim_next(user)
     keys = taxonomy.active().keys
     table = Labeling.history.model._meta.db_table
 
@@ -52,7 +53,7 @@ def child(saves: int) -> dict:
     for i in range(saves):
         values = {k: (0.0, 0.5, 1.0)[(i + n) % 3] for n, k in enumerate(keys)}
         rationales = {k: f"rationale for {k}, typed up to keystroke {i}. " * 6 for k in keys}
-        labeling = services.save_draft(labeling, user, version=labeling.version, values=values, rationales=rationales, note=f"note {i}")
+        labeling = editing.save_draft(labeling, user, version=labeling.version, values=values, rationales=rationales, note=f"note {i}")
     elapsed = time.perf_counter() - started
     rows1, bytes1 = size()
     return {"window_s": settings.CPRT_HISTORY_COALESCE_S, "saves": saves, "rows_added": rows1 - rows0,

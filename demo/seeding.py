@@ -84,7 +84,7 @@ def seed(force: bool = False, log: Callable[[str], None] = lambda _msg: None) ->
             "passwords. Use it on a development machine, or pass --force if you really mean it."
         )
     from scoring.models import ScoringProfile
-    from scoring.services import recompute_scores
+    from scoring.services.scores import recompute_scores
 
     tax = taxonomy.active()
     attr_ids = taxonomy.attribute_ids()

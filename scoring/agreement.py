@@ -1,4 +1,4 @@
-"""Annotator agreement (spec section 5) and disagreement impact: pure functions over label arrays.
+"""Annotator agreement (spec section 5): pure functions over label arrays (disagreement impact: scoring.disputes).
 
 Labels arrive as one float array `values` of shape (annotators, images, attributes) holding 0, 0.5
 or 1, NaN where an annotator gave no label. The unit is one (image, attribute) item, binarised
@@ -31,7 +31,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .engine import LEVELS, Bounds, severity_array, level_counts_array
+from .engine import LEVELS
 
 HUMAN, MODEL, GROUND_TRUTH = "human", "model", "ground_truth"
 MAJORITY = "human majority"
@@ -63,17 +63,6 @@ def human_majority(values: np.ndarray, is_human: Sequence[bool], minimum: int = 
 # One pair of raters
 
 
-@dataclass
-class PairStats:
-    n: int
-    agreement: float | None
-    kappa: float | None
-    weighted_kappa: float | None = None  # three-valued, linear weights
-
-    def as_dict(self) -> dict:
-        return {"n": self.n, "agreement": self.agreement, "kappa": self.kappa, "weighted_kappa": self.weighted_kappa}
-
-
 def _finite(x) -> float | None:
     x = float(x)
     return x if math.isfinite(x) else None
@@ -97,31 +86,6 @@ def _kappa(cm: np.ndarray, weights: str | None) -> np.ndarray:
     with np.errstate(all="ignore"):
         expected = cm.sum(axis=-1)[..., :, None] * cm.sum(axis=-2)[..., None, :] / n[..., None, None]
         return 1 - (w * cm).sum(axis=(-2, -1)) / (w * expected).sum(axis=(-2, -1))
-
-
-def cohen_kappa(a: np.ndarray, b: np.ndarray, labels: Sequence, weights: str | None = None) -> float | None:
-    """Cohen's kappa of two label vectors over `labels` (equals sklearn's); None where undefined."""
-    if len(a) == 0:
-        return None
-    index = {v: i for i, v in enumerate(labels)}
-    k = len(labels)
-    codes = np.array([index[x] for x in np.asarray(a).tolist()]) * k + np.array([index[y] for y in np.asarray(b).tolist()])
-    cm = np.bincount(codes, minlength=k * k).reshape(k, k)
-    return _finite(kappa_from_confusion(cm, weights))
-
-
-def pair_stats(a: np.ndarray, b: np.ndarray, a3: np.ndarray | None = None, b3: np.ndarray | None = None) -> PairStats:
-    """Agreement of two binary label vectors over the items both labelled (NaN = no label)."""
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
-    both = ~np.isnan(a) & ~np.isnan(b)
-    x, y = a[both].astype(int), b[both].astype(int)
-    n = int(both.sum())
-    weighted = None
-    if a3 is not None and b3 is not None:
-        both3 = ~np.isnan(a3) & ~np.isnan(b3)
-        weighted = cohen_kappa((a3[both3] * 2).astype(int), (b3[both3] * 2).astype(int), (0, 1, 2), "linear")
-    return PairStats(n, float((x == y).mean()) if n else None, cohen_kappa(x, y, (0, 1)), weighted)
 
 
 def _confusions(a: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
@@ -421,58 +385,3 @@ def krippendorff_by_kind(values: np.ndarray, kinds: Sequence[str], human_study: 
     ):
         out.append({"annotators_kind": label, **krippendorff_alpha(np.asarray(values)[mask], images)})
     return out
-
-
-# ---------------------------------------------------------------------------------------------
-# Disagreements and what resolving them would change
-
-
-def disputed_items(values: np.ndarray, adjudicated: np.ndarray | None = None) -> np.ndarray:
-    """(images, attributes) bool: at least two binarised labels that differ, and no adjudication."""
-    binary = binarise_array(values)
-    if binary.shape[0] == 0:  # no annotator at all: nothing is disputed
-        return np.zeros(binary.shape[1:], dtype=bool)
-    hi = np.nanmax(np.where(np.isnan(binary), -np.inf, binary), axis=0)
-    lo = np.nanmin(np.where(np.isnan(binary), np.inf, binary), axis=0)
-    disputed = np.isfinite(hi) & np.isfinite(lo) & (hi != lo)
-    if adjudicated is not None:
-        disputed &= ~np.asarray(adjudicated, dtype=bool)
-    return disputed
-
-
-def dispute_impact(values: np.ndarray, adjudications: np.ndarray, attr_levels: Sequence[int], bounds: Bounds) -> dict[str, np.ndarray]:
-    """Per image: what the score and level would be with every disputed attribute set to 0 vs to 1.
-
-    Undisputed attributes take the value the annotators agree on (0 with no label at all) and
-    adjudicated ones their adjudicated value. `impact` = score_hi - score_lo; `level_changes` says
-    whether resolving the disputes could move the image to another level.
-    """
-    values = np.asarray(values, dtype=float)
-    adjudications = np.asarray(adjudications, dtype=float)
-    has_adj = ~np.isnan(adjudications)
-    disputed = disputed_items(values, has_adj)
-    binary = binarise_array(values)
-    agreed = (np.nan_to_num(np.nanmax(np.where(np.isnan(binary), -np.inf, binary), axis=0), neginf=0.0)
-              if binary.shape[0] else np.zeros(binary.shape[1:]))
-    base = np.where(has_adj, binarise_array(np.where(has_adj, adjudications, 0.0)), agreed)
-    low = np.where(disputed, 0, base).astype(np.int8)
-    high = np.where(disputed, 1, base).astype(np.int8)
-    level_lo, score_lo = severity_array(level_counts_array(low, attr_levels), bounds)
-    level_hi, score_hi = severity_array(level_counts_array(high, attr_levels), bounds)
-    return {
-        "disputed": disputed,
-        "n_disputed": disputed.sum(axis=1),
-        "score_lo": score_lo,
-        "score_hi": score_hi,
-        "level_lo": level_lo,
-        "level_hi": level_hi,
-        "impact": score_hi - score_lo,
-        "level_changes": level_lo != level_hi,
-    }
-
-
-def pair_disagrees(values: np.ndarray, a: int, b: int) -> np.ndarray:
-    """(images,) bool: annotators a and b both labelled some attribute and their binary labels differ."""
-    binary = binarise_array(values)
-    x, y = binary[a], binary[b]
-    return ((~np.isnan(x)) & (~np.isnan(y)) & (x != y)).any(axis=1)

@@ -1,6 +1,6 @@
 """REST API for judge-run metrics and inter-annotator agreement (adjudicators and admins, like the pages).
 
-The numbers are the pages' own: `scoring.services.run_metrics` and `agreement_study`, with their
+The numbers are the pages' own: `scoring.services.run_metrics.run_metrics` and `scoring.services.agreement.agreement_study`, with their
 cache, under the active scoring profile.
 """
 from __future__ import annotations
@@ -14,7 +14,9 @@ from core.api import MAX_INT, ApiView, EmptyBody, IsStaff, Pagination, StrictSer
 from annotations.models import Image
 from inference.models import Run
 
-from . import queries, services
+from . import queries
+from .services.agreement import agreement_study
+from .services.run_metrics import run_metrics
 from .access import get_run_for_review
 from .models import ScoringProfile
 
@@ -52,7 +54,7 @@ class MetricsList(ApiView):
         profile = ScoringProfile.active()
         paginator = self.pagination_class()
         runs = paginator.paginate_queryset(queries.finished_judge_runs(q.get("strategy", "")), request, view=self)
-        reports = services.run_metrics(runs, profile)
+        reports = run_metrics(runs, profile)
         rows = [{"run": run, "profile": profile.label, "metrics": reports[run.pk]} for run in runs]
         return paginator.get_paginated_response(RunMetricsSerializer(rows, many=True).data)
 
@@ -73,7 +75,7 @@ class RunMetrics(ApiView):
         if run.status != Run.STATUS_FINISHED:
             return error_response(f"Run #{run.pk} is {run.status}; metrics are served once it has finished.", status.HTTP_409_CONFLICT)
         profile = ScoringProfile.active()
-        report = services.run_metrics([run], profile)[run.pk]
+        report = run_metrics([run], profile)[run.pk]
         return Response(RunMetricsSerializer({"run": run, "profile": profile.label, "metrics": report}).data)
 
 
@@ -90,4 +92,4 @@ class Agreement(ApiView):
     def get(self, request):
         q = self.validated_query(AgreementQuery)
         split = q.get("split", "")
-        return Response({"split": split or "all", "report": services.agreement_study(split)})
+        return Response({"split": split or "all", "report": agreement_study(split)})

@@ -154,12 +154,6 @@ def consensus(
     return result
 
 
-def majority_vote(values: Sequence[float]) -> int:
-    """Human aggregation for agreement studies: binarised majority; an even split gives 0."""
-    ones = sum(binarise(v) for v in values)
-    return int(ones * 2 > len(values))
-
-
 def level_counts(binary_labels: Mapping[str, int], level_of: Mapping[str, int]) -> tuple[int, int, int, int]:
     counts = [0, 0, 0, 0]
     for key, value in binary_labels.items():

@@ -91,7 +91,7 @@ def _ok_scores(results: dict) -> dict[int, float]:
 
 
 def three_way(original: Run, prompt: Run, pixel: Run, profile: ScoringProfile, drop: float) -> dict:
-    from .services import consensus_labels
+    from .services.counterfactuals import consensus_labels
 
     results = queries.judge_results([original.pk, prompt.pk, pixel.pk])
     scores = [_ok_scores(results[r.pk]) for r in (original, prompt, pixel)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from core.audit import audit
 
 from .models import ImageScore, ScoringProfile
-from .services import recompute_scores
+from .services.scores import recompute_scores
 
 # What decides a stored score; a change to any of these rescores.
 SCORING_FIELDS = ("lo1", "lo2", "lo3", "weights", "consensus_annotators")

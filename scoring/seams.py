@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 
 
 def on_labels_changed(sender, image_ids, **kwargs) -> None:
-    from .services import rescore_image
+    from .services.scores import rescore_image
 
     for image_id in image_ids:
         rescore_image(image_id)
@@ -25,7 +25,7 @@ def on_labels_changed(sender, image_ids, **kwargs) -> None:
 def on_annotate_run_finished(sender, run, **kwargs) -> None:
     """New model labels change the consensus of every profile whose consensus set includes this model."""
     from .models import ScoringProfile
-    from .services import recompute_scores
+    from .services.scores import recompute_scores
 
     for profile in ScoringProfile.objects.filter(consensus_annotators=run.annotator_id):
         try:

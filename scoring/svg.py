@@ -168,13 +168,6 @@ def _diverging(frac: float) -> str:
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
-def _blue(frac: float) -> str:
-    """White (0) to dark blue (1)."""
-    start, end = (255, 255, 255), (23, 60, 150)
-    r, g, b = (round(s + (e - s) * frac) for s, e in zip(start, end))
-    return f"#{r:02x}{g:02x}{b:02x}"
-
-
 def diverging_bars(items: Sequence[tuple[str, float | None]], *, title: str, x_label: str, limit: float | None = None,
                    intervals: Sequence[tuple[float | None, float | None]] | None = None) -> str:
     """Horizontal bars left (negative, blue) or right (positive, red) of a zero line, one per label;

@@ -15,7 +15,7 @@ class RunIdArgs(BaseModel):
 @shared_task(name="scoring.refresh_run_metrics")
 def refresh_run_metrics(run_id) -> dict:
     """Precompute a finished judge run's metrics so no page pays for the bootstrap."""
-    from .services import refresh_run_metrics as compute
+    from .services.run_metrics import refresh_run_metrics as compute
 
     args = task_args(RunIdArgs, "scoring.refresh_run_metrics", run_id=run_id)
     compute(args.run_id)

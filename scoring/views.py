@@ -25,9 +25,16 @@ from core.idempotency import once_per_submission
 from core.roles import ROLE_ADMIN, STAFF_ROLES, require_role
 from core.audit import audit
 
-from . import exports, services, svg
+from . import exports, queries, study_tables, svg
 from . import tables as T
 from . import calibration as calibration_lib
+from .services import adjudication, counterfactuals
+from .services.agreement import agreement_study, annotate_run_agreement
+from .services.calibration import run_calibration
+from .services.comparison import compare_runs
+from .services.disagreements import disagreement_queue, filter_disputes
+from .services.leaderboard import leaderboard_ranking
+from .services.run_metrics import run_metrics, run_points
 from .access import get_export_for_user, get_image_for_review, get_run_for_review
 from .forms import (
     AdjudicationForm, AgreementForm, CalibrationForm, CompareForm, CounterfactualForm, DisagreementForm, ExportJobForm,
@@ -101,9 +108,9 @@ def leaderboard(request):
     strategy, sort = form.cleaned_data["strategy"], form.cleaned_data["sort"] or "pearson"
     floor = form.cleaned_data["floor"] / 100
     profile = ScoringProfile.active()
-    runs = [] if strategy == "sft" else services.queries.finished_judge_runs(strategy)
-    reports = services.run_metrics(runs, profile)
-    ranking = services.leaderboard_ranking(runs, profile, floor)
+    runs = [] if strategy == "sft" else queries.finished_judge_runs(strategy)
+    reports = run_metrics(runs, profile)
+    ranking = leaderboard_ranking(runs, profile, floor)
     tables = T.leaderboard(runs, reports, ranking, sort)
     meta = {"profile": profile.label, "strategy": strategy or "all", "sort": sort, "coverage_floor": floor,
             "common_set_size": ranking["common_size"]}
@@ -118,13 +125,13 @@ def compare(request):
     form = CompareForm(request.GET)
     if not form.is_valid():
         return _bad_request(request, form)
-    runs = list(services.queries.finished_judge_runs())
+    runs = list(queries.finished_judge_runs())
     context = {"form": form, "runs": runs, "tables": {}, "downloads": []}
     if form.cleaned_data.get("run_a") is None:
         return render(request, "scoring/compare.html", context)
     run_a, run_b = get_run_for_review(request.user, form.cleaned_data["a"]), get_run_for_review(request.user, form.cleaned_data["b"])
     profile = ScoringProfile.active()
-    data = services.compare_runs(run_a, run_b, profile)
+    data = compare_runs(run_a, run_b, profile)
     context.update({"run_a": run_a, "run_b": run_b, "data": data, "profile": profile})
     meta = {"a": run_a.pk, "b": run_b.pk, "profile": profile.label, "common_images": data["n_common"]}
     return _respond(request, form, f"compare-{run_a.pk}-{run_b.pk}", "scoring/compare.html", context,
@@ -142,7 +149,7 @@ def calibration(request, run_id: int):
     if not form.is_valid():
         return _bad_request(request, form)
     sort = form.cleaned_data["sort"] or "difference"
-    data = services.run_calibration(run, ScoringProfile.active())
+    data = run_calibration(run, ScoringProfile.active())
     majority = calibration_lib.sort_rows(data["human_majority"], sort)
     consensus = calibration_lib.sort_rows(data["consensus"], sort)
     chart = svg.diverging_bars([(r["attribute"], r["difference"]) for r in majority], title="Model − human majority positive rate",
@@ -165,13 +172,13 @@ def run_detail(request, run_id: int):
     context = {"run": run, "profile": profile, "form": form, "prompt": json.dumps(run.prompt_text, indent=2, ensure_ascii=False)}
     meta = {"run": run.pk, "task": run.task, "profile": profile.label}
     if run.task != run.TASK_JUDGE:
-        data = services.annotate_run_agreement(run)
+        data = annotate_run_agreement(run)
         context["annotate"] = data
         return _respond(request, form, f"run-{run.pk}", "scoring/run.html", context, [T.annotate_attributes_table(data)], meta)
 
     threshold = form.cleaned_data["threshold"]
-    report = services.run_metrics([run], profile)[run.pk]
-    points = services.run_points(run, profile)
+    report = run_metrics([run], profile)[run.pk]
+    points = run_points(run, profile)
     valid = (points["outcome"] == "ok") & np.isfinite(points["pred"])
     plv = predicted_levels(np.nan_to_num(points["pred"]), profile.bounds)
     want_predictions = form.cleaned_data["format"] != "html"
@@ -225,8 +232,8 @@ def agreement(request):
     if not form.is_valid():
         return _bad_request(request, form)
     split = form.cleaned_data["split"]
-    report = services.agreement_study(split)
-    tables = T.agreement_tables(report, taxonomy.active().level_of)
+    report = agreement_study(split)
+    tables = study_tables.agreement_tables(report, taxonomy.active().level_of)
     km = report["kappa_matrix"]
     heatmap = svg.heatmap(km["names"], km["names"], km["matrix"], title="Cohen's kappa per annotator pair", scale_label="Cohen's κ") if report["annotators"] else ""
     context = {"form": form, "report": report, "heatmap": mark_safe(heatmap)}
@@ -245,13 +252,13 @@ def disagreements(request):
         return _bad_request(request, form)
     c = form.cleaned_data
     profile = ScoringProfile.active()
-    queue = services.disagreement_queue(profile, c["split"])
+    queue = disagreement_queue(profile, c["split"])
     names = {a["id"]: a["name"] for a in queue["annotators"]}
     if c["pair"] and not all(a in names for a in c["pair"]):
         form.add_error("pair", "pair names an annotator without labels here.")
         return _bad_request(request, form)
     current = {i: (lv, s) for i, lv, s in ImageScore.objects.filter(profile=profile).values_list("image_id", "level", "score")}
-    rows = services.filter_disputes(queue["rows"], attribute=c["attribute"], level=int(c["level"]) if c["level"] else None,
+    rows = filter_disputes(queue["rows"], attribute=c["attribute"], level=int(c["level"]) if c["level"] else None,
                                     pair=c["pair"], current=current, sort=c["sort"] or "impact")
     if c["format"] == "html":
         page = Paginator(rows, QUEUE_PAGE).get_page(c["page"] or 1)
@@ -259,7 +266,7 @@ def disagreements(request):
     else:
         page, shown = None, rows
     vispr = dict(Image.objects.filter(id__in=[r["image_id"] for r in shown]).values_list("id", "vispr_id"))
-    table = T.disagreement_table(shown, vispr, current, names)
+    table = study_tables.disagreement_table(shown, vispr, current, names)
     pairs = [(f"{a['id']}-{b['id']}", f"{a['name']} / {b['name']}") for i, a in enumerate(queue["annotators"]) for b in queue["annotators"][i + 1:]]
     q = request.GET.copy()
     q.pop("page", None)
@@ -272,8 +279,8 @@ def _review_context(request, image, form=None, neighbours=True) -> dict:
     """The review page's context. A refused POST passes neighbours=False: the disagreement queue behind
     previous/next is a stored computation, and a refused request must change nothing."""
     profile = ScoringProfile.active()
-    attributes = services.active_attributes()
-    labels = services.queries.image_labels(image)
+    attributes = adjudication.active_attributes()
+    labels = queries.image_labels(image)
     annotators = []
     for row in labels:
         if row["annotator"] not in annotators:
@@ -308,7 +315,7 @@ def _label_text(value: float) -> str:
 
 def _disputed_neighbours(profile, image_id: int) -> dict:
     """The previous and next image of the disagreement queue (impact order) around this one."""
-    ids = [r["image_id"] for r in services.filter_disputes(services.disagreement_queue(profile)["rows"], sort="impact")]
+    ids = [r["image_id"] for r in filter_disputes(disagreement_queue(profile)["rows"], sort="impact")]
     if image_id in ids:
         i = ids.index(image_id)
         prev_id, next_id = (ids[i - 1] if i > 0 else None), (ids[i + 1] if i + 1 < len(ids) else None)
@@ -328,14 +335,14 @@ def review(request, image_id: int):
 @require_POST
 def adjudicate(request, image_id: int):
     image = get_image_for_review(request.user, image_id)
-    attributes = services.active_attributes()
+    attributes = adjudication.active_attributes()
     form = AdjudicationForm(request.POST, attribute_keys=attributes.keys())
     if not form.is_valid():
         return render(request, "scoring/review.html", _review_context(request, image, form, neighbours=False), status=400)
     c = form.cleaned_data
     try:
-        services.adjudicate(request.user, image, attributes[c["attribute"]], c["value"], c["note"])
-    except services.AdjudicationConflict as exc:
+        adjudication.adjudicate(request.user, image, attributes[c["attribute"]], c["value"], c["note"])
+    except adjudication.AdjudicationConflict as exc:
         messages.error(request, exc.message)
         return render(request, "scoring/review.html", _review_context(request, image, neighbours=False), status=exc.status)
     messages.success(request, f"{c['attribute']} of {image.vispr_id} set to {c['value']:g}; score updated.")
@@ -353,11 +360,11 @@ def counterfactual(request):
     if not form.is_valid():
         return _bad_request(request, form)
     c = form.cleaned_data
-    context = {"form": form, "candidates": services.counterfactual_candidates()}
+    context = {"form": form, "candidates": counterfactuals.counterfactual_candidates()}
     if c.get("base_run") is None:
         return render(request, "scoring/counterfactual.html", {**context, "tables": {}, "downloads": []})
     base, cf = c["base_run"], c["cf_run"]
-    data = services.counterfactual(base, cf, ScoringProfile.active(), c["drop"])
+    data = counterfactuals.counterfactual(base, cf, ScoringProfile.active(), c["drop"])
     chart = svg.histogram(data["histogram"]["counts"], data["histogram"]["edges"], title="Score change per image",
                           x_label="score with − without counterfactual faces", marker=0.0, width=560)
     context.update({
@@ -367,7 +374,7 @@ def counterfactual(request):
     })
     meta = {"base": base.pk, "cf": cf.pk, "drop": c["drop"]}
     return _respond(request, form, f"counterfactual-{base.pk}-{cf.pk}", "scoring/counterfactual.html", context,
-                    T.counterfactual_tables(data), meta)
+                    study_tables.counterfactual_tables(data), meta)
 
 
 # ---------------------------------------------------------------------------------------------

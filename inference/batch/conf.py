@@ -26,10 +26,6 @@ def gemini_inline_max_bytes() -> int:
     return settings.CPRT_BATCH_GEMINI_INLINE_MAX_BYTES
 
 
-def poll_every() -> float:
-    return settings.CPRT_BATCH_POLL_S
-
-
 def window_hours() -> float:
     """The providers' completion window; a batch still pending after it is reported as overdue."""
     return settings.CPRT_BATCH_WINDOW_H

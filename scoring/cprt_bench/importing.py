@@ -15,14 +15,15 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from annotations import taxonomy
-from annotations.models import Annotator, Image, Label
+from annotations.models import Annotator, Image
+from annotations.services.labels import LabelSet, write_label_sets
 from core.audit import audit
 
 from .. import engine
 from .. import fit as fit_lib
 from ..models import ScoringProfile
 from ..profiles import rescore_stored
-from ..services import recompute_scores
+from ..services.scores import recompute_scores
 from .reading import ScannedFile, _key, iter_valid_rows, scan_file
 from .common import DEFAULT_PROFILE, SPLITS, chunked
 
@@ -81,7 +82,7 @@ def import_bench_file(path: Path | str, split: str, profile_name: str = DEFAULT_
     with transaction.atomic():
         annotator = Annotator.ground_truth(profile_name)
         source = f"CPRT-Bench import of {path.name}"
-        image_ids, created, updated, split_differs = _store_rows(path, tax, split, annotator, source)
+        image_ids, created, updated, split_differs = _store_rows(path, tax, split, annotator, source, actor)
         profile, activated, reason = _store_profile(profile_name, path, split, tax, scanned, fit, joint, mismatches, annotator)
         scored = recompute_scores(profile, image_ids)
         # The profile's boundaries and consensus set may have changed: no other stored score may stay stale.
@@ -118,20 +119,13 @@ def import_bench_file(path: Path | str, split: str, profile_name: str = DEFAULT_
     )
 
 
-def _store_rows(path, tax, split, annotator, source) -> tuple[list[int], int, int, list[str]]:
+def _store_rows(path, tax, split, annotator, source, actor) -> tuple[list[int], int, int, list[str]]:
     attr_ids = taxonomy.attribute_ids()
     attribute_pks = [attr_ids[key] for key in tax.keys]
     image_ids: list[int] = []
     created = updated = 0
     split_differs: list[str] = []
     image_table = connection.ops.quote_name(Image._meta.db_table)
-    # Plain-value upserts: building ~150,000 Label instances through the ORM took minutes. The import is
-    # one audited action, so no per-label history rows are written. ON CONFLICT works on SQLite and PostgreSQL.
-    label_upsert = (
-        f"INSERT INTO {connection.ops.quote_name(Label._meta.db_table)} "
-        "(image_id, annotator_id, attribute_id, value, rationale, created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s) "
-        "ON CONFLICT (image_id, annotator_id, attribute_id) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"
-    )
     for chunk in chunked(iter_valid_rows(path, tax)):
         vispr_ids = [row.id for row in chunk]
         existing = {vid: (pk, s) for vid, pk, s in Image.objects.filter(vispr_id__in=vispr_ids).values_list("vispr_id", "id", "split")}
@@ -148,14 +142,10 @@ def _store_rows(path, tax, split, annotator, source) -> tuple[list[int], int, in
             updated += len(updates)
             split_differs.extend(vid for vid, (_, s) in existing.items() if s != split)
         pk_of = dict(Image.objects.filter(vispr_id__in=vispr_ids).values_list("vispr_id", "id"))
-        now = connection.ops.adapt_datetimefield_value(timezone.now())
-        _execute_many(
-            label_upsert,
-            [
-                (pk_of[row.id], annotator.pk, attribute_pk, float(value), "", now, now)
-                for row in chunk
-                for attribute_pk, value in zip(attribute_pks, row.labels)
-            ],
+        # The one label-writing API, in bulk: history rows for what was created or changed, none for the rest.
+        write_label_sets(
+            (LabelSet(pk_of[row.id], annotator.pk, {pk: (value, "") for pk, value in zip(attribute_pks, row.labels)}) for row in chunk),
+            user=actor,
         )
         image_ids.extend(pk_of[row.id] for row in chunk)
     return image_ids, created, updated, split_differs

@@ -14,7 +14,6 @@ Optional pairs for the two annotation stages use the annotate prompts the same w
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -22,7 +21,6 @@ from inference import kinds, prompts
 
 JUDGE_STRATEGY = "taxonomy"  # the paper's deployable judge follows the taxonomy-guided prompt
 TASK_JUDGE, TASK_STAGE1, TASK_STAGE2 = "judge", "stage1", "stage2"
-LEVEL_SENTENCE = re.compile(r"severity level ([1-4]) of 4")
 
 
 @dataclass(frozen=True)
@@ -98,12 +96,6 @@ def rationale(labels: Mapping[str, int], level: int, tax) -> str:
 def judge_response(item: GroundTruth, tax) -> str:
     """The judge's own output format, with the ground-truth score (JSON keeps the float exactly)."""
     return json.dumps({"reasoning": rationale(item.labels, item.level, tax), "score": float(item.score)}, ensure_ascii=False)
-
-
-def stated_level(reasoning: str) -> int | None:
-    """The severity level a rationale states, or None."""
-    found = LEVEL_SENTENCE.findall(reasoning)
-    return int(found[-1]) if found else None
 
 
 def stage1_answers(labels: Mapping[str, int], tax) -> dict:

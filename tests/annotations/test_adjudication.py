@@ -8,7 +8,7 @@ from annotations.models import Adjudication, Label
 
 from core.models import AuditEvent
 from scoring.models import ImageScore, ScoringProfile
-from scoring.services import recompute_scores
+from scoring.services.scores import recompute_scores
 from tests.support.permission_cases.scoring import label_everything, make_images
 
 

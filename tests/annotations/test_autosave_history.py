@@ -5,7 +5,8 @@ from datetime import timedelta
 
 import pytest
 
-from annotations import services, taxonomy
+from annotations import taxonomy
+from annotations.services import editing, image_history
 from annotations.models import Labeling
 from tests.support.labeling import claim
 
@@ -16,7 +17,7 @@ def autosave(labeling, user, i: int, **kw) -> Labeling:
     keys = taxonomy.active().keys
     values = {k: (0.0, 0.5, 1.0)[(i + n) % 3] for n, k in enumerate(keys)}
     rationales = {k: f"typed {i} characters of the rationale for {k} " * 4 for k in keys}
-    return services.save_draft(labeling, user, version=labeling.version, values=values, rationales=rationales, note=f"note {i}", **kw)
+    return editing.save_draft(labeling, user, version=labeling.version, values=values, rationales=rationales, note=f"note {i}", **kw)
 
 
 def history_rows(labeling) -> int:
@@ -55,9 +56,9 @@ def test_flag_and_status_changes_keep_their_own_rows(make_image, reviewer_a):
     labeling = autosave(labeling, reviewer_a, 1, flag="broken")
     assert history_rows(labeling) == before + 1, "a flag change is its own row"
     keys = taxonomy.active().keys
-    labeling = services.submit(labeling, reviewer_a, version=labeling.version, values={k: 0.0 for k in keys}, rationales={})
+    labeling = editing.submit(labeling, reviewer_a, version=labeling.version, values={k: 0.0 for k in keys}, rationales={})
     assert history_rows(labeling) == before + 2, "a submission is its own row"
-    events = services.labeling_events(labeling.image)
+    events = image_history.labeling_events(labeling.image)
     assert [e["status"] for e in events][:1] == [Labeling.STATUS_SUBMITTED]
 
 

@@ -11,7 +11,7 @@ from PIL import Image as PILImage
 from annotations.images import attach, clean_image
 from annotations.models import Image
 from scoring.models import ScoringProfile
-from scoring.services import recompute_scores
+from scoring.services.scores import recompute_scores
 
 
 def jpeg_with_exif() -> bytes:
@@ -70,7 +70,8 @@ def test_home_without_a_provisional_profile_shows_no_badge(client_as, adjudicato
 
 def test_home_is_blind_for_a_reviewer_until_they_submit(client_as, reviewer_a, scored):
     """Blind rule: a reviewer sees an image's consensus only once their own labeling of it is submitted."""
-    from annotations.services import claim_next, submit
+    from annotations.services.editing import submit
+    from annotations.services.labeling_queue import claim_next
     from tests.support.labeling import answers
 
     html = client_as(reviewer_a).get(reverse("home")).content.decode()

@@ -6,7 +6,7 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
-from annotations import services
+from annotations.services import editing, labeling_queue
 from annotations.models import Labeling
 from core.models import AuditEvent
 from tests.support.factories import UserFactory
@@ -24,13 +24,13 @@ def test_idle_empty_draft_is_released_and_the_image_goes_back_to_the_queue(make_
     image = make_image("2017_idle_1")
     idle = claim(reviewer_a)
     other = UserFactory(role="reviewer")
-    assert services.claim_next(other) is None  # the only slot is held
+    assert labeling_queue.claim_next(other) is None  # the only slot is held
     _age(idle, 25)
-    assert services.release_idle_drafts(24) == [image.pk]
+    assert labeling_queue.release_idle_drafts(24) == [image.pk]
     assert not Labeling.objects.filter(pk=idle.pk).exists()
     assert Labeling.history.filter(id=idle.pk, history_type="-").exists()
     assert AuditEvent.objects.filter(action="labeling.release_idle").count() == 1
-    assert services.claim_next(other).image_id == image.pk
+    assert labeling_queue.claim_next(other).image_id == image.pk
 
 
 def test_recent_or_answered_drafts_and_submissions_are_kept(make_image, reviewer_a, reviewer_b, settings):
@@ -39,9 +39,9 @@ def test_recent_or_answered_drafts_and_submissions_are_kept(make_image, reviewer
     recent = claim(reviewer_a)
     _age(recent, 2)
     answered = claim(reviewer_b)
-    services.save_draft(answered, reviewer_b, version=answered.version, values={"age": 1.0}, rationales={})
+    editing.save_draft(answered, reviewer_b, version=answered.version, values={"age": 1.0}, rationales={})
     _age(answered, 100)
-    assert services.release_idle_drafts(24) == []
+    assert labeling_queue.release_idle_drafts(24) == []
     assert Labeling.objects.filter(pk__in=[recent.pk, answered.pk]).count() == 2
     assert not AuditEvent.objects.filter(action="labeling.release_idle").exists()
 

@@ -6,7 +6,7 @@ import threading
 import pytest
 from django.db import connection, connections
 
-from annotations import services
+from annotations.services import editing, labeling_queue
 from annotations.models import Adjudication, Annotator, Attribute, Image, Labeling
 from tests.conftest import make_user
 from tests.support.labeling import claim, form_data
@@ -21,7 +21,7 @@ def test_each_image_gets_k_human_labelings_and_never_twice_the_same_reviewer(set
     assert claim(a).image == first
     assert claim(b).image == first  # started images are finished first
     assert claim(c).image == second  # the first image's two slots are taken (drafts count)
-    assert services.claim_next(a).image == first  # a resumes their draft rather than taking another image
+    assert labeling_queue.claim_next(a).image == first  # a resumes their draft rather than taking another image
 
 
 def test_model_labelings_do_not_take_human_slots(settings, make_image, model_annotators):
@@ -43,9 +43,9 @@ def test_submitted_reviewer_gets_a_new_image_and_queue_ends(settings, client, ma
         seen.append(labeling.image.vispr_id)
         client.post(f"/labelings/{labeling.pk}/submit", form_data(labeling))
     assert seen == ["2017_00000001", "2017_00000002"]
-    assert services.claim_next(a) is None
-    assert services.progress(a).done_total == 2 and services.progress(a).done_today == 2
-    assert services.progress(a).left_in_queue == 0
+    assert labeling_queue.claim_next(a) is None
+    assert labeling_queue.progress(a).done_total == 2 and labeling_queue.progress(a).done_today == 2
+    assert labeling_queue.progress(a).left_in_queue == 0
 
 
 def test_skip_frees_the_slot_for_someone_else_but_not_for_the_skipper(settings, make_image):
@@ -53,9 +53,9 @@ def test_skip_frees_the_slot_for_someone_else_but_not_for_the_skipper(settings, 
     image = make_image("2017_00000001")
     a, b = make_user("ra", "reviewer"), make_user("rb", "reviewer")
     labeling = claim(a)
-    assert services.claim_next(b) is None
-    services.skip(labeling, a)
-    assert services.claim_next(a) is None
+    assert labeling_queue.claim_next(b) is None
+    editing.skip(labeling, a)
+    assert labeling_queue.claim_next(a) is None
     assert claim(b).image == image
 
 
@@ -68,9 +68,9 @@ def test_unsuitable_adjudicated_and_fileless_images_leave_the_queue(make_image, 
     make_image("2017_00000003", with_file=False)
     good = make_image("2017_00000004")
     a = make_user("ra", "reviewer")
-    assert services.progress(a).left_in_queue == 1
+    assert labeling_queue.progress(a).left_in_queue == 1
     assert claim(a).image == good
-    assert services.claim_next(make_user("rb", "reviewer")).image == good
+    assert labeling_queue.claim_next(make_user("rb", "reviewer")).image == good
 
 
 def test_a_draft_on_an_image_marked_unsuitable_is_not_resumed(settings, make_image):
@@ -89,7 +89,7 @@ def _claim_concurrently(users):
     def work(user):
         try:
             barrier.wait(timeout=30)
-            labeling = services.claim_next(user)
+            labeling = labeling_queue.claim_next(user)
             results[user.username] = labeling.image_id if labeling else None
         except Exception as exc:  # surfaced below with the thread's user
             errors.append(f"{user.username}: {exc!r}")

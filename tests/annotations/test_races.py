@@ -14,13 +14,13 @@ from django.urls import reverse
 
 from annotations.models import Adjudication, Labeling
 from core.models import AuditEvent
-from scoring import services as scoring_services
+from scoring.services import adjudication
 from scoring.models import ImageScore, ScoringProfile
-from scoring.services import recompute_scores
+from scoring.services.scores import recompute_scores
 from tests.conftest import make_user
 from tests.support.permission_cases.scoring import label_everything, make_images
 
-from annotations import services
+from annotations.services import labeling_queue
 
 # keep the migrated taxonomy and profile for later tests
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -52,7 +52,7 @@ def test_ten_parallel_claims_by_one_reviewer_give_one_draft(make_image):
     for i in range(12):
         make_image(f"2017_3000{i:04d}", color=(i, 3, 9))
     reviewer = make_user("ra", "reviewer")
-    results, errors = at_once(10, lambda i: services.claim_next(reviewer))
+    results, errors = at_once(10, lambda i: labeling_queue.claim_next(reviewer))
     assert not errors, errors
     drafts = Labeling.objects.filter(annotator__user=reviewer)
     assert drafts.count() == 1, f"{connection.vendor}: {drafts.count()} drafts for one reviewer"
@@ -112,19 +112,19 @@ def _skip_on_sqlite():
 def _try(fn):
     try:
         return fn()
-    except scoring_services.AdjudicationConflict as exc:
+    except adjudication.AdjudicationConflict as exc:
         return exc
 
 
 def test_two_first_adjudications_end_with_one_winner_and_a_clean_answer(disputed, both_read_before_either_writes):
     _skip_on_sqlite()
     users = [make_user("adj1", "adjudicator"), make_user("adj2", "adjudicator")]
-    attribute = scoring_services.active_attributes()["gov_ids"]
+    attribute = adjudication.active_attributes()["gov_ids"]
     values = [1.0, 0.5]
-    results, errors = at_once(2, lambda i: _try(lambda: scoring_services.adjudicate(users[i], disputed, attribute, values[i], f"by {i}")))
+    results, errors = at_once(2, lambda i: _try(lambda: adjudication.adjudicate(users[i], disputed, attribute, values[i], f"by {i}")))
     assert not errors, errors  # the old code: IntegrityError for the loser
     winners = [r for r in results if isinstance(r, Adjudication)]
-    losers = [r for r in results if isinstance(r, scoring_services.AdjudicationConflict)]
+    losers = [r for r in results if isinstance(r, adjudication.AdjudicationConflict)]
     assert len(winners) == 1 and len(losers) == 1, results
     stored = Adjudication.objects.get(image=disputed, attribute=attribute)
     assert (stored.value, stored.adjudicator_id) == (winners[0].value, winners[0].adjudicator_id)

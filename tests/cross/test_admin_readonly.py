@@ -11,7 +11,7 @@ from annotations.models import Adjudication, Image, Label, Labeling
 from core.models import AuditEvent
 from scoring import engine
 from scoring.models import ImageScore, ScoringProfile
-from scoring.services import recompute_scores
+from scoring.services.scores import recompute_scores
 from tests.support.permission_cases.scoring import label_everything, make_images
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""The REST API (/api/): roles, the labeling rules through the services, runs, metrics, agreement,
+"""The REST API (/api/): roles, images, runs, metrics, agreement (the labelings: test_api_labelings.py),
 strict input (every refusal leaves the data unchanged), the OpenAPI schema and the Swagger UI."""
 from __future__ import annotations
 
@@ -11,47 +11,18 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from annotations import taxonomy
-from annotations.models import Adjudication, Annotator, Label, Labeling
+from annotations.models import Annotator, Labeling
 from inference import dispatching
 from inference.models import Run
-from scoring import services as scoring_services
+from scoring.services import agreement, run_metrics, scores
 from scoring.models import ImageScore, ScoringProfile
 from tests.conftest import make_user
 from tests.fakes.fixtures import *  # noqa: F401,F403
+from tests.support.labeling import all_answers
 from tests.support.permission_cases import PERSONAS
 from tests.support.permission_cases import api as api_cases
 from tests.support.permission_cases.scoring import add_results, label_everything, make_images, make_run
 
-
-
-def all_answers(value=0) -> dict:
-    return {k: value for k in taxonomy.active().keys}
-
-
-@pytest.fixture
-def api():
-    """api(user) -> an APIClient sending that user's token (None: anonymous)."""
-
-    def make(user):
-        client = APIClient()
-        if user is not None:
-            token, _ = Token.objects.get_or_create(user=user)
-            client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
-        return client
-
-    return make
-
-
-@pytest.fixture
-def queue_images(make_image):
-    return [make_image(f"2017_api{i:03d}", color=(i, 40, 90)) for i in range(3)]
-
-
-def snapshot(labeling) -> tuple:
-    labeling.refresh_from_db()
-    return (labeling.version, labeling.status, labeling.draft_values, labeling.draft_rationales, labeling.note, labeling.flag,
-            Label.objects.filter(image_id=labeling.image_id).count())
 
 
 # --- the permission matrix, through the real URL names ----------------------------------------------------
@@ -111,7 +82,7 @@ def scored(make_image, reviewer_a, reviewer_b, model_annotators, set_labels):
     for annotator in (gpt, gemini):
         set_labels(images[0], annotator, {"gov_ids": 1.0})
         set_labels(images[1], annotator)
-    scoring_services.recompute_scores(profile)
+    scores.recompute_scores(profile)
     return images
 
 
@@ -178,161 +149,6 @@ def test_image_detail_is_blind_until_the_reviewer_submits(api, reviewer_a, revie
     labels = client.get(f"/api/images/{image.pk}/").json()["labels"]
     assert {r["annotator"] for r in labels} == {"you", "reviewer #1"} and len(labels) == 44
     assert client.get(f"/api/images/{image.pk}/?x=1").status_code == 400
-
-
-# --- labelings ------------------------------------------------------------------------------------------
-
-
-def test_claim_draft_submit_through_the_services(api, reviewer_a, queue_images):
-    client = api(reviewer_a)
-    first = client.post("/api/labelings/", format="json")
-    assert first.status_code == 201
-    labeling = first.json()
-    assert labeling["status"] == "draft" and labeling["version"] == 1 and len(labeling["rows"]) == 22
-    again = client.post("/api/labelings/", {}, format="json")
-    assert again.status_code == 200 and again.json()["id"] == labeling["id"]  # the open draft comes back
-    url = f"/api/labelings/{labeling['id']}/"
-    saved = client.put(url, {"version": 1, "values": {"gov_ids": 1, "age": 0.5}, "rationales": {"gov_ids": " a passport "},
-                             "note": "n", "flag": ""}, format="json")
-    assert saved.status_code == 200
-    assert saved.json()["version"] == 2 and saved.json()["values"] == {"gov_ids": 1.0, "age": 0.5}
-    assert saved.json()["rationales"] == {"gov_ids": "a passport"}
-    assert client.get(url).json()["version"] == 2
-    submitted = client.post(url + "submit/", {"version": 2, "values": all_answers(1)}, format="json")
-    assert submitted.status_code == 200 and submitted.json()["status"] == "submitted"
-    assert Label.objects.filter(image_id=labeling["image"], annotator__user=reviewer_a).count() == 22
-    assert [r["id"] for r in client.get("/api/labelings/", {"status": "submitted"}).json()["results"]] == [labeling["id"]]
-
-
-def test_claim_answers_204_when_nothing_is_left(api, reviewer_a):
-    assert api(reviewer_a).post("/api/labelings/").status_code == 204
-
-
-def test_stale_version_is_409_and_changes_nothing(api, reviewer_a, queue_images):
-    client = api(reviewer_a)
-    labeling_id = client.post("/api/labelings/").json()["id"]
-    url = f"/api/labelings/{labeling_id}/"
-    assert client.put(url, {"version": 1, "values": {"age": 1}}, format="json").status_code == 200
-    labeling = Labeling.objects.get(pk=labeling_id)
-    before = snapshot(labeling)
-    for method, path in (("put", url), ("post", url + "submit/")):
-        response = getattr(client, method)(path, {"version": 1, "values": all_answers(0)}, format="json")
-        assert response.status_code == 409
-        assert "Stale version" in response.json()["detail"] and response.json()["current_version"] == 2
-    assert snapshot(labeling) == before
-
-
-def test_submit_with_missing_answers_lists_them(api, reviewer_a, queue_images):
-    client = api(reviewer_a)
-    labeling_id = client.post("/api/labelings/").json()["id"]
-    values = all_answers(0)
-    del values["gov_ids"], values["age"]
-    labeling = Labeling.objects.get(pk=labeling_id)
-    before = snapshot(labeling)
-    response = client.post(f"/api/labelings/{labeling_id}/submit/", {"version": 1, "values": values}, format="json")
-    assert response.status_code == 400 and sorted(response.json()["missing"]) == ["age", "gov_ids"]
-    assert snapshot(labeling) == before
-
-
-def test_adjudicated_image_is_locked_423(api, reviewer_a, adjudicator, queue_images):
-    client = api(reviewer_a)
-    labeling_id = client.post("/api/labelings/").json()["id"]
-    labeling = Labeling.objects.get(pk=labeling_id)
-    Adjudication.objects.create(image_id=labeling.image_id, attribute_id=taxonomy.attribute_ids()["age"], value=1.0, adjudicator=adjudicator)
-    before = snapshot(labeling)
-    response = client.put(f"/api/labelings/{labeling_id}/", {"version": 1, "values": {"age": 1}}, format="json")
-    assert response.status_code == 423 and "adjudicator" in response.json()["detail"]
-    assert client.post(f"/api/labelings/{labeling_id}/submit/", {"version": 1, "values": all_answers()}, format="json").status_code == 423
-    assert client.get(f"/api/labelings/{labeling_id}/").json()["locked"] is True
-    assert snapshot(labeling) == before
-
-
-def test_skip_then_the_labeling_cannot_change(api, reviewer_a, queue_images):
-    client = api(reviewer_a)
-    labeling_id = client.post("/api/labelings/").json()["id"]
-    assert client.post(f"/api/labelings/{labeling_id}/skip/", {"x": 1}, format="json").status_code == 400
-    skipped = client.post(f"/api/labelings/{labeling_id}/skip/")
-    assert skipped.status_code == 200 and skipped.json()["status"] == "skipped"
-    response = client.put(f"/api/labelings/{labeling_id}/", {"version": 2, "values": {}}, format="json")
-    assert response.status_code == 400 and "skipped" in response.json()["detail"]
-
-
-def test_another_reviewers_labeling_is_404(api, reviewer_a, reviewer_b, adjudicator, queue_images):
-    labeling_id = api(reviewer_a).post("/api/labelings/").json()["id"]
-    labeling = Labeling.objects.get(pk=labeling_id)
-    before = snapshot(labeling)
-    for user in (reviewer_b, adjudicator):
-        client = api(user)
-        assert client.get(f"/api/labelings/{labeling_id}/").status_code == 404
-        assert client.put(f"/api/labelings/{labeling_id}/", {"version": 1, "values": {"age": 1}}, format="json").status_code == 404
-        assert client.post(f"/api/labelings/{labeling_id}/submit/", {"version": 1, "values": all_answers()}, format="json").status_code == 404
-        assert client.post(f"/api/labelings/{labeling_id}/skip/").status_code == 404
-        assert labeling_id not in [r["id"] for r in client.get("/api/labelings/").json()["results"]]
-    assert snapshot(labeling) == before
-
-
-BAD_BODIES = [
-    ({"values": {"age": 1}}, "version"),
-    ({"version": "1"}, "valid integer"),
-    ({"version": True}, "valid integer"),
-    ({"version": 1.5}, "valid integer"),
-    ({"version": 0}, "greater than or equal to 1"),
-    ({"version": 10**30}, "less than or equal to"),
-    ({"version": 1, "values": {"age": 2}}, "0 (no), 0.5 (unsure) or 1 (yes)"),
-    ({"version": 1, "values": {"age": "1"}}, "0 (no), 0.5 (unsure) or 1 (yes)"),
-    ({"version": 1, "values": {"age": True}}, "0 (no), 0.5 (unsure) or 1 (yes)"),
-    ({"version": 1, "values": {"age": None}}, "null"),
-    ({"version": 1, "values": [1, 0]}, "dictionary"),
-    ({"version": 1, "values": {"not_a_key": 1}}, "Unknown attribute(s): not_a_key"),
-    ({"version": 1, "rationales": {"not_a_key": "x"}}, "Unknown attribute(s): not_a_key"),
-    ({"version": 1, "rationales": {"age": 5}}, "string"),
-    ({"version": 1, "note": 5}, "string"),
-    ({"version": 1, "note": "x" * 5001}, "no more than 5000"),
-    ({"version": 1, "rationales": {"age": "x" * 2001}}, "no more than 2000"),
-    ({"version": 1, "flag": "burnt"}, "not a valid choice"),
-    ({"version": 1, "colour": "red"}, "Unknown field(s): colour"),
-    ([1, 2], "Expected a dictionary"),
-]
-
-
-@pytest.mark.parametrize("path", ["", "submit/"])
-@pytest.mark.parametrize("body, message", BAD_BODIES)
-def test_labeling_writes_refuse_bad_json(api, reviewer_a, queue_images, path, body, message):
-    client = api(reviewer_a)
-    labeling = Labeling.objects.get(pk=client.post("/api/labelings/").json()["id"])
-    before = snapshot(labeling)
-    method = client.put if path == "" else client.post
-    response = method(f"/api/labelings/{labeling.pk}/{path}", body, format="json")
-    assert response.status_code == 400 and message in json.dumps(response.json()), response.json()
-    assert snapshot(labeling) == before
-
-
-RAW_BODIES = [
-    (b'{"version": 1, "values": {"age": 1}', "application/json", 400, "not valid JSON"),
-    (b'{"version": 1, "note": "\xff\xfe"}', "application/json", 400, "not valid UTF-8"),
-    (b'{"version": 1, "values": {"age": NaN}}', "application/json", 400, "not valid JSON"),
-    (b'{"version": 1, "note": "' + b"x" * 300_000 + b'"}', "application/json", 400, "larger than"),
-    (b"[" * 150_000 + b"]" * 150_000, "application/json", 400, "larger than"),
-    (b"[" * 50_000 + b"]" * 50_000, "application/json", 400, "not valid JSON"),
-    (b"1" * 5000, "application/json", 400, "not valid JSON"),
-    (b"version=1&value-age=1", "application/x-www-form-urlencoded", 415, "Unsupported media type"),
-]
-
-
-@pytest.mark.parametrize("raw, content_type, status, message", RAW_BODIES)
-def test_labeling_writes_refuse_broken_bodies(api, reviewer_a, queue_images, raw, content_type, status, message):
-    client = api(reviewer_a)
-    labeling = Labeling.objects.get(pk=client.post("/api/labelings/").json()["id"])
-    before = snapshot(labeling)
-    response = client.generic("PUT", f"/api/labelings/{labeling.pk}/", raw, content_type=content_type)
-    assert response.status_code == status and message in response.json()["detail"], response.json()
-    assert snapshot(labeling) == before
-
-
-def test_claim_refuses_a_body_with_keys(api, reviewer_a, queue_images):
-    response = api(reviewer_a).post("/api/labelings/", {"image": 1}, format="json")
-    assert response.status_code == 400 and "Unknown field(s): image" in json.dumps(response.json())
-    assert not Labeling.objects.exists()
 
 
 # --- runs ---------------------------------------------------------------------------------------------
@@ -420,7 +236,7 @@ def test_metrics_match_the_pages(api, adjudicator, admin_user):
     run = make_run()
     add_results(run, [(image, "ok", min(1.0, image.published_score + 0.05)) for image in images])
     profile = ScoringProfile.active()
-    want = scoring_services.run_metrics([run], profile)[run.pk]
+    want = run_metrics.run_metrics([run], profile)[run.pk]
     for user in (adjudicator, admin_user):
         body = api(user).get(f"/api/metrics/{run.pk}/").json()
         assert body["run"]["id"] == run.pk and body["profile"] == profile.label
@@ -447,7 +263,7 @@ def test_agreement_matches_the_page(api, adjudicator, reviewer_a, model_annotato
     label_everything(images, gpt, lambda i, k: 1.0 if k == "gov_ids" else 0.0)
     label_everything(images, gemini, lambda i, k: 1.0 if (k == "gov_ids" and i % 2) else 0.0)
     body = api(adjudicator).get("/api/agreement/", {"split": "test"}).json()
-    assert body["split"] == "test" and body["report"] == json.loads(json.dumps(scoring_services.agreement_study("test")))
+    assert body["split"] == "test" and body["report"] == json.loads(json.dumps(agreement.agreement_study("test")))
     assert len(body["report"]["annotators"]) == 2
     assert api(adjudicator).get("/api/agreement/", {"split": "bogus"}).status_code == 400
     assert api(adjudicator).get("/api/agreement/", {"format": "csv"}).status_code in (400, 404)

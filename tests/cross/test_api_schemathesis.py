@@ -30,7 +30,7 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from annotations.models import Annotator, Labeling
 from inference import dispatching, launching
-from scoring import services as scoring_services
+from scoring.services import scores
 from scoring.models import ScoringProfile
 from tests.support.permission_cases.scoring import add_results, make_run
 
@@ -114,7 +114,7 @@ def world(admin_user, reviewer_a, reviewer_b, adjudicator, make_image, set_label
     for annotator in (gpt, gemini):
         for i, image in enumerate(images[:3]):
             set_labels(image, annotator, {"gov_ids": float(i == 0), "age": 1.0})
-    scoring_services.recompute_scores(profile)
+    scores.recompute_scores(profile)
     labeling = Labeling.objects.create(image=images[3], annotator=Annotator.for_user(reviewer_a))
     judge = make_run()
     add_results(judge, [(image, "ok", 0.2 + 0.1 * i) for i, image in enumerate(images)])

@@ -6,7 +6,7 @@ import pytest
 
 from annotations.models import Adjudication
 from scoring.models import ScoringProfile
-from scoring.services import recompute_scores
+from scoring.services.scores import recompute_scores
 from tests.conftest import make_user
 from tests.support.permission_cases.scoring import label_everything, make_images
 

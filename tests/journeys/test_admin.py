@@ -51,7 +51,7 @@ def _wait_status(page, status: str, timeout: float = 90):
 
 def test_admin_journey(journey, fake_openai, make_image, model_annotators, set_labels):
     from scoring.models import ScoringProfile
-    from scoring.services import recompute_scores
+    from scoring.services.scores import recompute_scores
 
     images = [make_image(f"2017_0000200{i}", color=(30 * i, 120, 60)) for i in range(6)]
     for image in images:  # a consensus to score the runs against and to export

@@ -13,7 +13,8 @@ import pytest
 # Playwright's sync API runs an event loop in this thread; the ORM calls in these tests are synchronous.
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
-from annotations import services, taxonomy  # noqa: E402
+from annotations import taxonomy  # noqa: E402
+from annotations.services import labeling_queue  # noqa: E402
 from annotations.models import Label, Labeling  # noqa: E402
 from tests.conftest import make_user  # noqa: E402
 from tests.support.browser import ARTIFACTS, log_in  # noqa: E402
@@ -91,7 +92,7 @@ def test_label_everything_with_the_keyboard(browser, live_server, make_image):
 def test_two_tabs_conflict(browser, live_server, make_image):
     make_image("2017_00000043")
     user = make_user("twotabs", "reviewer")
-    labeling = services.claim_next(user)
+    labeling = labeling_queue.claim_next(user)
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     first = context.new_page()
     log_in(first, live_server.url, "twotabs")

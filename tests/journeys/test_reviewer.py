@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from annotations import services, taxonomy
+from annotations import taxonomy
+from annotations.services import editing, labeling_queue
 from annotations.models import Label, Labeling
 from tests.conftest import make_user
 
@@ -26,9 +27,9 @@ def test_reviewer_journey(journey, make_image, settings):
     images = [make_image(f"2017_0000100{i}", color=(40 * i, 90, 200 - 30 * i)) for i in range(1, 7)]
     make_user("rita", "reviewer")
     bob = make_user("bob", "reviewer")
-    first = services.claim_next(bob)  # bob labels image 1 first: rita will see his labels only after her own submit
+    first = labeling_queue.claim_next(bob)  # bob labels image 1 first: rita will see his labels only after her own submit
     values = {k: 1.0 for k in taxonomy.active().keys}
-    services.submit(first, bob, version=first.version, values=values, rationales={})
+    editing.submit(first, bob, version=first.version, values=values, rationales={})
 
     page = journey.page_for("rita")
     journey.visit(page, "/", "reviewer-home")

@@ -11,7 +11,7 @@ import zipfile
 import pytest
 
 from scoring.models import ExportJob, ScoringProfile
-from scoring.services import recompute_scores
+from scoring.services.scores import recompute_scores
 from tests.conftest import make_user
 from tests.support.browser import ARTIFACTS, log_in
 from tests.support.workers import celery_worker, purge_broker

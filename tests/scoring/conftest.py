@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from scoring.models import ScoringProfile
-from scoring.services import recompute_scores
+from scoring.services.scores import recompute_scores
 
 # vispr id -> consensus attributes (both model annotators say 1)
 SFT_TRAIN = {"2017_101": {"biometrics": 1, "age": 1}, "2017_102": {"full_legal_name": 1}, "2017_103": {},

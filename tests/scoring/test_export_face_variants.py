@@ -14,7 +14,7 @@ from annotations.models import Annotator
 from scoring import cprt_bench, exports
 from scoring.forms import ExportJobForm
 from scoring.models import ExportJob, ScoringProfile
-from scoring.services import recompute_scores
+from scoring.services.scores import recompute_scores
 from tests.support import faces as photos
 from tests.support.dispatch import record_sends
 

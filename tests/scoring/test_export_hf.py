@@ -14,7 +14,7 @@ from annotations.models import Annotator, Labeling
 from core.models import AuditEvent
 from scoring import cprt_bench, engine
 from scoring.models import ScoringProfile
-from scoring.services import recompute_scores
+from scoring.services.scores import recompute_scores
 from tests.conftest import make_user
 from tests.support.bench_rows import TRUE_BOUNDS, make_rows, write_jsonl
 

@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from scoring.models import ScoringProfile
-from scoring.services import recompute_scores
+from scoring.services.scores import recompute_scores
 from tests.support.permission_cases.scoring import label_everything, make_images
 
 pytestmark = pytest.mark.django_db

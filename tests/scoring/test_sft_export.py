@@ -19,7 +19,7 @@ from inference.providers.base import ProviderReply
 from inference.schemas import JudgeAnswer, Stage1Answer, Stage2Answer
 from scoring.models import ImageScore
 from scoring.sft import export, images as sft_images, writers
-from scoring.sft.pairs import stated_level
+from tests.support.reference import stated_level
 from tests.conftest import png_bytes
 from tests.scoring.conftest import SFT_TEST, SFT_TRAIN
 from tests.scoring.openai_chat_finetune import ChatFineTuningLine
@@ -294,7 +294,7 @@ def test_a_scored_image_without_stored_bytes_is_listed_when_images_are_included(
     bare = make_image("2017_106", split="train", with_file=False)
     for annotator in model_annotators:
         set_labels(bare, annotator, {"nudity": 1})
-    from scoring.services import recompute_scores
+    from scoring.services.scores import recompute_scores
 
     recompute_scores(sft_world)
     summary = export.export_sft(tmp_path / "out", "hf", profile=sft_world, include_images=True)

@@ -127,7 +127,7 @@ def test_a_leaking_selection_fails_the_job_with_the_images_named_and_no_file(sft
 def test_an_sft_export_launched_from_the_page_is_built_by_a_real_worker(client, admin_user, make_image, set_labels, model_annotators,
                                                                         settings, monkeypatch, tmp_path):
     from scoring.models import ScoringProfile
-    from scoring.services import recompute_scores
+    from scoring.services.scores import recompute_scores
 
     root = tmp_path / "exports"
     monkeypatch.setenv("CPRT_EXPORT_ROOT", str(root))  # the worker process reads it from its environment

@@ -13,7 +13,8 @@ from inference.providers.base import ProviderReply
 from inference.schemas import JudgeAnswer
 from scoring import engine
 from scoring.sft.hygiene import ImageRef, LeakError, check_disjoint, find_leaks
-from scoring.sft.pairs import GroundTruth, judge_instruction, judge_pair, rationale, stated_level
+from scoring.sft.pairs import GroundTruth, judge_instruction, judge_pair, rationale
+from tests.support.reference import stated_level
 
 TAX = taxonomy.from_file()
 

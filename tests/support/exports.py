@@ -1,9 +1,14 @@
 """The export tests' world: images, model and human annotators, a judge run, a provisional profile."""
 from __future__ import annotations
 
+import zipfile
+from pathlib import Path
+
+import datasets
+
 from annotations.models import Annotator, Labeling
 from scoring.models import ExportJob, ScoringProfile
-from scoring.services import recompute_scores
+from scoring.services.scores import recompute_scores
 from tests.conftest import make_user
 from tests.support.permission_cases.scoring import add_results, make_run
 
@@ -40,3 +45,23 @@ def build_world(make_image, set_labels) -> dict:
 def make_job(world, **fields) -> ExportJob:
     defaults = {"splits": ["train", "test"], "profile": world["profile"], "include_annotations": True, "include_images": True}
     return ExportJob.objects.create(**(defaults | fields))
+
+
+HF_TOKEN = "hf_FAKEhubTOKEN0123456789abcdef"  # the fake Hub's token in the export tests
+
+
+def unzip(job: ExportJob, root: Path, into: Path) -> Path:
+    """Extract a zip export under `into`; every member lies in the job's own folder."""
+    with zipfile.ZipFile(root / job.zip_path) as archive:
+        names = archive.namelist()
+        archive.extractall(into)
+    assert all(n.startswith(f"cprt-bench-export-{job.pk}/") for n in names)
+    return into / f"cprt-bench-export-{job.pk}"
+
+
+def load(folder: Path, config: str, cache: Path):
+    return datasets.load_dataset(str(folder), config, cache_dir=str(cache))
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}

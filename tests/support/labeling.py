@@ -1,8 +1,14 @@
 """Helpers shared by the labeling tests: complete form data and a claimed labeling."""
 from __future__ import annotations
 
-from annotations import services, taxonomy
+from annotations import taxonomy
+from annotations.services import labeling_queue
 from annotations.models import Label
+
+
+def all_answers(value=0) -> dict:
+    """{key: value} for every attribute of the active taxonomy (an API body's answers)."""
+    return {k: value for k in taxonomy.active().keys}
 
 
 def answers(default: str = "0", **overrides) -> dict:
@@ -17,7 +23,7 @@ def form_data(labeling, default: str = "0", version: int | None = None, **overri
 
 
 def claim(user):
-    labeling = services.claim_next(user)
+    labeling = labeling_queue.claim_next(user)
     assert labeling is not None, "expected an image in the queue"
     return labeling
 

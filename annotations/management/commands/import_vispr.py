@@ -1,167 +1,14 @@
 """Register the images of a VISPR-style folder (`2017_10000580.jpg` -> id `2017_10000580`).
 
-Every file goes through annotations.images.clean_image (byte and pixel limits, full decode,
-metadata stripped). All files are checked first; then the accepted ones are stored in one
-transaction.
-
-Two kinds of files are not imported:
-- refused: a file named like an image whose bytes are not an acceptable one (empty, truncated, not
-  a JPEG or PNG, over the byte or pixel limit, unreadable). One such file refuses the whole folder:
-  nothing is written, and every refused file is listed with the reason (fix or remove them, run again);
-- skipped: files that are not candidates (other names, folders, links, FIFOs and other non-regular files), ids already imported or
-  registered in another split, a second file for the same id or with the same content. They are
-  listed with the reason; the rest is imported, so running the command again is harmless.
+The import itself is `annotations.services.vispr.import_folder` (what is checked, refused and skipped is
+described there); this command prints what it did, and a refused folder becomes a CommandError.
 """
 from __future__ import annotations
 
-import os
-import stat
-import tempfile
-from dataclasses import dataclass
-from pathlib import Path
-
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
-from django.db import transaction
 
-from annotations.images import CleanImage, ImageRejected, attach, clean_image, storage_name
-from annotations.models import ID_PATTERN, Image
-from core.audit import audit
-
-IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png"}
-
-
-@dataclass
-class Accepted:
-    vispr_id: str
-    file_name: str
-    clean_path: Path  # cleaned bytes, parked in a temporary folder until the write pass
-    extension: str
-    width: int
-    height: int
-    sha256: str
-    existing_pk: int | None  # an Image record without a file (e.g. created by import_cprt)
-
-
-def as_text(name: str) -> str:
-    """A file name or path as text: bytes that are not UTF-8 (possible on Linux) shown as \\xNN escapes."""
-    return os.fsencode(name).decode("utf-8", "backslashreplace")
-
-
-def check_folder(folder: Path, split: str, parking: Path) -> tuple[list[Accepted], list[tuple[str, str]], list[tuple[str, str]]]:
-    """Validate every file of `folder`; returns (accepted, [(file name, reason skipped)], [(file name, reason refused)])."""
-    accepted: list[Accepted] = []
-    skipped: list[tuple[str, str]] = []
-    refused: list[tuple[str, str]] = []
-    known = {vid: (pk, s, bool(f)) for vid, pk, s, f in Image.objects.values_list("vispr_id", "id", "split", "file")}
-    seen_ids: dict[str, str] = {}
-    seen_hashes: dict[str, str] = {}
-    for path in sorted(folder.iterdir()):
-        name = as_text(path.name)
-        if path.is_symlink():
-            skipped.append((name, "a symbolic link (not followed)"))
-            continue
-        if path.is_dir():
-            skipped.append((name, "a folder (only the top level is imported)"))
-            continue
-        if not stat.S_ISREG(path.lstat().st_mode):
-            # A FIFO, socket or device named x.jpg: reading it could block forever or never end.
-            skipped.append((name, "not a regular file (a FIFO, socket or device)"))
-            continue
-        if path.suffix.lower() not in IMAGE_SUFFIXES:
-            skipped.append((name, "not an image file name (.jpg, .jpeg or .png expected)"))
-            continue
-        vispr_id = path.stem
-        if not ID_PATTERN.match(vispr_id):
-            skipped.append((name, "file name is not a VISPR id (letters, digits, '_', '.', '-')"))
-            continue
-        if vispr_id in seen_ids:
-            skipped.append((name, f"duplicate id {vispr_id} (also {seen_ids[vispr_id]})"))
-            continue
-        seen_ids[vispr_id] = name
-        existing = known.get(vispr_id)
-        if existing is not None:
-            pk, existing_split, has_file = existing
-            if has_file:
-                skipped.append((name, f"already imported as {vispr_id}"))
-                continue
-            if existing_split != split:
-                skipped.append((name, f"{vispr_id} is registered in split {existing_split}, not {split}"))
-                continue
-        try:
-            raw = read_regular_file(path)
-            if raw is None:
-                skipped.append((name, "not a regular file (a FIFO, socket or device)"))
-                continue
-            if isinstance(raw, int):
-                # Refused before reading: an oversized file never reaches memory.
-                refused.append((name, f"file is {raw:,} bytes, over the {settings.CPRT_MAX_IMAGE_BYTES:,}-byte limit"))
-                continue
-            clean = clean_image(raw)
-        except ImageRejected as exc:
-            refused.append((name, str(exc)))
-            continue
-        except OSError as exc:
-            refused.append((name, f"unreadable: {exc.strerror or exc}"))
-            continue
-        same = seen_hashes.get(clean.sha256) or _stored_with_hash(clean.sha256)
-        if same:
-            skipped.append((name, f"same content as {same}"))
-            continue
-        seen_hashes[clean.sha256] = name
-        parked = parking / f"{clean.sha256}.{clean.extension}"
-        parked.write_bytes(clean.data)
-        accepted.append(
-            Accepted(vispr_id, name, parked, clean.extension, clean.width, clean.height, clean.sha256, existing[0] if existing else None)
-        )
-    return accepted, skipped, refused
-
-
-def read_regular_file(path: Path) -> bytes | int | None:
-    """The bytes of `path`; its size instead when over the byte limit; None when it is not a regular
-    file by the time it is opened (non-blocking and without following links, so a FIFO swapped in
-    after the first check cannot hang the import)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as fh:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        if info.st_size > settings.CPRT_MAX_IMAGE_BYTES:
-            return info.st_size
-        return fh.read()
-
-
-def _stored_with_hash(sha256: str) -> str | None:
-    return Image.objects.filter(sha256=sha256).values_list("vispr_id", flat=True).first()
-
-
-def store(accepted: list[Accepted], split: str, source: str, audit_data: dict) -> tuple[int, int]:
-    """Write accepted images and the audit event in one transaction; on failure, remove the files this call created."""
-    created_files: list[str] = []
-    added = attached = 0
-    storage = Image._meta.get_field("file").storage
-    try:
-        with transaction.atomic():
-            for item in accepted:
-                clean = CleanImage(item.clean_path.read_bytes(), item.extension, item.width, item.height, item.sha256)
-                if not storage.exists(storage_name(clean)):
-                    created_files.append(storage_name(clean))
-                if item.existing_pk is not None:
-                    image = Image.objects.select_for_update().get(pk=item.existing_pk)
-                    attach(image, clean)
-                    image.save(update_fields=["file", "width", "height", "sha256"])
-                    attached += 1
-                else:
-                    image = Image(vispr_id=item.vispr_id, split=split, source=source)
-                    attach(image, clean)
-                    image.save()
-                    added += 1
-            audit(None, "import_vispr", None, split=split, added=added, attached=attached, **audit_data)
-    except BaseException:
-        for name in created_files:
-            storage.delete(name)
-        raise
-    return added, attached
+from annotations.models import Image
+from annotations.services.vispr import FolderRefused, import_folder
 
 
 class Command(BaseCommand):
@@ -176,23 +23,10 @@ class Command(BaseCommand):
         parser.add_argument("--split", required=True, choices=[value for value, _ in Image.SPLITS])
 
     def handle(self, *args, folder, split, **options):
-        root = Path(folder)
-        if not root.is_dir():
-            raise CommandError(f"{as_text(folder)} is not a folder.")
-        with tempfile.TemporaryDirectory(prefix="import-vispr-") as parking:
-            accepted, skipped, refused = check_folder(root, split, Path(parking))
-            if refused:
-                listed = "\n".join(f"  {name}: {reason}" for name, reason in refused)
-                raise CommandError(
-                    f"{as_text(str(root))}: refused, nothing was written: {len(refused)} file(s) cannot be imported as images "
-                    f"(fix or remove them and run again):\n{listed}"
-                )
-            audit_data = {
-                "folder": as_text(str(root.resolve())),
-                "skipped": len(skipped),
-                "skipped_files": [{"file": name, "reason": reason} for name, reason in skipped[:500]],
-            }
-            added, attached = store(accepted, split, f"import_vispr {as_text(root.name)}", audit_data)
-        self.stdout.write(f"Images added: {added}; attached to existing records: {attached}; files skipped: {len(skipped)}.")
-        for name, reason in skipped:
+        try:
+            done = import_folder(folder, split)
+        except FolderRefused as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(f"Images added: {done.added}; attached to existing records: {done.attached}; files skipped: {len(done.skipped)}.")
+        for name, reason in done.skipped:
             self.stdout.write(f"  skipped {name}: {reason}")

@@ -1,0 +1,45 @@
+"""Agreement between annotators (the agreement page, cached) and an annotate run's model vs ground truth."""
+from __future__ import annotations
+
+import numpy as np
+
+from inference.models import Run
+
+from .. import agreement as agreement_lib
+from .. import queries
+from .cache import cached, jsonable
+
+# Agreement
+
+
+def agreement_study(split: str = "") -> dict:
+    fingerprint = queries.label_fingerprint(split)
+
+    def compute():
+        return agreement_lib.agreement_report(queries.load_labels(split=split))
+
+    return cached(f"agreement:{split or 'all'}", fingerprint, compute)
+
+
+def annotate_run_agreement(run: Run) -> dict:
+    """For an annotate run: its model annotator vs each imported ground truth and vs the human
+    majority, per attribute, over the run's images."""
+    if run.annotator_id is None:
+        return {"annotator": None, "comparisons": []}
+    image_ids = list(run.image_ids or [])
+    data = queries.load_labels(image_ids=image_ids)
+    if run.annotator_id not in data.annotator_ids:
+        return {"annotator": run.annotator.name, "comparisons": []}
+    values = np.asarray(data.values)
+    binary = agreement_lib.binarise_array(values)
+    attr_levels = np.asarray(data.attr_levels)
+    me = data.annotator_ids.index(run.annotator_id)
+    comparisons = []
+    for i, kind in enumerate(data.kinds):
+        if kind == agreement_lib.GROUND_TRUTH and i != me:
+            comparisons.append({"against": data.names[i], **agreement_lib.breakdown(binary[me], binary[i], None, None, attr_levels, data.keys)})
+    is_human = [k == agreement_lib.HUMAN for k in data.kinds]
+    if any(is_human):
+        majority = agreement_lib.human_majority(values, is_human)
+        comparisons.append({"against": agreement_lib.MAJORITY, **agreement_lib.breakdown(binary[me], majority, None, None, attr_levels, data.keys)})
+    return jsonable({"annotator": data.names[me], "comparisons": comparisons})
