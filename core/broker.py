@@ -24,7 +24,7 @@ def is_filesystem() -> bool:
 
 
 def queue_folder() -> Path:
-    return Path(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"])
+    return Path(str(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"]))
 
 
 def redis_client(timeout: float):

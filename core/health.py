@@ -11,6 +11,7 @@ else 503; the JSON names each check with "ok" or "error" and a message.
 """
 from __future__ import annotations
 
+import functools
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -82,7 +83,7 @@ def checks() -> tuple[dict, dict]:
     threaded = {"broker": check_broker, "storage": check_storage}
     in_request = {"database": check_database}
     for queue in settings.CPRT_READY_QUEUES:
-        in_request[f"worker:{queue}"] = lambda queue=queue: check_worker(queue)
+        in_request[f"worker:{queue}"] = functools.partial(check_worker, queue)
     in_request["beat"] = check_beat
     return threaded, in_request
 

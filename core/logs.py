@@ -81,7 +81,8 @@ class TextFormatter(logging.Formatter):
     """`2026-11-25T15:20:01.123Z INFO inference.execution [req=... job=... task=...] message`."""
 
     def format(self, record: logging.LogRecord) -> str:
-        context = " ".join(f"{name}={getattr(record, field, None) or '-'}" for name, field in (("req", "request_id"), ("job", "job_id"), ("task", "task")))
+        fields = (("req", "request_id"), ("job", "job_id"), ("task", "task"))
+        context = " ".join(f"{name}={getattr(record, field, None) or '-'}" for name, field in fields)
         line = f"{_timestamp(record)} {record.levelname} {record.name} [{context}] {record.getMessage()}"
         extra = self._exception_text(record)
         return f"{line}\n{extra}" if extra else line

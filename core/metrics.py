@@ -32,8 +32,10 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from . import broker
 
 
-PROVIDER_CALLS = Counter("cprt_provider_calls", "Requests sent to a model provider, by outcome (ok, error, refused, invalid ...).", ["provider", "outcome"])
-PROVIDER_ERRORS = Counter("cprt_provider_errors", "Provider requests that failed, by kind of error (timeout, rate_limit, server, client ...).", ["provider", "kind"])
+PROVIDER_CALLS = Counter(
+    "cprt_provider_calls", "Requests sent to a model provider, by outcome (ok, error, refused, invalid ...).", ["provider", "outcome"])
+PROVIDER_ERRORS = Counter(
+    "cprt_provider_errors", "Provider requests that failed, by kind of error (timeout, rate_limit, server, client ...).", ["provider", "kind"])
 PROVIDER_RETRIES = Counter("cprt_provider_retries", "Provider requests sent again after a retryable failure.", ["provider"])
 LABELING_SAVES = Counter("cprt_labeling_saves", "Labelings saved by reviewers, by action (draft, submit ...).", ["action"])
 
@@ -120,5 +122,6 @@ def metrics_view(request):
     if not settings.CPRT_METRICS_TOKEN and not settings.CPRT_METRICS_ALLOW:
         raise Http404("metrics are not configured")
     if not (_token_matches(request) or _client_allowed(request)):
-        return HttpResponseForbidden("a bearer token (CPRT_METRICS_TOKEN) or an allowed address (CPRT_METRICS_ALLOW) is needed\n", content_type="text/plain")
+        return HttpResponseForbidden(
+            "a bearer token (CPRT_METRICS_TOKEN) or an allowed address (CPRT_METRICS_ALLOW) is needed\n", content_type="text/plain")
     return HttpResponse(exposition(), content_type=CONTENT_TYPE_LATEST)

@@ -1,10 +1,12 @@
 """Keep configured secrets out of everything the app writes or shows.
 
 `scrub()` replaces every configured secret (API keys, tokens, SECRET_KEY, the password of any URL in
-the settings, every value the settings read with `secret()`, also from a `NAME_FILE` file) and anything that looks like a bearer credential or a URL password with `[redacted]`,
+the settings, every value the settings read with `secret()`, also from a `NAME_FILE` file) and
+anything that looks like a bearer credential or a URL password with `[redacted]`,
 in strings and in JSON-like values. It is applied where text leaves the process: the fields that hold
 errors, raw provider replies and what models say (`ScrubbedTextField`, `ScrubbedJSONField`, on every
-save, update and bulk insert: a model may echo a key inside a normal answer), log records (`scrub_filter`: every record as it is created, and a handler filter),
+save, update and bulk insert: a model may echo a key inside a normal answer), log records
+(`scrub_filter`: every record as it is created, and a handler filter),
 Celery task results and failures (`cprt_site.celery.ScrubbingTask`), and base URLs shown on pages
 (`display_url`).
 """

@@ -62,7 +62,8 @@ class RunLaunch(StrictSerializer):
     strategy = StrictCharField(max_length=16, required=False, allow_blank=True)
     counterfactual_faces = StrictBooleanField(required=False)
     face_variant = StrictCharField(max_length=64, required=False, allow_blank=True,
-                                   help_text="Judge runs: method:threshold:margin of the face-anonymized variants to judge (e.g. blur:0.5:0.2); blank: the originals.")
+                                   help_text="Judge runs: method:threshold:margin of the face-anonymized variants to judge "
+                                             "(e.g. blur:0.5:0.2); blank: the originals.")
     prompt_version = StrictCharField(max_length=64, required=False, allow_blank=True, help_text="Blank or absent: the latest.")
     split = StrictCharField(max_length=8, required=False, help_text="all (default), train, test or other.")
     attribute = StrictCharField(max_length=64, required=False, allow_blank=True)
@@ -147,7 +148,8 @@ class RunResume(ApiView):
         run = get_run_for_admin(request.user, run_id)
         self.validated_body(EmptyBody)
         if not runs.can_resume(run):
-            return error_response(f"Run #{run.pk} is {run.status} with nothing to resume (no missing results, or its workers are alive).", status.HTTP_409_CONFLICT)
+            return error_response(f"Run #{run.pk} is {run.status} with nothing to resume (no missing results, or its workers are alive).",
+                                  status.HTTP_409_CONFLICT)
         n = runs.resume_run(request.user, run)
         run.refresh_from_db()
         return Response({"redispatched": n, "run": RunSerializer(run).data})

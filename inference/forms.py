@@ -52,13 +52,17 @@ class LaunchForm(forms.Form):
     from_run = forms.IntegerField(required=False, min_value=1, help_text="Only images this judge run scored…")
     min_score = forms.FloatField(required=False, min_value=0, max_value=1, help_text="…at or above this score.")
     also_from_runs = forms.CharField(required=False, max_length=200, label="and judge runs #",
-                                     help_text="More judge run ids, comma-separated: every listed run must have scored the image at or above the score.")
+                                     help_text="More judge run ids, comma-separated: every listed run must have scored the image "
+                                               "at or above the score.")
     sample_size = forms.IntegerField(required=False, min_value=1, max_value=1_000_000, help_text="Random sample of this many (blank: all).")
     seed = forms.IntegerField(initial=0, min_value=0, max_value=2**31 - 1, required=False)
     face_variant = forms.ChoiceField(required=False, label="Images judged", help_text=(
         "Judge runs: the original images, or their face-anonymized variants (the pixel-level counterfactual)."))
-    mode = forms.ChoiceField(choices=Run.MODES, initial=Run.MODE_ONLINE, required=False, help_text="Batch: the provider's batch API (OpenAI, Gemini; half the price, results within 24 h); stage 2 of an annotate run goes when stage 1 is back.")
-    concurrency = forms.IntegerField(initial=8, min_value=1, max_value=MAX_CONCURRENCY, help_text="Requests in flight for the whole run (split into lanes of at most CPRT_RUN_LANE_CONCURRENCY, one per worker process).")
+    mode = forms.ChoiceField(choices=Run.MODES, initial=Run.MODE_ONLINE, required=False, help_text=(
+        "Batch: the provider's batch API (OpenAI, Gemini; half the price, results within 24 h); "
+        "stage 2 of an annotate run goes when stage 1 is back."))
+    concurrency = forms.IntegerField(initial=8, min_value=1, max_value=MAX_CONCURRENCY, help_text=(
+        "Requests in flight for the whole run (split into lanes of at most CPRT_RUN_LANE_CONCURRENCY, one per worker process)."))
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
 from annotations.faces import variants as face_variants
 from annotations.models import Annotator

@@ -15,7 +15,6 @@ import json
 
 from annotations import taxonomy as taxonomy_module
 
-from . import schemas
 from .schemas import INFERABLE_CHOICES  # noqa: F401 - every stage-1 answer any version accepts
 
 STRATEGIES = ("zero_shot", "intuition", "taxonomy")

@@ -111,7 +111,8 @@ def _status(job) -> BatchStatus:
 
 
 def _failure(error) -> dict:
-    return {"code": str(getattr(error, "code", "") or ""), "message": str(getattr(error, "message", "") or error), "status": getattr(error, "code", None)}
+    code = getattr(error, "code", None)
+    return {"code": str(code or ""), "message": str(getattr(error, "message", "") or error), "status": code}
 
 
 def parse_inline(responses) -> Iterator[ResultLine]:

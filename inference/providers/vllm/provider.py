@@ -39,7 +39,8 @@ class VLLMProvider(OpenAICompatibleProvider):
     def availability(cls) -> Availability:
         shown = {"base_url": settings.VLLM_BASE_URL or "(not set)", "max_pixels": settings.VLLM_MAX_PIXELS, "max_rpm": settings.VLLM_MAX_RPM}
         if not settings.VLLM_BASE_URL:
-            return Availability(False, "VLLM_BASE_URL is not set: point it at an OpenAI-compatible vLLM server (`vllm serve MODEL`; see the README).", shown)
+            return Availability(
+                False, "VLLM_BASE_URL is not set: point it at an OpenAI-compatible vLLM server (`vllm serve MODEL`; see the README).", shown)
         return Availability(True, "", shown)
 
     def credentials(self) -> tuple[str, str]:
