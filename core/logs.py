@@ -24,7 +24,7 @@ request_id: ContextVar[str | None] = ContextVar("request_id", default=None)
 job_id: ContextVar[str | None] = ContextVar("job_id", default=None)
 task_name: ContextVar[str | None] = ContextVar("task_name", default=None)
 
-_SANE_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+_SANE_ID = re.compile(r"\A[A-Za-z0-9._-]{1,64}\Z")
 # The record attributes a formatter shows besides the message; "-" where there is none.
 CONTEXT_FIELDS = ("request_id", "job_id", "task")
 

@@ -15,21 +15,8 @@ from django.core.exceptions import ImproperlyConfigured
 
 from core.logs import FORMATS as LOG_FORMATS
 from core.logs import logging_config
-from cprt_site.env import (
-    SECRETS_READ,
-    envbool,
-    envchoice,
-    envduration,
-    envfloat,
-    envint,
-    envlist,
-    envpath,
-    envstr,
-    envurl,
-    refuse,
-    secret,
-    secret_url,
-)
+from cprt_site.env import (SECRETS_READ, envbool, envchoice, envduration, envfloat, envint, envlist, envpath, envstr, envurl,
+                           refuse, secret, secret_url)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # django-environ, kept for its URL parsers (DATABASE_URL, CACHE_URL); values are read with the helpers above.
@@ -49,7 +36,6 @@ CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", [])
 for _origin in CSRF_TRUSTED_ORIGINS:
     if not _origin.startswith(("http://", "https://")):
         raise refuse("CSRF_TRUSTED_ORIGINS", ",".join(CSRF_TRUSTED_ORIGINS), "comma-separated origins, each with its scheme (https://cprt.example.org)")
-
 
 
 def weak_secret(value: str, min_length: int) -> str:
@@ -152,7 +138,8 @@ DATABASES["default"]["CONN_MAX_AGE"] = envint("CONN_MAX_AGE", 0, min=0, max=8640
 if not DEBUG:
     # compose passes POSTGRES_PASSWORD to the app containers too (env_file); a database password that
     # is set must not be a placeholder either (an empty one is left to the server's own auth rules).
-    for _name, _password in (("POSTGRES_PASSWORD", POSTGRES_PASSWORD), ("the password in DATABASE_URL", DATABASES["default"].get("PASSWORD") or "")):
+    _pg_name = "POSTGRES_PASSWORD_FILE" if envstr("POSTGRES_PASSWORD_FILE", "") else "POSTGRES_PASSWORD"
+    for _name, _password in ((_pg_name, POSTGRES_PASSWORD), ("the password in DATABASE_URL", DATABASES["default"].get("PASSWORD") or "")):
         if _password and weak_secret(_password, 16):
             raise ImproperlyConfigured(f"DEBUG is off and {_name} {weak_secret(_password, 16)}: set a random value of at least 16 characters ({_MAKE_SECRET}).")
 
@@ -381,6 +368,9 @@ if not DEBUG:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     # Preloading is a commitment for the whole domain (hstspreload.org): opt in.
     SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", False)
+    # Both are decisions (docs/operations.md), so `check --deploy` is told instead of warning: the proxy
+    # in front terminates TLS and redirects (W008), and preloading is opt-in (W021).
+    SILENCED_SYSTEM_CHECKS = [check for check, on in (("security.W008", SECURE_SSL_REDIRECT), ("security.W021", SECURE_HSTS_PRELOAD)) if not on]
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_HTTPONLY = True
 # Content Security Policy (django-csp): no inline or third-party script anywhere. Inline style

@@ -10,10 +10,10 @@ def record_sends(monkeypatch, then=None) -> list[tuple[str, list]]:
     `then(task_name, args)`, if given, is called for each (e.g. to run the job on a thread)."""
     sent: list[tuple[str, list]] = []
 
-    def send_now(task_name, args=(), kwargs=None, queue=dispatch.DEFAULT_QUEUE):
+    def send(task_name, args, kwargs, queue, rid):
         sent.append((task_name, list(args)))
         if then is not None:
             then(task_name, list(args))
 
-    monkeypatch.setattr(dispatch, "send_now", send_now)
+    monkeypatch.setattr(dispatch, "_send", send)  # what send_now and send_on_commit both end in
     return sent
