@@ -110,6 +110,7 @@ BODY_ENDPOINTS = {
     ("POST", "api:run-list"): BodyEndpoint("admin", None, RunLaunch, lambda: dict(LAUNCH)),
     ("POST", "api:run-cancel"): BodyEndpoint("admin", "run", EmptyBody, dict),
     ("POST", "api:run-resume"): BodyEndpoint("admin", "stopped_run", EmptyBody, dict),
+    ("POST", "api:run-retry-failed"): BodyEndpoint("admin", "stopped_run", EmptyBody, dict),
     ("POST", "api:anonymization-list"): BodyEndpoint(
         "adjudicator", None, JobLaunch, lambda: {"split": "test", "method": "blur", "threshold": 0.5, "margin": 0.2}),
     ("POST", "api:anonymization-cancel"): BodyEndpoint("adjudicator", "faces_job", EmptyBody, dict),
