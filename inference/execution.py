@@ -261,7 +261,7 @@ def _transient_pause(failures: int) -> float:
 
 
 def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=None, deadline: float | None = None) -> dict:
-    stats = {"written": 0, "duplicates": 0, "todo": len(todo)}
+    stats: dict = {"written": 0, "duplicates": 0, "todo": len(todo)}
     if not todo:
         return stats
     fresh = deque(todo)

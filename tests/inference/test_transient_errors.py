@@ -61,7 +61,8 @@ def sample(name: str, **labels) -> float:
     return REGISTRY.get_sample_value(name, labels) or 0.0
 
 
-def test_redis_down_at_the_rate_limiter_stores_no_error_and_every_image_ends_ok_once(openai_server, images, flaky_limiter, django_capture_on_commit_callbacks):
+def test_redis_down_at_the_rate_limiter_stores_no_error_and_every_image_ends_ok_once(
+        openai_server, images, flaky_limiter, django_capture_on_commit_callbacks):
     flaky_limiter.down = 7
     run = launch(django_capture_on_commit_callbacks)
     stats = execution.run_chunk(run.pk, run.image_ids)
@@ -125,7 +126,8 @@ def test_503_past_max_attempts_is_left_for_a_later_chunk(openai_server, images, 
     assert RunResult.objects.get(run=run, image_id=first).outcome == "ok"
 
 
-def test_a_resume_after_an_outage_finishes_the_run(openai_server, images, settings, flaky_limiter, django_capture_on_commit_callbacks, eager_celery, admin_user):
+def test_a_resume_after_an_outage_finishes_the_run(
+        openai_server, images, settings, flaky_limiter, django_capture_on_commit_callbacks, eager_celery, admin_user):
     settings.CPRT_RUN_CHUNK_TARGET_S = 0.2
     flaky_limiter.is_down = True
     run = launch(django_capture_on_commit_callbacks)

@@ -9,7 +9,7 @@ queued (no --wait / --here) or the run finished.
 """
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from inference import inprocess, runs
 from inference.models import Run
@@ -17,7 +17,7 @@ from inference.models import Run
 from .launch_run import Command as LaunchRun
 
 
-class Command(BaseCommand):
+class Command(LaunchRun):  # its progress lines and its report (finish)
     help = ("Re-send a run's items whose answer was an error, once each. --wait: until the workers finish it; "
             "--here: work it in this process.")
 
@@ -50,12 +50,10 @@ class Command(BaseCommand):
             else:
                 run = Run.objects.get(pk=run.pk)
         except (ValueError, TimeoutError) as exc:
-            LaunchRun.finish(self, Run.objects.get(pk=run.pk), options)
+            self.finish(Run.objects.get(pk=run.pk), options)
             raise CommandError(str(exc)) from None
-        LaunchRun.finish(self, run, options)
+        self.finish(run, options)
         if (options["here"] or options["wait"]) and run.status != Run.STATUS_FINISHED:
             detail = f": {run.error}" if run.error else ""
             raise CommandError(f"Run #{run.pk} ended {run.status}{detail}" if not run.is_active
                                else f"Run #{run.pk} is {run.status} and waits for a decision{detail}")
-
-    progress = LaunchRun.progress
