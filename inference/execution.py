@@ -25,6 +25,7 @@ import kombu.exceptions
 import redis.exceptions
 from django.conf import settings
 from django.db import InterfaceError as DatabaseInterfaceError
+from django.db import connection
 from django.db import OperationalError as DatabaseOperationalError
 from django.db.models import Q
 from django.utils import timezone
@@ -254,6 +255,15 @@ def _hand_on(run_id: int, index: int, lease, stats: dict) -> None:
     lease.release()
 
 
+def _database_down(stats: dict, exc: Exception) -> None:
+    """The database failed a chunk's write or heartbeat: count it, and drop a broken connection so
+    that the next query opens a new one."""
+    log.warning("run chunk: database unreachable: %s: %s", type(exc).__name__, exc)
+    stats["database_errors"] = stats.get("database_errors", 0) + 1
+    if not connection.in_atomic_block:  # a worker's chunk runs in autocommit (never inside a test's transaction)
+        connection.close_if_unusable_or_obsolete()
+
+
 def _transient_pause(failures: int) -> float:
     """How long a chunk pauses after `failures` deferred items in a row: doubling, capped, jittered."""
     cap = max(TRANSIENT_BACKOFF_MAX_S, settings.CPRT_PROVIDER_BACKOFF_MAX_S)
@@ -275,12 +285,20 @@ def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=N
     stop_deadline = None
     buffer: list[Outcome] = []
     last_flush = time.monotonic()
+    flush_after, flush_failures = 0.0, 0  # a failed write waits before the next try
 
-    def flush():
-        written, duplicates = write_outcomes(run, buffer, ctx.kind)
+    def flush() -> bool:
+        """Write the buffer in one transaction; False (the buffer kept, to be written again: results
+        are unique per image) when the database is unreachable."""
+        try:
+            written, duplicates = write_outcomes(run, buffer, ctx.kind)
+        except (DatabaseOperationalError, DatabaseInterfaceError) as exc:
+            _database_down(stats, exc)
+            return False
         stats["written"] += written
         stats["duplicates"] += duplicates
         buffer.clear()
+        return True
 
     pool = ThreadPoolExecutor(max_workers=min(width, len(todo)), thread_name_prefix=f"run{run.pk}")
     try:
@@ -330,17 +348,23 @@ def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=N
             now = time.monotonic()
             # Results are written in small batches (one transaction each): per-row commits cost more
             # CPU than the requests themselves at high concurrency. A crash loses at most a batch.
-            if buffer and (len(buffer) >= WRITE_BATCH or now - last_flush >= WRITE_EVERY_S or not pending):
-                flush()
-                last_flush = now
+            if buffer and now >= flush_after and (len(buffer) >= WRITE_BATCH or now - last_flush >= WRITE_EVERY_S or not pending):
+                if flush():
+                    last_flush, flush_failures = now, 0
+                else:
+                    flush_failures += 1
+                    flush_after = now + _transient_pause(flush_failures)
             now = time.monotonic()
             if now - last_beat >= beat_every:
                 last_beat = now
-                if _heartbeat(run.pk) != Run.STATUS_RUNNING:
-                    ctx.stop.set()
-                if lease is not None and not lease.renew():
-                    stats["lease_lost"] = True  # the lane was re-dispatched to another worker: leave it to them
-                    ctx.stop.set()
+                try:
+                    if _heartbeat(run.pk) != Run.STATUS_RUNNING:
+                        ctx.stop.set()
+                    if lease is not None and not lease.renew():
+                        stats["lease_lost"] = True  # the lane was re-dispatched to another worker: leave it to them
+                        ctx.stop.set()
+                except (DatabaseOperationalError, DatabaseInterfaceError) as exc:
+                    _database_down(stats, exc)  # no beat this time; the lease outlives a few missed ones
             if ctx.stop.is_set():
                 for future in pending:
                     future.cancel()
@@ -349,8 +373,12 @@ def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=N
                 if now > stop_deadline:
                     stats["abandoned_in_flight"] = len(pending)
                     break
-        if buffer:
-            flush()
+        # The last results: the database may be down for a while; wait for it (capped by the chunk's
+        # deadline and a cancel) rather than drop answers already paid for.
+        while buffer and not flush() and time.monotonic() < retry_until:
+            flush_failures += 1
+            if ctx.stop.wait(_transient_pause(flush_failures)):
+                break
     finally:
         # Do not wait for abandoned requests: they end at their timeout and nobody writes them.
         pool.shutdown(wait=False, cancel_futures=True)

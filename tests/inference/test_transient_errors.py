@@ -188,3 +188,22 @@ def test_retries_are_counted(openai_server, images, django_capture_on_commit_cal
     execution.run_chunk(run.pk, run.image_ids)
     assert sample("cprt_provider_retries_total", provider="openai") - before == 2
     assert sample("cprt_provider_errors_total", provider="openai", kind="rate_limit") - limited == 1
+
+
+def test_a_write_that_fails_on_a_database_error_is_written_later_once(
+        openai_server, images, monkeypatch, django_capture_on_commit_callbacks):
+    real = execution.write_outcomes
+    failures = {"left": 2}
+
+    def flaky(run, outcomes, kind):
+        if failures["left"]:
+            failures["left"] -= 1
+            raise OperationalError("could not connect to server: Connection refused")
+        return real(run, outcomes, kind)
+
+    monkeypatch.setattr(execution, "write_outcomes", flaky)
+    run = launch(django_capture_on_commit_callbacks)
+    stats = execution.run_chunk(run.pk, run.image_ids)
+    run.refresh_from_db()
+    assert stats["database_errors"] == 2 and stats["written"] == 5
+    assert run.outcome_counts == {"ok": 5} and openai_server.count == 5
