@@ -47,6 +47,7 @@ urlpatterns = [
     path("runs/<int:run_id>/", inference_api.RunDetail.as_view(), name="run-detail"),
     path("runs/<int:run_id>/cancel/", inference_api.RunCancel.as_view(), name="run-cancel"),
     path("runs/<int:run_id>/resume/", inference_api.RunResume.as_view(), name="run-resume"),
+    path("runs/<int:run_id>/retry-failed/", inference_api.RunRetryFailed.as_view(), name="run-retry-failed"),
     path("anonymizations/", faces_api.JobList.as_view(), name="anonymization-list"),
     path("anonymizations/<int:job_id>/", faces_api.JobDetail.as_view(), name="anonymization-detail"),
     path("anonymizations/<int:job_id>/cancel/", faces_api.JobCancel.as_view(), name="anonymization-cancel"),

@@ -1,4 +1,5 @@
-"""REST API for model runs (admins only, like the run pages): list, launch, progress, cancel, resume.
+"""REST API for model runs (admins only, like the run pages): list, launch, progress, cancel, resume,
+retry the failed items.
 
 A launch is validated twice, for different things: `RunLaunch` checks JSON types and refuses
 unknown keys; then the launch page's own `LaunchForm` applies every rule (provider availability,
@@ -151,5 +152,26 @@ class RunResume(ApiView):
             return error_response(f"Run #{run.pk} is {run.status} with nothing to resume (no missing results, or its workers are alive).",
                                   status.HTTP_409_CONFLICT)
         n = runs.resume_run(request.user, run)
+        run.refresh_from_db()
+        return Response({"redispatched": n, "run": RunSerializer(run).data})
+
+
+class RunRetryFailed(ApiView):
+    permission_classes = [IsAuthenticated, IsAdmin]
+
+    @extend_schema(
+        request=EmptyBody,
+        responses={
+            200: inline_serializer("RunRetried", {"redispatched": serializers.IntegerField(), "run": RunSerializer()}),
+            409: OpenApiResponse(description="Nothing to retry (no `error` results, or the run is active)."),
+        },
+        summary="Re-dispatch exactly the images whose stored outcome is an error, once each",
+    )
+    def post(self, request, run_id: int):
+        run = get_run_for_admin(request.user, run_id)
+        self.validated_body(EmptyBody)
+        n = runs.retry_failed(request.user, run)
+        if not n:
+            return error_response(f"Run #{run.pk} is {run.status} with no failed items to retry.", status.HTTP_409_CONFLICT)
         run.refresh_from_db()
         return Response({"redispatched": n, "run": RunSerializer(run).data})

@@ -5,6 +5,11 @@ main thread writes the results as they complete. Results are unique per (run, im
 a result are skipped, so a retried or duplicated chunk neither loses nor doubles anything; an image
 is written once or not at all. Progress lives in the database: a chunk refreshes the run's totals and
 its heartbeat every CPRT_RUN_HEARTBEAT_S seconds, and reads the status back: cancelling stops it.
+
+Transient is not final: an error that can pass (the provider still answering 429/5xx/timeouts after
+CPRT_PROVIDER_MAX_ATTEMPTS, Redis, the broker or the database unreachable) writes no result. The
+chunk backs off (capped, waking up for a cancel) and tries the image again until its deadline;
+what is still missing then is handed on to the lane's next chunk, or left to resume and the reconciler.
 """
 from __future__ import annotations
 
@@ -12,15 +17,22 @@ import logging
 import random
 import threading
 import time
+from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
+import kombu.exceptions
+import redis.exceptions
 from django.conf import settings
+from django.db import InterfaceError as DatabaseInterfaceError
+from django.db import connection
+from django.db import OperationalError as DatabaseOperationalError
 from django.db.models import Q
 from django.utils import timezone
 
 from annotations.images import mime_type
 from annotations.models import Image
+from core import metrics
 
 from . import chunks, dispatching, kinds, leases
 from .models import Run, RunResult
@@ -33,6 +45,15 @@ from .results import Outcome, scrub_outcome, write_outcomes
 log = logging.getLogger(__name__)
 
 STOP_GRACE_S = 5.0  # after a cancel, how long a chunk waits for requests already in flight
+TRANSIENT_BACKOFF_MAX_S = 30.0  # the longest a chunk pauses between tries while something is down
+
+# Errors of the infrastructure that pass when it is back: never an image's final outcome. OSError
+# covers sockets (ConnectionError, TimeoutError); an unreadable image file is told apart (read first).
+INFRASTRUCTURE_ERRORS: tuple[type[BaseException], ...] = (
+    redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
+    DatabaseOperationalError, DatabaseInterfaceError,
+    kombu.exceptions.OperationalError, OSError,
+)
 WRITE_BATCH = 64  # results per write transaction...
 WRITE_EVERY_S = 0.25  # ...or this often, whichever comes first
 
@@ -48,6 +69,14 @@ class GaveUp(Exception):
         super().__init__(str(last))
         self.last = last
         self.attempts = attempts
+
+
+@dataclass
+class Deferred:
+    """No answer yet for this item, for a reason that can pass: the chunk tries it again later."""
+
+    item: kinds.Item
+    reason: str
 
 
 @dataclass
@@ -73,15 +102,19 @@ def _read_image(file_name: str) -> tuple[bytes, str]:
 
 def _call(ctx: Context, request, attempts: list):
     """One provider call with retries: backoff with jitter, or exactly Retry-After when the server says."""
+    name = getattr(ctx.provider, "name", "") or "unknown"
     for attempt in range(1, ctx.max_attempts + 1):
         if not ctx.limiter.acquire(ctx.stop):
             raise Stopped()
         try:
-            return request()
+            reply = request()
         except RetryableError as exc:
+            metrics.provider_call(name, "retryable_error")
+            metrics.provider_error(name, "rate_limit" if exc.status == 429 else "timeout" if exc.status is None else "server")
             attempts.append({"attempt": attempt, "error": str(exc), "status": exc.status, "retry_after": exc.retry_after, "body": exc.raw})
             if attempt == ctx.max_attempts:
                 raise GaveUp(exc, attempts) from None
+            metrics.provider_retry(name)
             if exc.retry_after is not None:
                 ctx.limiter.hold(exc.retry_after)
                 delay = exc.retry_after
@@ -89,17 +122,33 @@ def _call(ctx: Context, request, attempts: list):
                 delay = min(settings.CPRT_PROVIDER_BACKOFF_MAX_S, settings.CPRT_PROVIDER_BACKOFF_S * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
             if ctx.stop.wait(delay):
                 raise Stopped() from None
+        except ProviderError:
+            metrics.provider_call(name, "error")
+            metrics.provider_error(name, "client")
+            raise
+        else:
+            metrics.provider_call(name, "ok")
+            return reply
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def process_image(ctx: Context, item: kinds.Item) -> Outcome | None:
-    """Ask the model about one item, stage after stage as its kind says; never raises (an unexpected
-    error becomes an `error` outcome). Returns None when the run was cancelled before an answer came
-    back. Every text in the outcome is scrubbed of configured secrets (a model may echo one)."""
+def process_image(ctx: Context, item: kinds.Item) -> Outcome | Deferred | None:
+    """Ask the model about one item, stage after stage as its kind says; never raises. Returns None
+    when the run was cancelled before an answer came back, a `Deferred` when an error that can pass
+    (see INFRASTRUCTURE_ERRORS, or a provider still failing with retryable errors after every attempt)
+    kept it from an answer, else the final outcome (an unexpected error is a final `error`). Every
+    text in the outcome is scrubbed of configured secrets (a model may echo one)."""
     attempts: list = []
     out = Outcome(image_id=item.image_id, outcome=RunResult.OUTCOME_ERROR)
     try:
         images: tuple = tuple(_read_image(name) for name in item.files)
+    except OSError as exc:  # the file itself: final
+        out.error = f"image file unreadable: {exc}"
+        return scrub_outcome(out)
+    except Exception as exc:  # noqa: BLE001 - one bad image must not take the chunk down
+        out.error = f"{type(exc).__name__}: {exc}"
+        return scrub_outcome(out)
+    try:
         carry = None
         for index, stage in enumerate(ctx.kind.stages):
             request = ctx.kind.request(stage, images if index == 0 else (), carry)
@@ -110,8 +159,7 @@ def process_image(ctx: Context, item: kinds.Item) -> Outcome | None:
     except Stopped:
         return None
     except GaveUp as exc:
-        out.outcome = RunResult.OUTCOME_ERROR
-        out.error = f"gave up after {len(exc.attempts)} attempts: {exc.last}"
+        return Deferred(item, f"gave up after {len(exc.attempts)} attempts: {exc.last}")
     except FatalProviderError as exc:
         out.outcome, out.fatal, out.error = RunResult.OUTCOME_ERROR, True, str(exc)
         out.raw["error"] = exc.raw
@@ -120,8 +168,9 @@ def process_image(ctx: Context, item: kinds.Item) -> Outcome | None:
     except ProviderError as exc:
         out.outcome, out.error = RunResult.OUTCOME_ERROR, str(exc)
         out.raw["error"] = exc.raw
-    except OSError as exc:
-        out.outcome, out.error = RunResult.OUTCOME_ERROR, f"image file unreadable: {exc}"
+    except INFRASTRUCTURE_ERRORS as exc:
+        log.warning("run image %s deferred: %s: %s", item.image_id, type(exc).__name__, exc)
+        return Deferred(item, f"{type(exc).__name__}: {exc}")
     except Exception as exc:  # noqa: BLE001 - one bad image must not take the chunk down
         log.exception("run image %s failed", item.image_id)
         out.outcome, out.error = RunResult.OUTCOME_ERROR, f"{type(exc).__name__}: {exc}"
@@ -206,41 +255,91 @@ def _hand_on(run_id: int, index: int, lease, stats: dict) -> None:
     lease.release()
 
 
+def _database_down(stats: dict, exc: Exception) -> None:
+    """The database failed a chunk's write or heartbeat: count it, and drop a broken connection so
+    that the next query opens a new one."""
+    log.warning("run chunk: database unreachable: %s: %s", type(exc).__name__, exc)
+    stats["database_errors"] = stats.get("database_errors", 0) + 1
+    if not connection.in_atomic_block:  # a worker's chunk runs in autocommit (never inside a test's transaction)
+        connection.close_if_unusable_or_obsolete()
+
+
+def _transient_pause(failures: int) -> float:
+    """How long a chunk pauses after `failures` deferred items in a row: doubling, capped, jittered."""
+    cap = max(TRANSIENT_BACKOFF_MAX_S, settings.CPRT_PROVIDER_BACKOFF_MAX_S)
+    return min(cap, settings.CPRT_PROVIDER_BACKOFF_S * 2 ** min(failures - 1, 16)) * random.uniform(0.5, 1.0)
+
+
 def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=None, deadline: float | None = None) -> dict:
-    stats = {"written": 0, "duplicates": 0, "todo": len(todo)}
+    stats: dict = {"written": 0, "duplicates": 0, "todo": len(todo)}
     if not todo:
         return stats
-    items = iter(todo)
+    fresh = deque(todo)
+    again: deque[kinds.Item] = deque()  # deferred items, tried again after a pause
+    failures = 0  # deferred items in a row; an answer resets it
+    paused_until = 0.0
+    retry_until = deadline if deadline is not None else time.monotonic() + chunks.deadline_s()
     pending: set = set()
     beat_every = settings.CPRT_RUN_HEARTBEAT_S
     last_beat = time.monotonic()
     stop_deadline = None
     buffer: list[Outcome] = []
     last_flush = time.monotonic()
+    flush_after, flush_failures = 0.0, 0  # a failed write waits before the next try
 
-    def flush():
-        written, duplicates = write_outcomes(run, buffer, ctx.kind)
+    def flush() -> bool:
+        """Write the buffer in one transaction; False (the buffer kept, to be written again: results
+        are unique per image) when the database is unreachable."""
+        try:
+            written, duplicates = write_outcomes(run, buffer, ctx.kind)
+        except (DatabaseOperationalError, DatabaseInterfaceError) as exc:
+            _database_down(stats, exc)
+            return False
         stats["written"] += written
         stats["duplicates"] += duplicates
         buffer.clear()
+        return True
 
     pool = ThreadPoolExecutor(max_workers=min(width, len(todo)), thread_name_prefix=f"run{run.pk}")
     try:
         while True:
             while not ctx.stop.is_set() and len(pending) < width:
-                if deadline is not None and time.monotonic() > deadline:
+                now = time.monotonic()
+                if deadline is not None and now > deadline:
                     break  # the rest goes to the lane's next chunk (run_chunk hands it on)
-                item = next(items, None)
-                if item is None:
+                if now < paused_until:
+                    break  # something is down: wait before sending more
+                if again and now <= retry_until:
+                    item = again.popleft()
+                elif fresh:
+                    item = fresh.popleft()
+                else:
                     break
                 pending.add(pool.submit(process_image, ctx, item))
-            if not pending:
-                break
-            finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            if pending:
+                finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            else:
+                now = time.monotonic()
+                retrying = bool(again) and now <= retry_until
+                more = bool(fresh) and (deadline is None or now <= deadline)
+                if ctx.stop.is_set() or not (retrying or more):
+                    break  # deferred items past the deadline stay missing: hand-on, resume, reconciler
+                # Paused (something is down): sleep until the pause ends or the next heartbeat is
+                # due, waking up at once for a cancel; no request goes out meanwhile.
+                finished = set()
+                ctx.stop.wait(max(0.01, min(paused_until - now, beat_every, 0.5)))
             for future in finished:
                 out = future.result()
                 if out is None:
                     continue
+                if isinstance(out, Deferred):
+                    failures += 1
+                    stats["deferred"] = stats.get("deferred", 0) + 1
+                    stats["last_transient_error"] = out.reason
+                    again.append(out.item)
+                    paused_until = max(paused_until, time.monotonic() + _transient_pause(failures))
+                    continue
+                failures = 0
                 if out.fatal:
                     stats.setdefault("fatal", out.error)
                     ctx.stop.set()
@@ -249,17 +348,23 @@ def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=N
             now = time.monotonic()
             # Results are written in small batches (one transaction each): per-row commits cost more
             # CPU than the requests themselves at high concurrency. A crash loses at most a batch.
-            if buffer and (len(buffer) >= WRITE_BATCH or now - last_flush >= WRITE_EVERY_S or not pending):
-                flush()
-                last_flush = now
+            if buffer and now >= flush_after and (len(buffer) >= WRITE_BATCH or now - last_flush >= WRITE_EVERY_S or not pending):
+                if flush():
+                    last_flush, flush_failures = now, 0
+                else:
+                    flush_failures += 1
+                    flush_after = now + _transient_pause(flush_failures)
             now = time.monotonic()
             if now - last_beat >= beat_every:
                 last_beat = now
-                if _heartbeat(run.pk) != Run.STATUS_RUNNING:
-                    ctx.stop.set()
-                if lease is not None and not lease.renew():
-                    stats["lease_lost"] = True  # the lane was re-dispatched to another worker: leave it to them
-                    ctx.stop.set()
+                try:
+                    if _heartbeat(run.pk) != Run.STATUS_RUNNING:
+                        ctx.stop.set()
+                    if lease is not None and not lease.renew():
+                        stats["lease_lost"] = True  # the lane was re-dispatched to another worker: leave it to them
+                        ctx.stop.set()
+                except (DatabaseOperationalError, DatabaseInterfaceError) as exc:
+                    _database_down(stats, exc)  # no beat this time; the lease outlives a few missed ones
             if ctx.stop.is_set():
                 for future in pending:
                     future.cancel()
@@ -268,11 +373,17 @@ def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=N
                 if now > stop_deadline:
                     stats["abandoned_in_flight"] = len(pending)
                     break
-        if buffer:
-            flush()
+        # The last results: the database may be down for a while; wait for it (capped by the chunk's
+        # deadline and a cancel) rather than drop answers already paid for.
+        while buffer and not flush() and time.monotonic() < retry_until:
+            flush_failures += 1
+            if ctx.stop.wait(_transient_pause(flush_failures)):
+                break
     finally:
         # Do not wait for abandoned requests: they end at their timeout and nobody writes them.
         pool.shutdown(wait=False, cancel_futures=True)
+    if again:
+        stats["left_missing"] = len(again)
     if ctx.stop.is_set():
         stats["stopped"] = True
     _heartbeat(run.pk)

@@ -1,20 +1,25 @@
-"""What a person can do to a launched run (the run pages and the API call these): cancel, resume.
+"""What a person can do to a launched run (the run pages, the API and the commands call these):
+cancel, resume, retry the failed items.
 
 Online runs are cancelled by a status flag that their chunks read back within a heartbeat; batch
 runs through their provider batches (inference.batch.control). A resume re-dispatches every
-selected image without a result, taking over lanes whose workers are gone.
+selected image without a result, taking over lanes whose workers are gone. A retry of the failed
+items deletes the run's `error` results (not refusals nor unparseable answers: those will not change)
+and re-dispatches exactly those images, once.
 """
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 
 from core.audit import audit
+from core.jobs import FINAL_STATUSES
 
 from . import dispatching, leases
 from .batch import control as batch_control
-from .lifecycle import finish_if_complete, heartbeat_is_stale, mark_cancelled
-from .models import Run
+from .lifecycle import finish_if_complete, heartbeat_is_stale, mark_cancelled, refresh_totals
+from .models import Run, RunResult
 
 
 def cancel_run(user, run: Run) -> bool:
@@ -54,3 +59,35 @@ def resume_run(user, run: Run) -> int:
         Run.moves(Run.objects.filter(pk=run.pk, status__in=[Run.STATUS_CANCELLED, Run.STATUS_FAILED]), "requeue")
         finish_if_complete(run.pk)
     return len(missing)
+
+
+def can_retry_failed(run: Run) -> bool:
+    """The run is not active (nor its provider batches) and has `error` results."""
+    if run.is_active:
+        return False
+    if run.mode == Run.MODE_BATCH and run.batches.filter(phase__in=("building", "active")).exists():
+        return False
+    return run.results.filter(outcome=RunResult.OUTCOME_ERROR).exists()
+
+
+def retry_failed(user, run: Run, send: bool = True) -> int:
+    """Delete the run's `error` results and re-dispatch exactly those images; returns how many (0:
+    nothing to retry, or the run is active). The requeue is the compare-and-set: of two retries at
+    once, only the one that moves the run out of its final status deletes and re-sends anything.
+    Without `send` nothing is dispatched: the caller works the run itself (`retry_failed --here`)."""
+    if not can_retry_failed(run):
+        return 0
+    previous = run.status
+    with transaction.atomic():
+        if not Run.move(run.pk, "requeue", where=Q(status__in=FINAL_STATUSES), error=""):
+            return 0  # another retry (or resume) got there first
+        failed = RunResult.objects.filter(run_id=run.pk, outcome=RunResult.OUTCOME_ERROR)
+        image_ids = sorted(failed.values_list("image_id", flat=True))
+        RunResult.objects.filter(run_id=run.pk, outcome=RunResult.OUTCOME_ERROR, image_id__in=image_ids).delete()
+        refresh_totals(run.pk)
+        if image_ids and send:
+            dispatching.dispatch_on_commit(run.pk, image_ids, takeover=True)
+        audit(user, "run.retry_failed", run, images=len(image_ids), previous_status=previous)
+    if not image_ids:
+        finish_if_complete(run.pk)
+    return len(image_ids)

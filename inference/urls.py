@@ -13,5 +13,6 @@ urlpatterns = [
     path("<int:run_id>/progress/", views.run_progress, name="run_progress"),
     path("<int:run_id>/cancel/", views.run_cancel, name="run_cancel"),
     path("<int:run_id>/resume/", views.run_resume, name="run_resume"),
+    path("<int:run_id>/retry-failed/", views.run_retry_failed, name="run_retry_failed"),
     path("<int:run_id>/batch-retry/", views.run_batch_retry, name="run_batch_retry"),
 ]

@@ -1,4 +1,5 @@
-"""Run pages (admins only): launch, list with live progress, one run's results, cancel, resume, prompts.
+"""Run pages (admins only): launch, list with live progress, one run's results, cancel, resume,
+retry the failed items, prompts.
 
 Reviewers must not see model outputs before they label, so every page here is admin-only.
 """
@@ -33,7 +34,8 @@ RUN_CARD = jobviews.JobCard(
 
 def _extra(run: Run) -> dict:
     """What the run's own lines show beside the card: the run, and a batch run's provider batches."""
-    return {"run": run, "batch_summary": batch_status.summary(run) if run.mode == Run.MODE_BATCH else None}
+    return {"run": run, "batch_summary": batch_status.summary(run) if run.mode == Run.MODE_BATCH else None,
+            "can_retry_failed": runs.can_retry_failed(run)}
 
 
 def _card(run: Run) -> dict:
@@ -137,6 +139,19 @@ def run_resume(request, run_id: int):
     run = get_run_for_admin(request.user, run_id)
     return _act(request, run, _resume, done="Run #{job.pk}: re-dispatched {result} images without a result.",
                 refused="Run #{job.pk} is {status} and its workers are alive; nothing to resume.")
+
+
+def _retry_failed(user, run: Run) -> int | None:
+    """How many failed images were re-dispatched; None when there is nothing to retry."""
+    return runs.retry_failed(user, run) or None
+
+
+@require_role(ROLE_ADMIN)
+@require_POST
+def run_retry_failed(request, run_id: int):
+    run = get_run_for_admin(request.user, run_id)
+    return _act(request, run, _retry_failed, done="Run #{job.pk}: re-dispatched {result} images whose answer was an error.",
+                refused="Run #{job.pk} is {status} with no failed items to retry.")
 
 
 @require_role(ROLE_ADMIN)

@@ -62,6 +62,8 @@ def world(admin_user, reviewer_a, adjudicator, make_image, settings, monkeypatch
     stopped = make_run(status="failed")
     stopped.image_ids, stopped.total_images = [i.pk for i in images], len(images)
     stopped.save(update_fields=["image_ids", "total"])
+    with_errors = make_run()
+    add_results(with_errors, [(images[0], "ok", 0.5), (images[1], "error", None)])
     record_sends(monkeypatch)  # tasks sent by name (faces jobs) are recorded, never sent
     queued_job = faces_jobs.start_job(adjudicator, split="test", dispatch_task=False)
     stopped_job = faces_jobs.start_job(adjudicator, split="test", dispatch_task=False)
@@ -69,6 +71,7 @@ def world(admin_user, reviewer_a, adjudicator, make_image, settings, monkeypatch
     return {
         "users": {"admin": admin_user, "reviewer_a": reviewer_a, "adjudicator": adjudicator},
         "image": images[0], "labeling": labeling, "judge_run": judge, "run": running, "stopped_run": stopped,
+        "run_with_errors": with_errors,
         "faces_job": queued_job, "stopped_faces_job": stopped_job,
     }
 
@@ -110,6 +113,7 @@ BODY_ENDPOINTS = {
     ("POST", "api:run-list"): BodyEndpoint("admin", None, RunLaunch, lambda: dict(LAUNCH)),
     ("POST", "api:run-cancel"): BodyEndpoint("admin", "run", EmptyBody, dict),
     ("POST", "api:run-resume"): BodyEndpoint("admin", "stopped_run", EmptyBody, dict),
+    ("POST", "api:run-retry-failed"): BodyEndpoint("admin", "run_with_errors", EmptyBody, dict),
     ("POST", "api:anonymization-list"): BodyEndpoint(
         "adjudicator", None, JobLaunch, lambda: {"split": "test", "method": "blur", "threshold": 0.5, "margin": 0.2}),
     ("POST", "api:anonymization-cancel"): BodyEndpoint("adjudicator", "faces_job", EmptyBody, dict),

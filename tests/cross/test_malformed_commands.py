@@ -41,6 +41,7 @@ COMMANDS = {
     "anonymize_faces": None,  # its arguments are a choice and numbers (tests/annotations/test_faces_jobs.py)
     "batch_export": None,  # a run id and an output path (tests/inference/test_batch_offline.py)
     "batch_ingest": None,  # a run_batch output file: malformed lines in tests/inference/test_batch_offline.py
+    "retry_failed": None,  # a run id (tests/inference/test_retry_failed.py)
     "launch_run": None,  # its options are the launch form's fields, refused with its messages (tests/inference/test_launch_run.py)
 }
 
