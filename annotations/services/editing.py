@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from core import metrics
 from core.audit import audit
 
 from .. import taxonomy
@@ -91,6 +92,7 @@ def save_draft(labeling: Labeling, user, *, version: int, values: dict, rational
     current = _lock_for_edit(labeling, version)
     _apply_working_copy(current, user, values, rationales, note, flag)
     save_with_coalesced_history(current, user)  # one history row per burst of autosaves
+    metrics.labeling_save("draft")
     return current
 
 
@@ -111,6 +113,7 @@ def submit(labeling: Labeling, user, *, version: int, values: dict, rationales: 
     )
     if first_submission or written.created or written.changed:
         audit(user, "labeling.submit", current, image_id=current.image_id, created=written.created, changed=written.changed)
+    metrics.labeling_save("submit")
     return current
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 from django.urls import reverse
+from prometheus_client import REGISTRY
 
 from annotations import taxonomy
 from annotations.models import Adjudication, Annotator, Batch, Label, Labeling
@@ -123,6 +124,21 @@ def test_draft_save_keeps_answers_and_bumps_version(client_as, reviewer_a, label
     assert 'name="value-age" value="0.5" checked' in body
     assert 'value="looks young"' in body
     assert 'name="version" value="2"' in body
+
+
+def test_saves_are_counted_for_the_metrics_page(client_as, reviewer_a, labeling):
+    """cprt_labeling_saves (core/metrics.py, /metrics) counts each draft save and each submission."""
+    def count(action):
+        return REGISTRY.get_sample_value("cprt_labeling_saves_total", {"action": action}) or 0
+
+    drafts, submits = count("draft"), count("submit")
+    client = client_as(reviewer_a)
+    assert client.post(url("labeling_draft", labeling), {"version": 1, "value-age": "0.5"}).status_code == 200
+    assert client.post(url("labeling_draft", labeling), {"version": 1, "value-age": "1"}).status_code == 409  # stale: not counted
+    assert (count("draft") - drafts, count("submit") - submits) == (1, 0)
+    client.post(url("labeling_submit", labeling), form_data(labeling, version=2))
+    assert Label.objects.filter(annotator__user=reviewer_a).count() == len(taxonomy.active().keys)
+    assert (count("draft") - drafts, count("submit") - submits) == (1, 1)
 
 
 def test_stale_draft_save_is_409_and_changes_nothing(client_as, reviewer_a, labeling):
