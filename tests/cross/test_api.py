@@ -35,7 +35,7 @@ def test_permission_cases_for_the_api(db, client):
              "admin": make_user("admin", "admin", superuser=True)}
     api_cases.setup(world)
     cases = api_cases.cases(world)
-    assert len({c.url_name for c in cases}) == 15  # every API URL name
+    assert len({c.url_name for c in cases}) == 16  # every API URL name
     failures = []
     for case in cases:
         url = reverse(case.url_name, kwargs=case.kwargs) + (f"?{case.query}" if case.query else "")
@@ -286,7 +286,7 @@ def test_schema_generates_without_warnings_and_is_valid_openapi(api, reviewer_a)
     document = json.loads(served.content)
     validate(document)
     assert document["openapi"].startswith("3.")
-    assert set(document["paths"]) == set(schema["paths"]) and len(document["paths"]) == 17
+    assert set(document["paths"]) == set(schema["paths"]) and len(document["paths"]) == 18
     assert "tokenAuth" in document["components"]["securitySchemes"]
 
 

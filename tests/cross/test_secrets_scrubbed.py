@@ -16,7 +16,7 @@ from django.conf import settings as django_settings
 from django.db import connection
 
 from core.secrets import REDACTED, display_url, scrub
-from inference import launching, prompts
+from inference import launching, prompts, runs
 from inference.models import Run, RunResult
 from inference.selection import Selection
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -125,7 +125,8 @@ def test_a_task_failure_is_stored_without_the_secret(settings):
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_an_echoed_key_is_found_nowhere(make_image, admin_user, client_as, monkeypatch, settings, caplog):
     """Two judge runs through the real SDK and a real worker against upstreams that echo the key: a
-    401 (the run fails with the SDK's error text) and a 500 (every image retried, then an error result)."""
+    401 (the run fails with the SDK's error text) and a 500 (an error that can pass: every image retried,
+    never stored as a final outcome, logged as deferred; the run waits until it is cancelled)."""
     caplog.set_level(logging.INFO)
     for i in range(3):
         make_image(f"2017_{i:08d}", color=(40 * i, 90, 200 - 30 * i))
@@ -146,7 +147,9 @@ def test_an_echoed_key_is_found_nowhere(make_image, admin_user, client_as, monke
         log_path = Path(django_settings.DATA_DIR) / f"secrets-worker-{secrets.token_hex(4)}.log"
         with celery_worker(queues="api,gpu", concurrency=2, log_path=log_path):
             wait_for(lambda: Run.objects.get(pk=fatal.pk).status == Run.STATUS_FAILED, timeout=90, what="the 401 run to fail")
-            wait_for(lambda: Run.objects.get(pk=retried.pk).status == Run.STATUS_FINISHED, timeout=90, what="the 500 run to finish")
+            wait_for(lambda: len(vllm_upstream.requests) >= 6, timeout=90, what="the 500 upstream to be asked about every image twice")
+            runs.cancel_run(admin_user, Run.objects.get(pk=retried.pk))
+            wait_for(lambda: Run.objects.get(pk=retried.pk).status == Run.STATUS_CANCELLED, timeout=90, what="the 500 run to stop")
         # The upstreams did receive the keys (so they were there to echo).
         assert any(OPENAI_KEY in r["headers"].get("authorization", "") for r in openai_upstream.requests)
         assert any(VLLM_KEY in r["headers"].get("authorization", "") for r in vllm_upstream.requests)
@@ -154,9 +157,7 @@ def test_an_echoed_key_is_found_nowhere(make_image, admin_user, client_as, monke
     fatal.refresh_from_db()
     retried.refresh_from_db()
     assert REDACTED in fatal.error and "upstream rejected the request" in fatal.error, fatal.error
-    errors = list(RunResult.objects.filter(run=retried).values_list("outcome", "error", "raw"))
-    assert len(errors) == 3 and all(outcome == "error" for outcome, _, _ in errors)
-    assert all(REDACTED in repr(raw) for _, _, raw in errors)
+    assert not RunResult.objects.filter(run=retried).exists(), "a 500 is never an image's final outcome"
 
     assert not leaks(database_dump()), "a secret is stored in the database"
     assert not leaks(pages_and_api(client_as(admin_user), [fatal, retried])), "a secret is shown"
