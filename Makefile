@@ -5,6 +5,8 @@ VENV        ?= .venv
 BIN         := $(VENV)/bin
 PORT        ?= 8000
 PYTEST_ARGS ?=
+# Lint caches live in the data folder, so that two test runs side by side (CI) never share one.
+LINT_CACHE  ?= $(or $(CPRT_DATA_DIR),var)/lint-cache
 # uv from PATH, else a pinned uv installed from PyPI into .uv/ (CI and fresh machines).
 UV_VERSION  ?= 0.13.9
 UV          ?= $(or $(shell command -v uv 2>/dev/null),$(CURDIR)/.uv/bin/uv)
@@ -34,8 +36,8 @@ demo-fake-provider: install
 ## make test: the whole suite (SQLite by default; set DATABASE_URL and CELERY_BROKER_URL for PostgreSQL + Redis).
 test: install
 	$(BIN)/lint-imports
-	$(BIN)/ruff check core inference
-	$(BIN)/mypy core
+	$(BIN)/ruff check --cache-dir $(LINT_CACHE)/ruff core inference
+	$(BIN)/mypy --cache-dir $(LINT_CACHE)/mypy core
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 ## make check-worker: a real Celery worker receives a task through the configured broker.
