@@ -17,22 +17,9 @@ from scoring import cprt_bench, exports
 from scoring.models import ExportJob
 from scoring.tasks import reconcile_exports
 from tests.support.dispatch import record_sends
-from tests.support.exports import build_world, make_job
+from tests.support.exports import make_job
 
 HX = {"HTTP_HX_REQUEST": "true"}
-
-
-@pytest.fixture
-def world(db, make_image, set_labels):
-    return build_world(make_image, set_labels)
-
-
-@pytest.fixture
-def export_root(settings, tmp_path):
-    root = tmp_path / "exports"
-    settings.CPRT_EXPORT_ROOT = root
-    settings.CPRT_PROTECTED_ROOTS = {**settings.CPRT_PROTECTED_ROOTS, "exports": root}
-    return root
 
 
 @pytest.fixture

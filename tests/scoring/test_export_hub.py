@@ -11,24 +11,11 @@ import pytest
 from scoring import exports
 from scoring.models import ExportJob
 from tests.fakes.hf_hub_server import FakeHubServer
-from tests.support.exports import HF_TOKEN, build_world, make_job, tree, unzip
+from tests.support.exports import HF_TOKEN, make_job, tree, unzip
 
 
 # ---------------------------------------------------------------------------------------------
 # Data
-
-
-@pytest.fixture
-def world(db, make_image, set_labels):
-    return build_world(make_image, set_labels)
-
-
-@pytest.fixture
-def export_root(settings, tmp_path):
-    root = tmp_path / "exports"
-    settings.CPRT_EXPORT_ROOT = root
-    settings.CPRT_PROTECTED_ROOTS = {**settings.CPRT_PROTECTED_ROOTS, "exports": root}
-    return root
 
 
 # ---------------------------------------------------------------------------------------------

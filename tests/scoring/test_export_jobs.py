@@ -13,24 +13,11 @@ from core.models import AuditEvent
 from scoring import cprt_bench, exports
 from scoring.models import ExportJob
 from tests.support.dispatch import record_sends
-from tests.support.exports import HF_TOKEN, build_world, load, make_job, unzip
+from tests.support.exports import HF_TOKEN, load, make_job, unzip
 
 
 # ---------------------------------------------------------------------------------------------
 # Data
-
-
-@pytest.fixture
-def world(db, make_image, set_labels):
-    return build_world(make_image, set_labels)
-
-
-@pytest.fixture
-def export_root(settings, tmp_path):
-    root = tmp_path / "exports"
-    settings.CPRT_EXPORT_ROOT = root
-    settings.CPRT_PROTECTED_ROOTS = {**settings.CPRT_PROTECTED_ROOTS, "exports": root}
-    return root
 
 
 def form_data(**overrides) -> dict:

@@ -12,12 +12,7 @@ from django.utils import timezone
 from scoring import cprt_bench, exports
 from scoring.models import ExportJob
 from scoring.tasks import reconcile_exports, run_export
-from tests.support.exports import build_world, make_job
-
-
-@pytest.fixture
-def world(db, make_image, set_labels):
-    return build_world(make_image, set_labels)
+from tests.support.exports import make_job
 
 
 # Two deliveries in two threads, each with its own database connection: the job row must be committed.

@@ -11,12 +11,7 @@ from core.models import AuditEvent
 from scoring import cprt_bench, exports
 from scoring.models import ExportJob
 from scoring.tasks import reconcile_exports
-from tests.support.exports import build_world, make_job
-
-
-@pytest.fixture
-def world(db, make_image, set_labels):
-    return build_world(make_image, set_labels)
+from tests.support.exports import make_job
 
 
 def _running(world, heartbeat_age_s: float) -> ExportJob:

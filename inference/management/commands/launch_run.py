@@ -63,6 +63,11 @@ class Command(BaseCommand):
         parser.add_argument("--seed", help="The sample's seed.")
         parser.add_argument("--concurrency", help="Requests in flight for the whole run.")
         parser.add_argument("--mode", help="online (default) or batch (the provider's batch API).")
+        self.add_how_arguments(parser)
+
+    @staticmethod
+    def add_how_arguments(parser) -> None:
+        """--wait | --here, --timeout, --json: how the command follows the run (retry_failed too)."""
         how = parser.add_mutually_exclusive_group()
         how.add_argument("--wait", action="store_true", help="Wait until the workers have finished the run (progress on stderr).")
         how.add_argument("--here", action="store_true", help="Work the run in this process (no worker, no broker message).")
@@ -84,12 +89,19 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         self.stderr.write(f"Run #{run.pk} launched over {run.total_images} images "
                           f"({run.task} {run.provider}/{run.model_name}, {run.mode}).")
+        self.follow(run, options)
+
+    def follow(self, run: Run, options: dict) -> None:
+        """Work the run here, wait for it, or leave it queued; report it; fail unless it finished
+        (with --here or --wait)."""
         self._last = None
         try:
             if options["here"]:
                 run = inprocess.work(run.pk, self.progress)
             elif options["wait"]:
                 run = inprocess.watch(run.pk, self.progress, timeout=options["timeout"])
+            else:
+                run = Run.objects.get(pk=run.pk)
         except (ValueError, TimeoutError) as exc:
             self.finish(Run.objects.get(pk=run.pk), options)
             raise CommandError(str(exc)) from None

@@ -23,11 +23,7 @@ class Command(LaunchRun):  # its progress lines and its report (finish)
 
     def add_arguments(self, parser):
         parser.add_argument("run_id", type=int, help="The run's number.")
-        how = parser.add_mutually_exclusive_group()
-        how.add_argument("--wait", action="store_true", help="Wait until the workers have finished the run (progress on stderr).")
-        how.add_argument("--here", action="store_true", help="Work the run in this process (no worker, no broker message).")
-        parser.add_argument("--timeout", type=float, help="With --wait: give up waiting after this many seconds (the run goes on).")
-        parser.add_argument("--json", action="store_true", help="Print the run as JSON at the end.")
+        self.add_how_arguments(parser)
 
     def handle(self, *args, **options):
         if options["timeout"] is not None and not options["wait"]:
@@ -41,19 +37,4 @@ class Command(LaunchRun):  # its progress lines and its report (finish)
         if not n:
             raise CommandError(f"Run #{run.pk} is {run.status} with no failed items to retry.")
         self.stderr.write(f"Run #{run.pk}: retrying {n} failed images.")
-        self._last = None
-        try:
-            if options["here"]:
-                run = inprocess.work(run.pk, self.progress)
-            elif options["wait"]:
-                run = inprocess.watch(run.pk, self.progress, timeout=options["timeout"])
-            else:
-                run = Run.objects.get(pk=run.pk)
-        except (ValueError, TimeoutError) as exc:
-            self.finish(Run.objects.get(pk=run.pk), options)
-            raise CommandError(str(exc)) from None
-        self.finish(run, options)
-        if (options["here"] or options["wait"]) and run.status != Run.STATUS_FINISHED:
-            detail = f": {run.error}" if run.error else ""
-            raise CommandError(f"Run #{run.pk} ended {run.status}{detail}" if not run.is_active
-                               else f"Run #{run.pk} is {run.status} and waits for a decision{detail}")
+        self.follow(run, options)
