@@ -2,29 +2,13 @@
 is a failed request, retryable like any other failure, not a refused line (fake Gemini server, real SDK)."""
 from __future__ import annotations
 
-import pytest
-
-from inference import dispatching, launching, prompts
-from inference.batch import control, lifecycle
-from inference.batch.models import BatchRequest, ProviderBatch
+from inference import launching, prompts
+from inference.batch import control
+from inference.batch.models import BatchRequest
 from inference.models import Run
 from inference.selection import Selection
 from tests.fakes.fixtures import *  # noqa: F401,F403
-
-
-@pytest.fixture
-def no_dispatch(monkeypatch):
-    monkeypatch.setattr(dispatching, "dispatch", lambda *a, **k: 0)
-    monkeypatch.setattr(dispatching, "start_batch", lambda *a, **k: None)
-
-
-def drive(run, steps=10):
-    for _ in range(steps):
-        lifecycle.step(run.pk)
-        run.refresh_from_db()
-        if not run.is_active or (run.error and not ProviderBatch.objects.filter(run=run, phase__in=lifecycle.OPEN_PHASES).exists()):
-            break
-    return run
+from tests.support.batch_steps import drive, no_dispatch  # noqa: F401 - no_dispatch is a fixture
 
 
 def test_a_status_object_line_is_a_retryable_failure(gemini_server, images, admin_user, no_dispatch, settings, eager_celery,

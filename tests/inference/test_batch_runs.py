@@ -16,6 +16,7 @@ from inference.batch.models import BatchRequest, ProviderBatch
 from inference.models import Run, RunResult
 from inference.selection import Selection
 from tests.fakes.fixtures import *  # noqa: F401,F403
+from tests.support.batch_steps import drive, no_dispatch  # noqa: F401 - no_dispatch is a fixture
 
 
 def spec(task="judge", provider="openai", mode="batch", model="gpt-5.1"):
@@ -23,22 +24,6 @@ def spec(task="judge", provider="openai", mode="batch", model="gpt-5.1"):
         task=task, provider=provider, model_name=model, strategy="zero_shot" if task == "judge" else "",
         counterfactual_faces=False, prompt_version=prompts.DEFAULT_VERSION[task], selection=Selection(), concurrency=4, mode=mode,
     )
-
-
-@pytest.fixture
-def no_dispatch(monkeypatch):
-    """Launches record the run only; the test drives the steps (as Celery beat would)."""
-    monkeypatch.setattr(dispatching, "dispatch", lambda *a, **k: 0)
-    monkeypatch.setattr(dispatching, "start_batch", lambda *a, **k: None)
-
-
-def drive(run, steps=10):
-    for _ in range(steps):
-        lifecycle.step(run.pk)
-        run.refresh_from_db()
-        if not run.is_active or (run.error and not ProviderBatch.objects.filter(run=run, phase__in=lifecycle.OPEN_PHASES).exists()):
-            break
-    return run
 
 
 def results(run):
