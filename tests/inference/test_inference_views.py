@@ -101,6 +101,7 @@ def test_run_detail_shows_counts_failures_with_raw_and_predictions(admin_client,
     run = _finished_run_with_results(openai_server, django_capture_on_commit_callbacks)
     body = admin_client.get(reverse("inference:run_detail", args=[run.pk])).content.decode()
     assert "Failures (2)" in body and "Predictions (3)" in body
+    assert f"Run #{run.pk}: judge severity" in body  # the kind's label (inference.kinds) heads the page
     assert "not json at all" in body and "no can do" in body  # raw outputs of failures
     assert "hx-trigger" not in body  # finished: no polling
     assert run.prompt_text["judge"]["user"][:60] in body

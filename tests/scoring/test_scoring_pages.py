@@ -156,6 +156,7 @@ def test_run_page_judge(staff):
     response = staff.get(url)
     assert response.status_code == 200
     body = response.content.decode()
+    assert f"Run #{runs[0].pk}: judge severity" in body  # the kind's label heads the page
     assert body.count("<svg") == 5  # scatter + four per-level histograms
     assert "<script" not in body.split("</header>", 1)[1]  # no inline scripts on the page
     assert reverse("annotations:image_bytes", args=[images[0].pk]).rsplit("/", 2)[0] in body  # thumbnails via the protected view
