@@ -103,6 +103,10 @@ class Image(models.Model):
     height = models.PositiveIntegerField(null=True, blank=True)
     sha256 = models.CharField(max_length=64, blank=True, db_index=True)
     source = models.CharField(max_length=200, blank=True, help_text="Where the record came from (import, demo).")
+    # VISPR's own annotation, as shipped (spec vispr-and-benchmarks.md §1): its split and its
+    # presence-only attribute ids (e.g. ["a4_gender", "a9_face_complete"]); empty when not imported from VISPR.
+    vispr_split = models.CharField(max_length=16, blank=True, db_index=True, help_text="VISPR split, e.g. test2017.")
+    vispr_labels = models.JSONField(default=list, blank=True, help_text="VISPR attribute ids present on the image.")
     # Published CPRT-Bench ground truth, kept verbatim so exports reproduce it unchanged.
     published_level = models.PositiveSmallIntegerField(null=True, blank=True)
     published_score = models.FloatField(null=True, blank=True)
@@ -251,3 +255,4 @@ class Adjudication(models.Model):
 
 
 from .faces.models import AnonymizationJob, FaceVariant  # noqa: E402,F401 - registered with this app
+from .datasets.models import DatasetBuild, DatasetVersion  # noqa: E402,F401 - registered with this app
