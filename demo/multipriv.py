@@ -98,4 +98,70 @@ def write_release(folder: Path) -> Path:
     return folder
 
 
-__all__ = ["PERSONS", "write_release"]
+
+# --- the demo's MultiPriv persons and runs ------------------------------------------------------
+
+DEMO_NOTE = "synthetic demo run: no model was called; answers are drawn with a seed"
+RECOVERY = {"B": 0.8, "C": 0.6, "D": 0.3, "E": 0.7, "F": 0.9, "G": 0.2}  # demo chance a field of each category is read
+
+
+def seed_multipriv(log=lambda _msg: None) -> dict:
+    """Import the drawn persons through import_multipriv (once), then one finished demo run of each
+    MultiPriv kind. Idempotent."""
+    import random
+    import tempfile
+
+    from django.db import transaction
+    from django.utils import timezone
+
+    from annotations.multipriv import fields
+    from annotations.multipriv.importer import import_multipriv
+    from annotations.multipriv.models import Person, PersonPair
+    from annotations.multipriv.pairs import pair_ids
+    from inference.models import Run, RunResult
+
+    from .runs import PROMPT_VERSION
+
+    made = {"persons": 0, "runs": 0}
+    if not Person.objects.filter(name="person_1").exists():
+        with tempfile.TemporaryDirectory(prefix="demo-multipriv-") as tmp:
+            made["persons"] = import_multipriv(write_release(Path(tmp))).added_persons
+    existing = Run.objects.filter(prompt_version=PROMPT_VERSION, task__in=("multipriv-reid", "multipriv-profile"))
+    now = timezone.now()
+
+    def finished(task, item_ids, results):
+        run = Run.objects.create(task=task, provider="openai", model_name="gpt-5.1", prompt_version=PROMPT_VERSION,
+                                 prompt_text={"demo": DEMO_NOTE}, selection={"demo": DEMO_NOTE}, item_ids=item_ids,
+                                 total=len(item_ids), status=Run.STATUS_FINISHED, started_at=now, finished_at=now,
+                                 heartbeat_at=now, request_params={"demo": True})
+        for r in results:
+            r.run = run
+        RunResult.objects.bulk_create(results)
+        run.outcome_counts, run.done = {"ok": len(results)}, len(results)
+        run.save(update_fields=["outcome_counts", "done"])
+        made["runs"] += 1
+
+    with transaction.atomic():
+        if not existing.filter(task="multipriv-reid").exists():
+            rng = random.Random("cprt-demo-multipriv-reid")
+            ids = pair_ids(0)
+            results = []
+            for pair in PersonPair.objects.filter(pk__in=ids).order_by("pk"):
+                p = min(1.0, max(0.0, (0.75 if pair.same_person else 0.3) + rng.gauss(0, 0.2)))
+                results.append(RunResult(item_id=pair.pk, image=None, outcome=RunResult.OUTCOME_OK, score=round(p, 3),
+                                         reasoning="demo: synthetic answer", raw={"demo": True, "answer": {"same_person": p >= 0.5, "declined": False}}))
+            finished("multipriv-reid", ids, results)
+        if not existing.filter(task="multipriv-profile").exists():
+            rng = random.Random("cprt-demo-multipriv-profile")
+            results, ids = [], []
+            for person in Person.objects.filter(images__isnull=False).distinct().order_by("pk"):
+                profile = {f: (v if rng.random() < RECOVERY.get(fields.category_of(f), 0.5) else None) for f, v in person.present_fields().items()}
+                ids.append(person.pk)
+                results.append(RunResult(item_id=person.pk, image=None, outcome=RunResult.OUTCOME_OK, reasoning="demo: synthetic answer",
+                                         raw={"demo": True, "answer": {"declined": False, "profile": profile}}))
+            finished("multipriv-profile", ids, results)
+    log(f"Demo MultiPriv: {made['persons']} persons imported, {made['runs']} synthetic runs created.")
+    return made
+
+
+__all__ = ["PERSONS", "seed_multipriv", "write_release"]

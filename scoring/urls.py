@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import three_way_views, views
+from . import multipriv_views, three_way_views, views
 from .sft import views as sft_views
 
 app_name = "scoring"
@@ -15,6 +15,8 @@ urlpatterns = [
     path("images/<int:image_id>/adjudicate/", views.adjudicate, name="adjudicate"),
     path("counterfactual/", views.counterfactual, name="counterfactual"),
     path("counterfactual/three-way/", three_way_views.three_way, name="three_way"),
+    path("multipriv/", multipriv_views.leaderboard, name="multipriv"),
+    path("multipriv/runs/<int:run_id>/", multipriv_views.run_detail, name="multipriv_run"),
     path("exports/", views.export_list, name="exports"),
     path("exports/sft/", sft_views.sft_export_start, name="export_sft"),
     path("exports/<int:job_id>/", views.export_detail, name="export"),

@@ -51,3 +51,22 @@ class PersonImage(models.Model):
     @property
     def label(self) -> str:
         return f"{self.category}{self.index}"
+
+
+class PersonPair(models.Model):
+    """Two images for the re-identification task: same person or not. Pairs are shared by runs (a run
+    freezes the ids of the pairs it asks about), so two runs over the same seed ask the same pairs."""
+
+    first = models.ForeignKey(PersonImage, on_delete=models.CASCADE, related_name="+")
+    second = models.ForeignKey(PersonImage, on_delete=models.CASCADE, related_name="+")
+    same_person = models.BooleanField()
+
+    class Meta:
+        app_label = "annotations"
+        constraints = [
+            models.UniqueConstraint(fields=["first", "second"], name="one_person_pair"),
+            models.CheckConstraint(condition=Q(first__lt=models.F("second")), name="person_pair_ordered"),
+        ]
+
+    def __str__(self):
+        return f"pair {self.first_id}-{self.second_id} ({'same' if self.same_person else 'different'})"
