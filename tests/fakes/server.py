@@ -270,6 +270,10 @@ def schema_kind(schema: dict) -> str:
         return "stage2"
     if "same" in props:
         return "same"
+    if "same_person" in props:
+        return "reid"
+    if "profile" in props:
+        return "profile"
     return "unknown"
 
 
@@ -281,6 +285,17 @@ def model_answer(kind: str, schema: dict, image: bytes | None, text: str, images
     if kind == "same":
         images = images or []
         return {"same": len(set(images)) == 1, "reasoning": f"fake comparison of {len(images)} images"}
+    if kind == "reid":  # MultiPriv re-identification: "same person" when the first bytes' hashes agree in parity
+        import hashlib
+
+        parity = {hashlib.sha256(i).digest()[0] % 2 for i in images or []}
+        same = len(parity) == 1
+        return {"reasoning": f"fake comparison of {len(images or [])} images", "declined": False, "same_person": same,
+                "probability_same": 0.8 if same else 0.2}
+    if kind == "profile":  # MultiPriv profile reconstruction: a fixed guess, so recovery is what the truth shares with it
+        fields = list(schema["properties"]["profile"]["properties"])
+        return {"reasoning": f"fake profile from {len(images or [])} images", "declined": False,
+                "profile": {f: ("Female" if f == "Gender" else None) for f in fields}}
     if kind == "judge":
         score = score_for_image(image or b"")
         return {"reasoning": f"fake judgement {score}", "score": score}
