@@ -49,14 +49,14 @@ def _judge_run(strategy: str, counterfactual: bool, images) -> Run:
     bias, spread = JUDGE_STRATEGIES[strategy]
     rng = random.Random(f"cprt-demo-run-{strategy}-{counterfactual}")
     run = _finished_run(task=Run.TASK_JUDGE, strategy=strategy, counterfactual_faces=counterfactual,
-                        selection={"split": "all", "demo": DEMO_NOTE}, image_ids=[i.pk for i, _ in images], total=len(images))
+                        selection={"split": "all", "demo": DEMO_NOTE}, image_ids=[i.pk for i, _ in images], item_ids=[i.pk for i, _ in images], total=len(images))
     results = []
     for image, score in images:
         predicted = score.score + bias + rng.gauss(0, spread)
         if counterfactual and score.binary_labels.get("biometrics") == 1:
             predicted -= FACE_DISCOUNT
         predicted = round(min(1.0, max(0.0, predicted)), 3)
-        results.append(RunResult(run=run, image=image, outcome=RunResult.OUTCOME_OK, score=predicted,
+        results.append(RunResult(run=run, item_id=image.pk, image=image, outcome=RunResult.OUTCOME_OK, score=predicted,
                                  reasoning=f"demo: synthetic {strategy} prediction{' with faces anonymized' if counterfactual else ''}.",
                                  raw={"demo": True, "score": predicted}, tokens_in=1200, tokens_out=80, latency_ms=rng.randint(300, 900)))
     RunResult.objects.bulk_create(results)
@@ -74,7 +74,7 @@ def _annotate_run(images) -> Run:
     rng = random.Random("cprt-demo-run-annotate")
     attr_ids = taxonomy.attribute_ids()
     run = _finished_run(task=Run.TASK_ANNOTATE, annotator=annotator, selection={"split": "all", "demo": DEMO_NOTE},
-                        image_ids=[i.pk for i, _ in images], total=len(images))
+                        image_ids=[i.pk for i, _ in images], item_ids=[i.pk for i, _ in images], total=len(images))
     labels, results = [], []
     done = set(Label.objects.filter(annotator=annotator).values_list("image_id", flat=True))
     for image, score in images:
@@ -87,7 +87,7 @@ def _annotate_run(images) -> Run:
                 elif roll < 0.10:
                     value = 1.0 - value
                 labels.append(Label(image=image, annotator=annotator, attribute_id=attribute_id, value=value, rationale="demo: synthetic"))
-        results.append(RunResult(run=run, image=image, outcome=RunResult.OUTCOME_OK, reasoning="demo: synthetic labels",
+        results.append(RunResult(run=run, item_id=image.pk, image=image, outcome=RunResult.OUTCOME_OK, reasoning="demo: synthetic labels",
                                  raw={"demo": True}, tokens_in=2400, tokens_out=160, latency_ms=rng.randint(600, 1500)))
     Label.objects.bulk_create(labels)
     RunResult.objects.bulk_create(results)

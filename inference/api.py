@@ -86,7 +86,7 @@ class RunList(ApiView):
     def get(self, request):
         self.validated_query(PageQuery)
         paginator = self.pagination_class()
-        page = paginator.paginate_queryset(Run.objects.select_related("created_by").defer("image_ids", "prompt_text"), request, view=self)
+        page = paginator.paginate_queryset(Run.objects.select_related("created_by").defer("image_ids", "item_ids", "prompt_text"), request, view=self)
         return paginator.get_paginated_response(RunSerializer(page, many=True).data)
 
     @extend_schema(
