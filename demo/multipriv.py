@@ -148,8 +148,9 @@ def seed_multipriv(log=lambda _msg: None) -> dict:
             results = []
             for pair in PersonPair.objects.filter(pk__in=ids).order_by("pk"):
                 p = min(1.0, max(0.0, (0.75 if pair.same_person else 0.3) + rng.gauss(0, 0.2)))
+                answer = {"same_person": p >= 0.5, "declined": False}
                 results.append(RunResult(item_id=pair.pk, image=None, outcome=RunResult.OUTCOME_OK, score=round(p, 3),
-                                         reasoning="demo: synthetic answer", raw={"demo": True, "answer": {"same_person": p >= 0.5, "declined": False}}))
+                                         reasoning="demo: synthetic answer", raw={"demo": True, "answer": answer}))
             finished("multipriv-reid", ids, results)
         if not existing.filter(task="multipriv-profile").exists():
             rng = random.Random("cprt-demo-multipriv-profile")

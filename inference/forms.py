@@ -84,6 +84,10 @@ class LaunchForm(forms.Form):
         kind = kinds.get(task)
         for field, message in kind.launch_errors(data).items():
             self.add_error(field, message)
+        try:
+            data["options"] = kind.clean_options(self.options_of(task, data))
+        except ValueError as exc:
+            self.add_error(None, str(exc))
         versions = kind.versions
         version = data.get("prompt_version") or kind.default_version()
         if version not in versions:
@@ -128,6 +132,13 @@ class LaunchForm(forms.Form):
             self.add_error("also_from_runs", f"Not judge runs with parsed scores: {', '.join(f'#{i}' for i in missing)}.")
         return ids
 
+    @staticmethod
+    def options_of(task: str, data: dict) -> dict:
+        """The form's kind-specific fields as the kind's options (none for kinds that take none)."""
+        if task == "multipriv-reid":  # the pairs' seed, and a balanced subset of this many pairs
+            return {"seed": data.get("seed") or 0, "limit": data.get("sample_size")}
+        return {}
+
     def spec(self) -> LaunchSpec:
         d = self.cleaned_data
         return LaunchSpec(
@@ -151,4 +162,5 @@ class LaunchForm(forms.Form):
             concurrency=d["concurrency"],
             face_variant=face_variants.parse_setting_key(d["face_variant"]) if d.get("face_variant") else {},
             mode=d.get("mode") or Run.MODE_ONLINE,
+            options=d.get("options") or {},
         )

@@ -44,7 +44,10 @@ def plan(spec: LaunchSpec) -> dict:
     texts, estimate. Raises ValueError for options the kind refuses."""
     kind = kinds.get(spec.task)
     options = kind.clean_options(dict(spec.options))
-    ids, described = select_image_ids(spec.selection)
+    if kind.selects_images:
+        ids, described = select_image_ids(spec.selection)
+    else:
+        ids, described = [], {"images": f"not applicable: {kind.label} runs ask about their own data"}
     item_ids = kind.launch_items(ids, options)
     prompt_text = kinds.render(spec.task, spec.prompt_version, spec.strategy, spec.counterfactual_faces)
     estimate = pricing.estimate(spec.task, spec.provider, spec.model_name, len(item_ids), prompt_text, spec.mode)
@@ -56,7 +59,7 @@ def launch_run(user, spec: LaunchSpec, send: bool = True) -> Run:
     """Create the run (audited) and, once it commits, send its work to the workers. `send=False`:
     nothing is sent; the caller works the run itself (`launch_run --here`, inference.inprocess)."""
     planned = plan(spec)
-    if not planned["image_ids"]:
+    if kinds.get(spec.task).selects_images and not planned["image_ids"]:
         raise ValueError("The selection matches no images with stored bytes.")
     if not planned["item_ids"]:
         raise ValueError(f"The selection gives no {kinds.get(spec.task).label or spec.task} items (its images have none).")

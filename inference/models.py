@@ -88,7 +88,7 @@ class RunResult(models.Model):
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="results")
     item_id = models.PositiveBigIntegerField(help_text="The item this result is for (its kind defines it; annotate, judge: the image id).")
-    image = models.ForeignKey("annotations.Image", on_delete=models.CASCADE, related_name="run_results",
+    image = models.ForeignKey("annotations.Image", on_delete=models.CASCADE, related_name="run_results", null=True, blank=True,
                               help_text="The item's primary image (several items of a run may share one).")
     outcome = models.CharField(max_length=16, choices=OUTCOMES)
     score = models.FloatField(null=True, blank=True, help_text="Judge runs: the parsed severity in [0, 1].")

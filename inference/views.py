@@ -88,8 +88,8 @@ def run_estimate(request):
 
 
 def _detail_context(run: Run, request) -> dict:
-    failures = run.results.exclude(outcome=RunResult.OUTCOME_OK).select_related("image").order_by("image__vispr_id")
-    predictions = run.results.filter(outcome=RunResult.OUTCOME_OK).select_related("image").order_by("image__vispr_id")
+    failures = run.results.exclude(outcome=RunResult.OUTCOME_OK).select_related("image").order_by("image__vispr_id", "item_id")
+    predictions = run.results.filter(outcome=RunResult.OUTCOME_OK).select_related("image").order_by("image__vispr_id", "item_id")
     fail_page = Paginator(failures, 20).get_page(request.GET.get("failures"))
     pred_page = Paginator(predictions, 50).get_page(request.GET.get("predictions"))
     for result in fail_page.object_list:

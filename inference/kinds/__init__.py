@@ -7,10 +7,14 @@ from __future__ import annotations
 from .annotate import AnnotateKind
 from .base import Item, Kind
 from .judge import JudgeKind
+from .multipriv_profile import MultiprivProfileKind
+from .multipriv_reid import MultiprivReidKind
 
 KINDS: dict[str, type[Kind]] = {
     AnnotateKind.key: AnnotateKind,
     JudgeKind.key: JudgeKind,
+    MultiprivReidKind.key: MultiprivReidKind,
+    MultiprivProfileKind.key: MultiprivProfileKind,
 }
 
 __all__ = ["KINDS", "Item", "Kind", "bind", "catalogue", "choices", "get", "render"]

@@ -59,7 +59,10 @@ class Kind:
     versions: ClassVar[tuple[str, ...]] = ()  # prompt versions, oldest first; the last is the default
     strategies: ClassVar[tuple[str, ...]] = ()  # the strategies a run may take ("" only when empty)
     output_tokens: ClassVar[dict[str, int]] = {}  # launch-time guess of output tokens per stage
-    writes_labels: ClassVar[bool] = False  # a run gets a model annotator at launch; `write` stores labels under it
+    writes_labels: ClassVar[bool] = False
+    # True: a run asks about the CPRT images its selection chooses (split, filters, sample). False: its
+    # items come from the kind's own data (MultiPriv's persons), and the image selection does not apply.
+    selects_images: ClassVar[bool] = True  # a run gets a model annotator at launch; `write` stores labels under it
     predictions_template: ClassVar[str] = "kinds/_predictions.html"
 
     def __init__(self, run):

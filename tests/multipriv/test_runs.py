@@ -33,7 +33,7 @@ def launch(*args) -> dict:
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_reid_run_sends_both_images_of_each_pair(openai_server, persons):
-    report = launch("--kind", "multipriv-reid", "--provider", "openai", "--model", "gpt-5.1", "--option", "seed=3", "--option", "limit=10")
+    report = launch("--kind", "multipriv-reid", "--provider", "openai", "--model", "gpt-5.1", "--seed", "3", "--sample", "10")
     run = Run.objects.get(pk=report["id"])
     assert report["status"] == "finished" and report["total"] == 10 and report["results"] == 10
     pairs = PersonPair.objects.filter(pk__in=run.item_ids)
@@ -44,7 +44,7 @@ def test_reid_run_sends_both_images_of_each_pair(openai_server, persons):
     assert sorted(sent) == sorted((p.first_id, p.second_id) for p in pairs)  # both images of every pair, in order
     assert RunResult.objects.filter(run=run).count() == 10
     # the same seed and limit give the same pairs
-    again = launch("--kind", "multipriv-reid", "--provider", "openai", "--model", "gpt-5.1", "--option", "seed=3", "--option", "limit=10")
+    again = launch("--kind", "multipriv-reid", "--provider", "openai", "--model", "gpt-5.1", "--seed", "3", "--sample", "10")
     assert Run.objects.get(pk=again["id"]).item_ids == run.item_ids
 
 
@@ -62,3 +62,27 @@ def test_profile_run_sends_all_images_of_a_person(openai_server, persons, client
     assert figures["metrics"]["fields"]["Name"]["recovered"] == 0
     page = client.get(f"/scoring/multipriv/runs/{run.pk}/")
     assert page.status_code == 200 and b"By category" in page.content
+
+
+@pytest.mark.django_db
+def test_demo_runs_show_on_the_pages(client, admin_user):
+    from demo.multipriv import seed_multipriv
+
+    made = seed_multipriv()
+    assert made == {"persons": 4, "runs": 2}
+    assert seed_multipriv() == {"persons": 0, "runs": 0}  # idempotent
+    client.force_login(admin_user)
+    board = client.get("/scoring/multipriv/?format=json").json()["runs"]
+    assert sorted(r["task"] for r in board) == ["multipriv-profile", "multipriv-reid"]
+    reid = next(r for r in board if r["task"] == "multipriv-reid")
+    assert reid["metrics"]["pairs"] == reid["coverage"]["items"] > 0 and reid["metrics"]["metrics"]["accuracy"]["value"] is not None
+    for run in Run.objects.all():
+        for url in (f"/runs/{run.pk}/", f"/scoring/multipriv/runs/{run.pk}/"):
+            assert client.get(url).status_code == 200, url
+    page = client.get("/scoring/multipriv/")
+    assert b"not the paper" in page.content and b"Re-identification" in page.content
+    person = Person.objects.first()
+    assert client.get(f"/multipriv/persons/{person.pk}/").status_code == 200
+    image = PersonImage.objects.first()
+    response = client.get(f"/multipriv/images/{image.pk}/bytes")
+    assert response.status_code == 200 and "no-store" in response["Cache-Control"]

@@ -48,6 +48,8 @@ class MultiprivProfileKind(Kind):
     label = "MultiPriv individual level: profile reconstruction"
     stages = ("profile",)
     versions = (VERSION,)
+    selects_images = False
+    predictions_template = "kinds/multipriv_profile/_predictions.html"
     output_tokens = {"profile": 600}
 
     @classmethod

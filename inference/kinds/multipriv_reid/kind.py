@@ -43,6 +43,8 @@ class MultiprivReidKind(Kind):
     label = "MultiPriv individual level: re-identification"
     stages = ("reid",)
     versions = (VERSION,)
+    selects_images = False
+    predictions_template = "kinds/multipriv_reid/_predictions.html"
     output_tokens = {"reid": 120}
 
     @classmethod
