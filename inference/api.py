@@ -45,7 +45,7 @@ class RunSerializer(serializers.ModelSerializer):
         fields = [
             "id", "task", "provider", "model_name", "strategy", "counterfactual_faces", "face_variant", "prompt_version", "selection",
             "concurrency", "mode", "status", "total_images", "done_count", "percent_done", "outcome_counts", "tokens_in",
-            "tokens_out", "estimated_cost_usd", "estimate", "error", "created_by", "created_at", "started_at",
+            "tokens_out", "estimated_cost_usd", "items_resent", "estimate", "error", "created_by", "created_at", "started_at",
             "finished_at", "is_active", "can_resume",
         ]
         read_only_fields = fields

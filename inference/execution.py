@@ -218,6 +218,7 @@ def run_chunk(run_id: int, item_ids: list[int], concurrency: int | None = None, 
         lease = leases.lane_lease(run_id, lane)
         if not leases.lanes_of(run) or not lease.claim():
             return {"run": run_id, "lane": lane, "skipped": "lane leased by a live worker"}
+        resent = leases.count_resent(run_id, lane)
     now = timezone.now()
     Run.move(run_id, "start", where=Q(status=Run.STATUS_QUEUED), heartbeat_at=now)
     Run.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=now)
@@ -238,7 +239,9 @@ def run_chunk(run_id: int, item_ids: list[int], concurrency: int | None = None, 
     )
     width = min(concurrency or run.concurrency, run.concurrency)
     deadline = time.monotonic() + chunks.deadline_s() if lease is not None else None
-    stats = _execute(run, ctx, todo, width, lease=lease, deadline=deadline)
+    stats = _execute(run, ctx, todo, width, lease=lease, deadline=deadline, lane=lane)
+    if lane is not None and resent:
+        stats["resent"] = resent
     if stats.get("fatal"):
         fail_run(run_id, stats["fatal"])
     else:
@@ -274,13 +277,27 @@ def _database_down(stats: dict, exc: Exception) -> None:
         connection.close_if_unusable_or_obsolete()
 
 
+def _reserved(run_id: int, lane: int | None, item_ids, stats: dict) -> bool:
+    """Record the lane's in-flight items before requests go out (leases.reserve); False when the
+    database is unreachable (then nothing may be sent: a lost worker would leave no trace)."""
+    if lane is None:
+        return True
+    try:
+        leases.reserve(run_id, lane, item_ids)
+    except (DatabaseOperationalError, DatabaseInterfaceError) as exc:
+        _database_down(stats, exc)
+        return False
+    return True
+
+
 def _transient_pause(failures: int) -> float:
     """How long a chunk pauses after `failures` deferred items in a row: doubling, capped, jittered."""
     cap = max(TRANSIENT_BACKOFF_MAX_S, settings.CPRT_PROVIDER_BACKOFF_MAX_S)
     return min(cap, settings.CPRT_PROVIDER_BACKOFF_S * 2 ** min(failures - 1, 16)) * random.uniform(0.5, 1.0)
 
 
-def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=None, deadline: float | None = None) -> dict:
+def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=None, deadline: float | None = None,
+             lane: int | None = None) -> dict:
     stats: dict = {"written": 0, "duplicates": 0, "todo": len(todo)}
     if not todo:
         return stats
@@ -290,6 +307,7 @@ def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=N
     paused_until = 0.0
     retry_until = deadline if deadline is not None else time.monotonic() + chunks.deadline_s()
     pending: set = set()
+    flying: dict = {}  # future -> item id, for the lane's in-flight record
     beat_every = settings.CPRT_RUN_HEARTBEAT_S
     last_beat = time.monotonic()
     stop_deadline = None
@@ -313,7 +331,8 @@ def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=N
     pool = ThreadPoolExecutor(max_workers=min(width, len(todo)), thread_name_prefix=f"run{run.pk}")
     try:
         while True:
-            while not ctx.stop.is_set() and len(pending) < width:
+            batch: list[kinds.Item] = []
+            while not ctx.stop.is_set() and len(pending) + len(batch) < width:
                 now = time.monotonic()
                 if deadline is not None and now > deadline:
                     break  # the rest goes to the lane's next chunk (run_chunk hands it on)
@@ -325,7 +344,15 @@ def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=N
                     item = fresh.popleft()
                 else:
                     break
-                pending.add(pool.submit(process_image, ctx, item))
+                batch.append(item)
+            if batch and not _reserved(run.pk, lane, [*flying.values(), *(o.item_id for o in buffer), *(i.item_id for i in batch)], stats):
+                again.extendleft(reversed(batch))  # nothing sent: the database is down; try again after a pause
+                paused_until = time.monotonic() + _transient_pause(max(1, failures))
+                batch = []
+            for item in batch:
+                future = pool.submit(process_image, ctx, item)
+                flying[future] = item.item_id
+                pending.add(future)
             if pending:
                 finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
             else:
@@ -339,6 +366,7 @@ def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=N
                 finished = set()
                 ctx.stop.wait(max(0.01, min(paused_until - now, beat_every, 0.5)))
             for future in finished:
+                flying.pop(future, None)
                 out = future.result()
                 if out is None:
                     continue
@@ -389,6 +417,8 @@ def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=N
             flush_failures += 1
             if ctx.stop.wait(_transient_pause(flush_failures)):
                 break
+        if lane is not None and not buffer and not pending:
+            _reserved(run.pk, lane, [], stats)  # a clean end: nothing of this lane is in flight
     finally:
         # Do not wait for abandoned requests: they end at their timeout and nobody writes them.
         pool.shutdown(wait=False, cancel_futures=True)

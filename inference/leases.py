@@ -9,6 +9,11 @@ the provider for the same items. Rules:
   UPDATE (free, already its own, or expired) before it reads which items still need a result; a
   message whose lane is leased by a live worker does nothing. The worker renews the lease with its
   heartbeat and stops when it cannot (it was taken over); it releases the lease when the chunk ends.
+- Before its requests go out, the worker writes the lane's `in_flight` items (those it is about to
+  send, awaits, or holds unwritten answers for); a chunk that ends normally clears it. A worker that
+  stops mid-request leaves it behind: the next claim counts those of its items that have no result as
+  resent (`Run.items_resent`: their requests may have been paid for and are sent again), shown
+  beside the run's cost.
 - The reconciler re-dispatches a lane only when its lease EXPIRED (a worker claimed it and went
   silent for CPRT_RUN_STALE_S). A lane nobody has claimed yet is queued work: it waits for a
   worker, however long, and is never sent again by the reconciler.
@@ -18,6 +23,7 @@ from __future__ import annotations
 import math
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -43,6 +49,26 @@ def lease_seconds() -> float:
 def lane_lease(run_id: int, index: int, owner: str | None = None) -> Lease:
     """One task execution's hold on one lane (claim / renew / release, see core.jobs.Lease)."""
     return Lease(RunLane.objects.filter(run_id=run_id, index=index), lease_seconds(), owner, owner_field=OWNER_FIELD)
+
+
+def reserve(run_id: int, index: int, item_ids) -> None:
+    """Write the lane's in-flight items before their requests go out (an empty list when none)."""
+    RunLane.objects.filter(run_id=run_id, index=index).update(in_flight=sorted(item_ids))
+
+
+def count_resent(run_id: int, index: int) -> int:
+    """Called by the lane's new holder right after its claim: the items a stopped worker left in
+    flight that have no result are about to be sent again; count them on the run, clear the list."""
+    left = RunLane.objects.filter(run_id=run_id, index=index).values_list("in_flight", flat=True).first()
+    if not left:
+        return 0
+    answered = set(RunResult.objects.filter(run_id=run_id, item_id__in=left).values_list("item_id", flat=True))
+    resent = len([i for i in left if i not in answered])
+    with transaction.atomic():
+        RunLane.objects.filter(run_id=run_id, index=index).update(in_flight=[])
+        if resent:
+            Run.objects.filter(pk=run_id).update(items_resent=F("items_resent") + resent)
+    return resent
 
 
 def lanes_of(run: Run) -> list[RunLane]:

@@ -42,6 +42,8 @@ class Run(Job):
     MODES = [(MODE_ONLINE, "online (request by request)"), (MODE_BATCH, "batch (provider batch API, half price, up to 24 h)")]
     mode = models.CharField(max_length=8, choices=MODES, default=MODE_ONLINE)
     annotator = models.ForeignKey("annotations.Annotator", null=True, blank=True, on_delete=models.PROTECT, related_name="runs")
+    items_resent = models.PositiveIntegerField(default=0, help_text=(
+        "Items whose requests were in flight when a worker stopped, asked again: possibly paid twice."))
     tokens_in = models.BigIntegerField(default=0)
     tokens_out = models.BigIntegerField(default=0)
     estimated_cost_usd = models.DecimalField(max_digits=12, decimal_places=4, default=0)
@@ -75,6 +77,13 @@ class Run(Job):
     @total_images.setter
     def total_images(self, value: int) -> None:
         self.total = value
+
+    @property
+    def resent_cost_usd(self) -> float | None:
+        """What the resent items may have cost a second time, at the run's mean cost per stored item."""
+        if not self.items_resent or not self.done:
+            return None
+        return float(self.estimated_cost_usd) / self.done * self.items_resent
 
     @property
     def done_count(self) -> int:
@@ -125,6 +134,9 @@ class RunLane(models.Model):
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     dispatched_at = models.DateTimeField(null=True, blank=True)
     dispatches = models.PositiveIntegerField(default=0, help_text="How many times the lane was sent to the broker.")
+    in_flight = models.JSONField(default=list, blank=True, help_text=(
+        "Items whose requests the lane's worker is about to send or awaits, written before they go out; "
+        "left behind when a worker stops mid-request (inference.leases.count_resent)."))
 
     class Meta:
         ordering = ["run", "index"]
