@@ -15,6 +15,9 @@ from .services import multipriv as service
 HEADLINE = {service.REID: ("accuracy", "precision", "recall", "f1", "auc", "refusal_rate"),
             service.PROFILE: ("profile_share", "refusal_rate")}
 
+LABELS = {"accuracy": "accuracy", "precision": "precision", "recall": "recall", "f1": "F1", "auc": "AUC",
+          "refusal_rate": "refusal rate", "profile_share": "share of a profile recovered"}
+
 
 def _plain(report: dict) -> dict:
     return {"kind": report["kind"], "coverage": report["coverage"],
@@ -27,14 +30,14 @@ def leaderboard(request):
     rows = []
     for run in service.runs():
         rep = service.report(run)
-        rows.append({"run": run, "report": rep, "headline": [(m, rep["metrics"]["metrics"].get(m)) for m in HEADLINE[run.task]]})
+        rows.append({"run": run, "report": rep, "headline": [(LABELS[m], rep["metrics"]["metrics"].get(m)) for m in HEADLINE[run.task]]})
     if request.GET.get("format") == "json":
         return JsonResponse({"runs": [{"run": r["run"].pk, "task": r["run"].task, "provider": r["run"].provider,
                                        "model": r["run"].model_name, "status": r["run"].status, **_plain(r["report"])} for r in rows]})
-    sections = [(kind, label, [r for r in rows if r["run"].task == kind]) for kind, label in (
+    sections = [(kind, label, [LABELS[m] for m in HEADLINE[kind]], [r for r in rows if r["run"].task == kind]) for kind, label in (
         (service.REID, "Re-identification: do two images belong to the same person?"),
         (service.PROFILE, "Profile reconstruction: how much of a person's profile does the model rebuild?"))]
-    return render(request, "scoring/multipriv/leaderboard.html", {"sections": sections, "metric_names": HEADLINE})
+    return render(request, "scoring/multipriv/leaderboard.html", {"sections": sections})
 
 
 @require_role(ROLE_ADMIN)
@@ -51,4 +54,5 @@ def run_detail(request, run_id: int):
         return JsonResponse({"run": run.pk, "task": run.task, "model": run.model_name, **out})
     failures = [r for r in rep["rows"] if not r.get("correct", True)][:24] if run.task == service.REID else []
     return render(request, "scoring/multipriv/run.html", {"run": run, "report": rep, "failures": failures,
-                                                          "categories": categories(), "headline": HEADLINE[run.task]})
+                                                          "categories": categories(),
+                                                          "metric_rows": [(LABELS.get(k, k), v) for k, v in rep["metrics"]["metrics"].items()]})
