@@ -22,5 +22,6 @@ urlpatterns = [
     path("scoring/", include("scoring.urls")),
     path("runs/", include("inference.urls")),
     path("faces/", include("annotations.faces.urls")),
+    path("datasets/", include("annotations.datasets.urls")),
     path("api/", include("cprt_site.api_urls")),
 ]
