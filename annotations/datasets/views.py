@@ -46,7 +46,8 @@ def version_list(request):
         else:
             messages.success(request, f"Build #{job.pk} of {job.name} queued over {job.total} images; a worker builds it.")
             return redirect("datasets:build", build_id=job.pk)
-    page = Paginator(DatasetVersion.objects.select_related("created_by").annotate(n=Count("members")).order_by("-created_at", "-id"), 25).get_page(request.GET.get("page"))
+    listed = DatasetVersion.objects.select_related("created_by").annotate(n=Count("members")).order_by("-created_at", "-id")
+    page = Paginator(listed, 25).get_page(request.GET.get("page"))
     builds = DatasetBuild.objects.select_related("version", "created_by")[:10]
     context = {"form": form, "page": page, "builds": builds, "presets": recipes.preset_names()}
     return render(request, "annotations/datasets/versions.html", context, status=400 if form.is_bound else 200)

@@ -73,7 +73,8 @@ def test_an_uploaded_recipe_with_a_quota(admin, monkeypatch):
 @pytest.mark.parametrize("data, message", [
     ({"source": "upload"}, "Choose the recipe file to upload."),
     ({"source": "upload", "recipe_file": SimpleUploadedFile("r.json", b"{not json")}, "The recipe file is not valid JSON"),
-    ({"source": "upload", "recipe_file": SimpleUploadedFile("r.json", b'{"vispr_splits": ["test2017"], "rules": [{"name": "r", "any": ["a0_safe"], "quota": -3}]}')},
+    ({"source": "upload", "recipe_file": SimpleUploadedFile(
+        "r.json", b'{"vispr_splits": ["test2017"], "rules": [{"name": "r", "any": ["a0_safe"], "quota": -3}]}')},
      "quota: Input should be greater than or equal to 1"),
     ({"source": "upload", "recipe_file": SimpleUploadedFile("r.json", b'{"vispr_splits": ["test2017"], "rules": [], "extra": 1}')},
      "extra: unknown field"),

@@ -103,7 +103,8 @@ def test_the_export_form_scopes_the_job_to_a_version(version, client_as, admin_u
     assert {s: stats["rows"] for s, stats in job.summary["splits"].items()} == {"train": 1, "test": 2}
     folder = unzip(job, export_root, tmp_path / "unzipped")
     assert card_of(folder).data.pretty_name == "CPRT-Bench (paper recipe)"
-    assert "dataset version <strong id=\"export-dataset-version\">paper-both</strong>" in client.get(reverse("scoring:export", args=[job.pk])).content.decode()
+    detail = client.get(reverse("scoring:export", args=[job.pk])).content.decode()
+    assert 'dataset version <strong id="export-dataset-version">paper-both</strong>' in detail
 
 
 def world_profile() -> int:
@@ -116,3 +117,51 @@ def test_the_export_form_refuses_an_unknown_version(world, client_as, admin_user
     response = client_as(admin_user).post(reverse("scoring:exports"), data)
     assert response.status_code == 400 and "There is no dataset version named gone." in response.content.decode()
     assert not ExportJob.objects.exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# Fine-tuning pairs (the SFT export) scoped to a version
+
+SFT_VISPR = {"2017_101": ("val2017", ["a9_face_complete"]), "2017_102": ("val2017", ["a19_name_full"]),
+             "2017_103": ("val2017", ["a59_sports"]), "2017_104": ("val2017", ["a0_safe"]),
+             "2017_201": ("test2017", ["a31_passport"]), "2017_202": ("test2017", ["a59_sports"])}
+
+
+@pytest.fixture
+def sft_version(sft_world):
+    for vispr_id, (split, labels) in SFT_VISPR.items():
+        Image.objects.filter(vispr_id=vispr_id).update(vispr_split=split, vispr_labels=labels)
+    call_command("build_dataset", "--recipe", "cprt-paper", "--vispr-split", "val2017", "--vispr-split", "test2017", "--name", "sft-v",
+                 stdout=io.StringIO(), stderr=io.StringIO())
+    return sft_world
+
+
+def test_export_sft_scoped_to_a_version_pairs_only_its_images(sft_version, tmp_path):
+    out = io.StringIO()
+    call_command("export_sft", str(tmp_path / "sft"), "--format", "llamafactory", "--profile", "models", "--dataset-version", "sft-v", stdout=out)
+    printed = out.getvalue()
+    assert "  train: 3 pairs" in printed and "  evaluation: 1 pairs" in printed  # 101, 102, 104 / 201
+    unscoped = io.StringIO()
+    call_command("export_sft", str(tmp_path / "all"), "--format", "llamafactory", "--profile", "models", stdout=unscoped)
+    assert "  train: 4 pairs" in unscoped.getvalue() and "  evaluation: 2 pairs" in unscoped.getvalue()
+    with pytest.raises(CommandError, match="--dataset-version: there is no dataset version named 'gone'"):
+        call_command("export_sft", str(tmp_path / "x"), "--format", "llamafactory", "--dataset-version", "gone", stdout=io.StringIO())
+    assert not (tmp_path / "x").exists()
+
+
+def test_the_sft_form_scopes_its_job(sft_version, client_as, admin_user, export_root, monkeypatch):
+    record_sends(monkeypatch)
+    client = client_as(admin_user)
+    data = {"sft-format": "llamafactory", "sft-prompt_version": "", "sft-split": "train", "sft-profile": str(sft_version.pk),
+            "sft-faces": "original", "sft-dataset_version": "gone"}
+    from inference import prompts
+    data["sft-prompt_version"] = prompts.DEFAULT_VERSION["judge"]
+    refused = client.post(reverse("scoring:export_sft"), data)
+    assert refused.status_code == 400 and "There is no dataset version named gone." in refused.content.decode()
+    assert not ExportJob.objects.exists()
+    assert client.post(reverse("scoring:export_sft"), {**data, "sft-dataset_version": "sft-v"}).status_code == 302
+    job = ExportJob.objects.get()
+    assert job.kind == "sft" and job.dataset_version.name == "sft-v" and job.options["dataset_version"] == "sft-v"
+    assert exports.run_export(job.pk)["status"] == "finished"
+    job.refresh_from_db()
+    assert job.summary["pairs"] == {"train": 3, "evaluation": 1} and job.summary["dataset_version"] == "sft-v"
