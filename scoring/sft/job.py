@@ -29,8 +29,9 @@ def start_sft_export(actor, data: dict) -> ExportJob:
     options = {
         "format": data["format"], "prompt_version": version, "split": data["split"], "faces": data["faces"],
         "annotation_stages": bool(data["annotation_stages"]),
-        "dataset_version": data["dataset_version"].name if data.get("dataset_version") else "",
     }
+    if data.get("dataset_version"):
+        options["dataset_version"] = data["dataset_version"].name
     with transaction.atomic():
         job = ExportJob(
             created_by=actor if getattr(actor, "is_authenticated", False) else None,
