@@ -148,6 +148,7 @@ def run_build(job_id: int, vispr_root: str | Path | None = None) -> dict:
         splits = _splits(recipe)
         collector = Collector(recipe)
         stored: dict[str, list[tuple[str, list[str]]]] = {s: [] for s in splits}
+        seen: set[str] = set()
         last, done = 0, 0
         while True:
             chunk = list(_images(splits).filter(pk__gt=last).order_by("pk").values_list("pk", "vispr_id", "vispr_split", "vispr_labels")[:CHUNK])
@@ -157,6 +158,7 @@ def run_build(job_id: int, vispr_root: str | Path | None = None) -> dict:
                 labels = [x for x in (labels or []) if isinstance(x, str)]
                 collector.add(vispr_id, vispr_split, labels)
                 stored[vispr_split].append((vispr_id, labels))
+                seen.update(labels)
             last, done = chunk[-1][0], done + len(chunk)
             if not lease.renew(heartbeat_at=timezone.now(), done=done):
                 return {"job_id": job_id, "status": "lost", "claimed": True}
@@ -172,7 +174,10 @@ def run_build(job_id: int, vispr_root: str | Path | None = None) -> dict:
         checksums = {f"stored labels {s}": labels_digest(rows) for s, rows in stored.items()}
         if vispr_root:
             checksums.update(file_checksums(Path(vispr_root), splits))
-        applied = {**recipe.as_json(), "candidates": outcome.candidate_counts, "checksums_of": "files" if vispr_root else "stored labels"}
+        # Ids no image of the splits carries: a typo, or an attribute this release does not have (shown on the page).
+        unseen = sorted({i for rule in recipe.rules for i in (*rule.any, *rule.none)} - seen)
+        applied = {**recipe.as_json(), "candidates": outcome.candidate_counts, "unseen_ids": unseen,
+                   "checksums_of": "files" if vispr_root else "stored labels"}
         version = _write_version(job, recipe, applied, splits, outcome, members, checksums, mine)
     except Exception as exc:
         error = str(exc) if isinstance(exc, (BuildError, RecipeError)) else f"The build failed: {exc.__class__.__name__}: {exc}"

@@ -37,6 +37,8 @@ def test_cprt_paper_on_the_test_split_selects_the_papers_candidates():
     assert version.recipe["rules"][1] == {"name": "safe", "any": ["a0_safe"], "none": [], "only": True, "quota": None,
                                           "vispr_splits": None}
     assert version.recipe["checksums_of"] == "stored labels"
+    # The preset names ids this small world never carries (a typo would show the same way).
+    assert "a31_passport" in got["unseen_ids"] and "a9_face_complete" not in got["unseen_ids"]
     ids = dataset_image_ids(version)
     assert sorted(Image.objects.filter(pk__in=ids).values_list("vispr_id", flat=True)) == got["members"]
     build_row = DatasetBuild.objects.get(name="paper-test")
@@ -71,7 +73,7 @@ def test_quotas_are_seeded_and_independent_of_database_order(tmp_path):
     make_world(order=list(reversed(WORLD)))
     reordered = build_json("--recipe", quota_recipe(tmp_path), "--seed", "7", "--name", "q3")
     assert reordered["members"] == first["members"]
-    # Other seeds draw other samples (of 20 seeds, not all the same).
+    # Other seeds draw other samples (of 8 seeds, not all the same).
     samples = {tuple(build_json("--recipe", quota_recipe(tmp_path), "--seed", str(s), "--name", f"s{s}")["members"]) for s in range(8)}
     assert len(samples) > 1
 

@@ -54,6 +54,7 @@ def test_build_from_the_preset_then_see_the_version(admin, monkeypatch, django_c
     page = admin.get(reverse("datasets:version", args=[version.pk])).content.decode()
     assert '<strong id="member-count">7</strong>' in page and "severe &amp; level2-no-face" in page
     assert "stored labels test2017" in page and "2017_0004" in page and "2017_0008" not in page
+    assert 'id="unseen-ids"' in page and "a31_passport" in page
     listing = admin.get(reverse("datasets:versions")).content.decode()
     assert reverse("datasets:version", args=[version.pk]) in listing
 
