@@ -356,6 +356,7 @@ CELERY_BEAT_SCHEDULE = {
     "inference.poll_batches": {"task": "inference.poll_batches", "schedule": CPRT_BATCH_POLL_S, "options": {"queue": "default"}},
     "scoring.reconcile_exports": {"task": "scoring.reconcile_exports", "schedule": 60.0, "options": {"queue": "default"}},
     "annotations.reconcile_face_jobs": {"task": "annotations.reconcile_face_jobs", "schedule": 60.0, "options": {"queue": "default"}},
+    "annotations.reconcile_dataset_builds": {"task": "annotations.reconcile_dataset_builds", "schedule": 60.0, "options": {"queue": "default"}},
 }
 
 if not DEBUG:

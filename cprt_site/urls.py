@@ -23,5 +23,6 @@ urlpatterns = [
     path("runs/", include("inference.urls")),
     path("faces/", include("annotations.faces.urls")),
     path("multipriv/", include("annotations.multipriv.urls")),
+    path("datasets/", include("annotations.datasets.urls")),
     path("api/", include("cprt_site.api_urls")),
 ]

@@ -67,6 +67,8 @@ class RunLaunch(StrictSerializer):
                                              "(e.g. blur:0.5:0.2); blank: the originals.")
     prompt_version = StrictCharField(max_length=64, required=False, allow_blank=True, help_text="Blank or absent: the latest.")
     split = StrictCharField(max_length=8, required=False, help_text="all (default), train, test or other.")
+    dataset_version = StrictCharField(max_length=100, required=False, allow_blank=True,
+                                      help_text="A dataset version's name: only its images (blank or absent: no such scope).")
     attribute = StrictCharField(max_length=64, required=False, allow_blank=True)
     attribute_value = StrictIntegerField(min_value=0, max_value=1, required=False, allow_null=True)
     level = StrictIntegerField(min_value=1, max_value=4, required=False, allow_null=True)

@@ -5,6 +5,7 @@ from django import forms
 from django.core.validators import RegexValidator
 
 from annotations import taxonomy
+from annotations.datasets import versions as dataset_versions
 from annotations.faces import variants as face_variants
 
 from . import kinds, prompts
@@ -45,6 +46,8 @@ class LaunchForm(forms.Form):
         choices=lambda: [("", "latest")] + [(v, prompts.version_label(v)) for kind in kinds.KINDS.values() for v in kind.versions], required=False
     )
     split = forms.ChoiceField(choices=[("all", "all splits"), ("train", "train"), ("test", "test"), ("other", "other")], initial="all")
+    dataset_version = forms.ChoiceField(required=False, label="Dataset version", help_text="Only the images of this dataset version.",
+                                        error_messages={"invalid_choice": "There is no dataset version named %(value)s."})
     attribute = forms.ChoiceField(required=False, help_text="Only images whose consensus (active profile) has this attribute…")
     attribute_value = forms.TypedChoiceField(choices=[("", "—"), ("1", "= 1"), ("0", "= 0")], coerce=int, required=False, empty_value=None)
     level = forms.TypedChoiceField(choices=[("", "any level")] + [(str(i), f"consensus level {i}") for i in (1, 2, 3, 4)],
@@ -69,6 +72,7 @@ class LaunchForm(forms.Form):
         self.availability = availability()
         unavailable = {name: a.reason for name, a in self.availability.items() if not a.available}
         self.fields["provider"].widget = ProviderSelect(choices=self.fields["provider"].choices, unavailable=unavailable)
+        self.fields["dataset_version"].choices = [("", "— every image")] + dataset_versions.version_choices()
         self.fields["attribute"].choices = [("", "— no attribute filter")] + [(k, k) for k in taxonomy.active().keys]
         self.fields["face_variant"].choices = [("", "the original images")] + [
             (key, f"anonymized: {label}") for key, label, _ in face_variants.available_settings()]
@@ -150,6 +154,7 @@ class LaunchForm(forms.Form):
             prompt_version=d["prompt_version"],
             selection=Selection(
                 split=d["split"],
+                dataset_version=d.get("dataset_version") or "",
                 attribute=d.get("attribute") or "",
                 attribute_value=d.get("attribute_value"),
                 level=d.get("level"),

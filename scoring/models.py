@@ -134,6 +134,9 @@ class ExportJob(Job):
     kind = models.CharField(max_length=16, choices=KINDS, default=KIND_DATASET)
     options = models.JSONField(default=dict, blank=True, help_text="Fine-tuning pairs: format, prompt version, training split, faces, stages.")
     splits = models.JSONField(default=list, help_text="The splits exported, e.g. [\"train\", \"test\"].")
+    dataset_version = models.ForeignKey(
+        "annotations.DatasetVersion", null=True, blank=True, on_delete=models.PROTECT, related_name="export_jobs",
+        help_text="Only this dataset version's images (and its Hub metadata on the card); empty: every image.")
     profile = models.ForeignKey(ScoringProfile, on_delete=models.PROTECT, related_name="export_jobs")
     include_annotations = models.BooleanField(
         default=False, help_text="Add the `annotations` (raw labels and rationales) and `predictions` (model runs) configurations."

@@ -392,12 +392,13 @@ EXPORT_CARD = jobviews.JobCard(
 @require_http_methods(["GET", "POST"])
 @once_per_submission
 def export_list(request):
-    form = ExportJobForm(request.POST if request.method == "POST" else None)
+    scope = request.GET.get("dataset_version", "")  # the version page's link preselects it
+    form = ExportJobForm(request.POST if request.method == "POST" else None, initial={"dataset_version": scope} if scope else None)
     if request.method == "POST" and form.is_valid():
         job = exports.start_export(request.user, form.cleaned_data)
         messages.success(request, f"Export #{job.pk} queued; a worker builds it.")
         return redirect("scoring:export", job_id=job.pk)
-    page = Paginator(ExportJob.objects.select_related("profile", "created_by"), EXPORTS_PAGE).get_page(request.GET.get("page"))
+    page = Paginator(ExportJob.objects.select_related("profile", "created_by", "dataset_version"), EXPORTS_PAGE).get_page(request.GET.get("page"))
     status = 400 if form.is_bound else 200
     return render(request, "scoring/exports.html", {"form": form, "page": page}, status=status)
 

@@ -43,6 +43,7 @@ COMMANDS = {
     "batch_ingest": None,  # a run_batch output file: malformed lines in tests/inference/test_batch_offline.py
     "retry_failed": None,  # a run id (tests/inference/test_retry_failed.py)
     "launch_run": None,  # its options are the launch form's fields, refused with its messages (tests/inference/test_launch_run.py)
+    "build_dataset": "a recipe: a preset name or a JSON file",
 }
 
 
@@ -351,3 +352,33 @@ def test_create_reviewer_refuses_bad_arguments(args, message):
 # =================================================================================================
 # Browser forms (their ordinary bad input is tested per view; here, bytes that are not a form at all)
 
+
+
+# --- build_dataset --------------------------------------------------------------------------------
+
+BAD_RECIPES = [
+    ("binary.json", b"\xff\xfe\x00garbage", "not UTF-8 text"),
+    ("huge.json", b'{"description": "' + b"x" * 300_000 + b'"}', "larger than 256 KiB"),
+    ("empty.json", b"", "not valid JSON"),
+    ("nan.json", b'{"vispr_splits": ["test2017"], "seed": NaN, "rules": [{"name": "r", "any": ["a0_safe"]}]}', "seed: Input should be a valid integer"),
+    ("float.json", b'{"vispr_splits": ["test2017"], "rules": [{"name": "r", "any": ["a0_safe"], "quota": 2.5}]}', "quota: Input should be a valid integer"),
+    ("bool.json", b'{"vispr_splits": ["test2017"], "rules": [{"name": "r", "any": ["a0_safe"], "only": "yes"}]}', "only: Input should be a valid boolean"),
+    ("nested.json", b'{"vispr_splits": ["test2017"], "rules": [{"name": "r", "any": [["a0_safe"]]}]}', r"any\[0\]: Input should be a valid string"),
+    ("rule-name.json", b'{"vispr_splits": ["test2017"], "rules": [{"name": "../../etc", "any": ["a0_safe"]}]}', "is not a name"),
+    ("newline-id.json", b'{"vispr_splits": ["test2017"], "rules": [{"name": "r", "any": ["a0_safe\\n"]}]}', "is not a VISPR attribute id"),
+    ("rules-object.json", b'{"vispr_splits": ["test2017"], "rules": {"name": "r"}}', "rules: Input should be a valid list"),
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name, content, message", BAD_RECIPES, ids=[b[0] for b in BAD_RECIPES])
+def test_build_dataset_refuses_a_bad_recipe_file_and_changes_nothing(tmp_path, name, content, message):
+    from annotations.models import Image
+
+    Image.objects.create(vispr_id="2017_recipe", split="test", vispr_split="test2017", vispr_labels=["a0_safe"])
+    path = tmp_path / name
+    path.write_bytes(content)
+    before = stored_data()
+    with pytest.raises(CommandError, match=message):
+        call_command("build_dataset", "--recipe", str(path), "--name", "v", stdout=io.StringIO(), stderr=io.StringIO())
+    assert changed(before, stored_data()) == []

@@ -54,6 +54,7 @@ class Command(BaseCommand):
         parser.add_argument("--face-variant", help="Judge runs: method:threshold:margin of the anonymized variants to judge.")
         parser.add_argument("--prompt-version", help="Default: the latest of the kind.")
         parser.add_argument("--split", help="all (default), train, test or other.")
+        parser.add_argument("--dataset-version", help="Only the images of this dataset version (its name).")
         parser.add_argument("--attribute", help="Only images whose consensus has this attribute ...")
         parser.add_argument("--attribute-value", help="... equal to 0 or 1.")
         parser.add_argument("--level", help="Only images of this consensus level (1-4).")
