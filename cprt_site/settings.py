@@ -214,6 +214,11 @@ CPRT_X_ACCEL_REDIRECT = envbool("CPRT_X_ACCEL_REDIRECT", False)
 CPRT_PROTECTED_ROOTS = {"images": PRIVATE_IMAGE_ROOT, "exports": CPRT_EXPORT_ROOT}
 CPRT_MAX_IMAGE_PIXELS = envint("CPRT_MAX_IMAGE_PIXELS", 40_000_000, min=1, max=1_000_000_000)
 CPRT_MAX_IMAGE_BYTES = envint("CPRT_MAX_IMAGE_BYTES", 25 * 1024 * 1024, min=1, max=2 * 1024**3)
+# VISPR attribute ids -> CPRT attributes (spec vispr-and-benchmarks.md §2): the project's data file unless replaced;
+# after replacing it, `manage.py vispr_labels --rewrite` rewrites the `vispr` annotator's labels.
+CPRT_VISPR_MAPPING_FILE = envpath("CPRT_VISPR_MAPPING_FILE", BASE_DIR / "annotations" / "data" / "vispr_mapping.json")
+# Imports started from the browser (/annotations/imports/) read only folders and files under this root.
+CPRT_IMPORT_ROOT = envpath("CPRT_IMPORT_ROOT", DATA_DIR / "imports")
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("DATA_UPLOAD_MAX_MEMORY_SIZE", 5 * 1024 * 1024, min=1024, max=2 * 1024**3)
 FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
 
