@@ -109,7 +109,7 @@ def read_attributes(root: Path) -> list[tuple[int, str, str]]:
         if not line.strip() or (number == 1 and line.lower().startswith("idx")):
             continue
         parts = line.split("\t")
-        if len(parts) < 2 or not parts[0].strip().isdigit() or not SPLIT_NAME.match(parts[1].strip()):
+        if len(parts) < 2 or not parts[0].strip().isdigit() or not ID_PATTERN.match(parts[1].strip()):
             problems.append(f"  line {number}: expected idx<TAB>attribute_id<TAB>description, got {line[:80]!r}")
             continue
         attribute_id = parts[1].strip()
