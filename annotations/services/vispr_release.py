@@ -219,7 +219,10 @@ def read_list(root: Path, split: str) -> tuple[set[str] | None, list[tuple[str, 
 
 
 def import_release(root: Path | str, *, vispr_splits: list[str] | None = None, split_map: dict[str, str] | None = None,
-                   progress: Progress | None = None, user=None) -> ReleaseImport:
+                   progress: Progress | None = None, user=None, before_commit: Callable[[], None] | None = None) -> ReleaseImport:
+    """Check everything, then write it in one transaction (see the module's text). `progress(done, total)`
+    counts the files read; `before_commit()` runs last inside the transaction: raising there (a job that
+    was cancelled) writes nothing."""
     root = Path(root)
     if not root.is_dir() or not is_release(root):
         raise FolderRefused(f"{as_text(str(root))} is not a VISPR release folder (images/ and annotations/ expected).")
@@ -289,11 +292,11 @@ def import_release(root: Path | str, *, vispr_splits: list[str] | None = None, s
             listed_lines = "\n".join(f"  {name}: {reason}" for name, reason in refused)
             raise FolderRefused(f"{as_text(str(root))}: refused, nothing was written: {len(refused)} file(s) cannot be imported "
                                 f"(fix or remove them and run again):\n{listed_lines}")
-        _write(result, attributes, to_store, to_update, mapping, user)
+        _write(result, attributes, to_store, to_update, mapping, user, before_commit)
     return result
 
 
-def _write(result: ReleaseImport, attributes, to_store, to_update, mapping, user) -> None:
+def _write(result: ReleaseImport, attributes, to_store, to_update, mapping, user, before_commit=None) -> None:
     """Everything in one transaction; files this call stored are removed again if it fails."""
     storage = Image._meta.get_field("file").storage
     created_files: list[str] = []
@@ -324,6 +327,8 @@ def _write(result: ReleaseImport, attributes, to_store, to_update, mapping, user
                   added=result.added, attached=result.attached, labels_updated=result.labels_updated, unchanged=result.unchanged,
                   skipped=len(result.skipped), skipped_files=[{"file": n, "reason": r} for n, r in result.skipped[:500]],
                   vispr_labels=result.vispr_labels)
+            if before_commit is not None:
+                before_commit()
     except BaseException:
         for name in created_files:
             storage.delete(name)
