@@ -88,7 +88,7 @@ def test_mapping_page_for_signed_in_users(imported, client_as, reviewer_a, outsi
     assert "none: no label" in body  # emotion_mental_health
     assert "a2_weight_approx" in body  # imported, maps to nothing
     assert "a29_ausweis" in body and "not in the imported attributes.tsv" in body
-    assert f'href="{url}"' in client_as(reviewer_a).get(reverse("annotations:queue")).content.decode()  # in the nav
+    assert f'href="{url}"' in client_as(reviewer_a).get(reverse("home")).content.decode()  # from the Images page
     assert client_as(reviewer_a).post(url).status_code == 405
 
 
