@@ -66,7 +66,8 @@ def write_release(root: Path, n_images: int, seed: int = 0) -> dict:
             PILImage.frombytes("RGB", (48, 32), rng.randbytes(48 * 32 * 3)).save(buf, format="JPEG", quality=85)
             (images / f"{vispr_id}.jpg").write_bytes(buf.getvalue())
             labels = ["a0_safe"] if rng.random() < 0.3 else rng.sample(ATTRIBUTE_IDS[1:], rng.randint(1, 6))
-            (annotations / f"{vispr_id}.json").write_text(json.dumps({"id": vispr_id, "image_path": f"images/{split}/{vispr_id}.jpg", "labels": labels}))
+            record = {"id": vispr_id, "image_path": f"images/{split}/{vispr_id}.jpg", "labels": labels}
+            (annotations / f"{vispr_id}.json").write_text(json.dumps(record))
             listed.append(f"annotations/{split}/{vispr_id}.json\n")
         (root / f"{split}.txt").write_text("".join(listed))
         start += n

@@ -31,7 +31,7 @@ class ImportForm(forms.Form):
                            error_messages={"required": "Give the path of the folder or file under the import folder."})
     vispr_splits = forms.MultipleChoiceField(choices=VISPR_SPLITS, required=False, widget=forms.CheckboxSelectMultiple,
                                              label="VISPR splits", help_text="None ticked: every split present except train2017.",
-                                             error_messages={"invalid_choice": "Unknown VISPR split %(value)s: choose test2017, val2017 or train2017."})
+                                             error_messages={"invalid_choice": "Unknown VISPR split %(value)s: choose among the three."})
     split = forms.ChoiceField(choices=[(s, s) for s in cprt_bench.SPLITS], initial="test", label="CPRT-Bench split",
                               help_text="The split of the images a CPRT-Bench file creates.",
                               error_messages={"invalid_choice": "Unknown split %(value)s: choose test or train."})

@@ -193,6 +193,8 @@ def read_annotations(folder: Path, attribute_ids: set[str], listed: set[str] | N
             skipped.append((name, "a symbolic link (not followed)"))
         elif path.is_dir():
             skipped.append((name, "a folder (annotations are read from the split folder only)"))
+        elif not stat.S_ISREG(path.lstat().st_mode):
+            skipped.append((name, "not a regular file (a FIFO, socket or device)"))
         elif path.suffix != ".json":
             skipped.append((name, "not an annotation file name (<id>.json expected)"))
         elif not ID_PATTERN.match(path.stem):
@@ -239,7 +241,8 @@ def import_release(root: Path | str, *, vispr_splits: list[str] | None = None, s
         if progress is not None:
             progress(done[0], total)
 
-    known = {vid: (s, vs, labels, bool(f)) for vid, s, vs, labels, f in Image.objects.values_list("vispr_id", "split", "vispr_split", "vispr_labels", "file")}
+    rows = Image.objects.values_list("vispr_id", "split", "vispr_split", "vispr_labels", "file")
+    known = {vid: (s, vs, labels, bool(f)) for vid, s, vs, labels, f in rows}
     refused: list[tuple[str, str]] = []
     to_store: list[tuple[Accepted, str, str, list[str]]] = []  # (image, our split, VISPR split, labels)
     to_update: dict[str, tuple[str, list[str]]] = {}  # id already stored -> (VISPR split, labels)
@@ -263,10 +266,11 @@ def import_release(root: Path | str, *, vispr_splits: list[str] | None = None, s
             with_image = set()
             for item in accepted:
                 with_image.add(item.vispr_id)
+                name = f"images/{vispr_split}/{item.file_name}"
                 if item.vispr_id not in annotations:
-                    result.skipped.append((f"images/{vispr_split}/{item.file_name}", f"no annotation file (annotations/{vispr_split}/{item.vispr_id}.json)"))
+                    result.skipped.append((name, f"no annotation file (annotations/{vispr_split}/{item.vispr_id}.json)"))
                 elif item.vispr_id in claimed:
-                    result.skipped.append((f"images/{vispr_split}/{item.file_name}", f"{item.vispr_id} is also in {claimed[item.vispr_id]}; kept there"))
+                    result.skipped.append((name, f"{item.vispr_id} is also in {claimed[item.vispr_id]}; kept there"))
                 else:
                     claimed[item.vispr_id] = vispr_split
                     to_store.append((item, ours, vispr_split, annotations[item.vispr_id]))

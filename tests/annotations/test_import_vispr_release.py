@@ -196,6 +196,7 @@ def test_files_that_are_not_candidates_are_skipped_with_reasons(release, tmp_pat
     (images / "2017_10000012.jpg").write_bytes(jpeg(52))
     write_annotation(release, "test2017", "2017_10000012", ["a4_gender"])  # not listed in test2017.txt
     os.symlink(outside, annotations / "2017_10000013.json")
+    os.mkfifo(annotations / "2017_10000014.json")  # reading it could block: never opened
     out = run(release)
     expected = {
         "images/test2017/2017_10000009.jpg": "a symbolic link (not followed)",
@@ -206,6 +207,7 @@ def test_files_that_are_not_candidates_are_skipped_with_reasons(release, tmp_pat
         "annotations/test2017/2017_10000012.json": "not listed in test2017.txt",
         "images/test2017/2017_10000012.jpg": "no annotation file",
         "annotations/test2017/2017_10000013.json": "a symbolic link (not followed)",
+        "annotations/test2017/2017_10000014.json": "not a regular file",
     }
     for name, reason in expected.items():
         line = next((line for line in out.splitlines() if line.startswith(f"  skipped {name}:")), None)

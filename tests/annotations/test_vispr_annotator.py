@@ -70,7 +70,7 @@ def test_a_bad_mapping_file_is_refused_and_changes_nothing(imported, tmp_path, s
     path.write_text(content)
     settings.CPRT_VISPR_MAPPING_FILE = path
     before = sorted(Label.objects.values_list("id", "value"))
-    with pytest.raises(CommandError, match="nothing|" + reason.split("(")[0]) as exc:
+    with pytest.raises(CommandError) as exc:
         call_command("vispr_labels", "--rewrite", stdout=io.StringIO())
     assert reason in str(exc.value)
     assert sorted(Label.objects.values_list("id", "value")) == before

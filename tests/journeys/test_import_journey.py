@@ -11,7 +11,6 @@ import pytest
 from annotations.models import Image, Label
 from scoring.models import ImportJob
 from tests.conftest import make_user
-from tests.journeys.conftest import ARTIFACTS
 from tests.support.vispr_release import write_release
 from tests.support.workers import celery_worker, purge_broker
 
