@@ -143,3 +143,16 @@ def test_agreement_page_names_model_vs_vispr_and_human_vs_vispr(imported, model_
     assert any(r["group"] == "model vs VISPR labels" for r in tables["summary"]["rows"])
     body = client.get(reverse("scoring:agreement")).content.decode()
     assert "Against VISPR&#x27;s own labels" in body or "Against VISPR's own labels" in body
+
+
+def test_an_annotate_runs_agreement_includes_vispr(imported, model_annotators):
+    from scoring.services.agreement import annotate_run_agreement
+    from tests.support.permission_cases.scoring import make_run
+
+    gpt, _ = model_annotators
+    images = [imported[k] for k in sorted(imported)]
+    label_everything(images, gpt, lambda i, k: 1.0 if k == "gender" else 0.0)
+    run = make_run(task="annotate", annotator=gpt, image_ids=[i.pk for i in images])
+    comparison = next(c for c in annotate_run_agreement(run)["comparisons"] if c["against"] == "vispr")
+    assert comparison["attributes"]["gender"]["n"] == 4 and comparison["attributes"]["gender"]["agreement"] == pytest.approx(0.5)
+    assert comparison["attributes"]["emotion_mental_health"]["n"] == 0  # VISPR gives no label there
