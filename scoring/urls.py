@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import multipriv_views, three_way_views, views
+from . import import_views, multipriv_views, three_way_views, views
 from .sft import views as sft_views
 
 app_name = "scoring"
@@ -17,6 +17,11 @@ urlpatterns = [
     path("counterfactual/three-way/", three_way_views.three_way, name="three_way"),
     path("multipriv/", multipriv_views.leaderboard, name="multipriv"),
     path("multipriv/runs/<int:run_id>/", multipriv_views.run_detail, name="multipriv_run"),
+    path("imports/", import_views.import_list, name="imports"),
+    path("imports/<int:job_id>/", import_views.import_detail, name="import"),
+    path("imports/<int:job_id>/progress/", import_views.import_progress, name="import_progress"),
+    path("imports/<int:job_id>/cancel/", import_views.import_cancel, name="import_cancel"),
+    path("imports/<int:job_id>/resume/", import_views.import_resume, name="import_resume"),
     path("exports/", views.export_list, name="exports"),
     path("exports/sft/", sft_views.sft_export_start, name="export_sft"),
     path("exports/<int:job_id>/", views.export_detail, name="export"),

@@ -1,7 +1,7 @@
 """Malformed input to the management commands: every command of our apps is classified (COMMANDS); those
 that read input get bad input and must refuse it clearly (HTTP input: test_malformed_api.py).
 
-import_vispr, import_cprt (.json, .jsonl, .parquet), score_labels (stdin), create_reviewer ->
+import_vispr (a plain folder here; a release folder: tests/annotations/test_import_vispr_release.py), import_cprt (.json, .jsonl, .parquet), score_labels (stdin), create_reviewer ->
 CommandError naming the file and row (or the argument). Every refusal leaves the stored data as it
 was (`tests.support.stored.stored_data`, with the stored image files for imports). The per-field
 messages of ordinary bad input are tested beside each feature (test_import_cprt.py,
@@ -31,6 +31,7 @@ from tests.support.stored import changed, stored_data
 
 COMMANDS = {
     "import_vispr": "a folder of images",
+    "vispr_labels": None,  # its input is the mapping file: bad files refused in tests/annotations/test_vispr_annotator.py
     "import_cprt": "a .json, .jsonl or .parquet file",
     "score_labels": "JSON Lines on stdin",
     "create_reviewer": "a user name and an e-mail address",
