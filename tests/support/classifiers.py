@@ -22,7 +22,7 @@ B = np.array([0.1, -0.1], dtype=np.float32)
 
 def tiny_classifier(path: Path, *, softmax: bool = True, batch="N", chw=(3, 448, 448), out_classes: int = 2,
                     input_type=TensorProto.FLOAT, metadata: dict | None = None, two_outputs: bool = False) -> Path:
-    weight = W if out_classes == 2 else np.resize(W, (3, out_classes)).astype(np.float32)
+    weight = W if (chw[0], out_classes) == W.shape else np.resize(W, (chw[0], out_classes)).astype(np.float32)
     bias = B if out_classes == 2 else np.zeros(out_classes, dtype=np.float32)
     nodes = []
     source = "image"

@@ -95,11 +95,12 @@ class OnnxProvider(Provider):
         if len(request.images) != 1:
             raise PermanentError(f"A local classifier takes one image per request, not {len(request.images)}.")
         started = time.monotonic()
+        batcher = self._batcher()  # first: a missing or changed model file fails the run before any image is judged
         try:
             row = tensor(request.images[0][0], self.model.preprocessing)
         except ValueError as exc:
             raise PermanentError(str(exc)) from None
-        out, batch_size = self._batcher().infer(row)
+        out, batch_size = batcher.infer(row)
         out = np.asarray(out, dtype=np.float64)[None, :]
         probs = softmax(out)[0] if self.model.output_kind == ClassifierModel.OUTPUT_LOGITS else out[0]
         by_class = {c: float(p) for c, p in zip(self.model.classes, probs)}
