@@ -4,7 +4,7 @@ Run with `.venv/bin/python bench/classifier_speed.py [--images 32] [--batches 1,
 No weights are reachable here, so the model is built in this script with the onnx helper API: a
 ResNet-50 (the S2P backbone: 7x7 stem, bottleneck stages of 3/4/6/3 blocks, 64->2048 channels, batch
 norm folded into the convolutions as inference graphs have it) with random weights, its 365-way scene
-layer, S2P's 365->2 layer and a softmax: 25.5 million parameters, the same operations and shapes as
+layer, S2P's 365->2 layer and a softmax: 24.2 million parameters (the model card: 24,256,649, with batch norm), the same operations and shapes as
 the converted S2P, so the timing is the real model's. Decoding + preprocessing is timed on JPEG photos
 of 1024 x 768 (what a VISPR image is like) through the provider's own code (inference/providers/onnx/
 preprocess.py), one thread. The model's time excludes preprocessing; "end to end, one thread" adds them.
@@ -30,7 +30,8 @@ def _preprocess_module():
     """The provider's preprocessing (numpy + Pillow), loaded by path: importing the inference package needs Django."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("cprt_preprocess", Path(__file__).resolve().parent.parent / "inference/providers/onnx/preprocess.py")
+    source = Path(__file__).resolve().parent.parent / "inference" / "providers" / "onnx" / "preprocess.py"
+    spec = importlib.util.spec_from_file_location("cprt_preprocess", source)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

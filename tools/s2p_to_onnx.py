@@ -244,7 +244,8 @@ def main(argv=None) -> int:
         got = session.run(None, {"image": x.numpy()})[0]
         gap = float(np.abs(expected - got).max())
         worst = max(worst, gap)
-        print(f"{name}: torch vs onnxruntime max abs difference {gap:.2e}; P(private) {got[:, CLASSES[args.dataset].index('private')].round(4).tolist()}")
+        p_private = got[:, CLASSES[args.dataset].index("private")].round(4).tolist()
+        print(f"{name}: torch vs onnxruntime max abs difference {gap:.2e}; P(private) {p_private}")
     if worst > TOLERANCE:
         sys.exit(f"onnxruntime and torch disagree by {worst:.2e} (> {TOLERANCE}); the file is not usable")
     print(f"wrote {args.output} ({args.output.stat().st_size / 1e6:.1f} MB): classes {','.join(CLASSES[args.dataset])}, "

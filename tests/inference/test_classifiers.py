@@ -132,6 +132,7 @@ def tiny(data_dir, tmp_path):
 
 @pytest.fixture
 def coloured(make_image):
+    # P(private) is compared within 1e-4: onnxruntime pools 448 x 448 pixels in float32
     return [make_image(f"2017_26{i:06d}", color=c) for i, c in enumerate(COLORS)]
 
 
@@ -146,7 +147,7 @@ def test_launch_run_here_stores_p_private_per_image_as_computed_by_hand(tiny, co
     assert run.request_params["sha256"] == tiny.sha256 and run.request_params["classes"] == ["private", "public"]
     scores = dict(RunResult.objects.filter(run=run).values_list("image_id", "score"))
     for image in coloured:
-        assert scores[image.pk] == pytest.approx(expected_p_private(image_bytes(image)), abs=1e-4)  # float32 pooling over 448 x 448 pixels in onnxruntime
+        assert scores[image.pk] == pytest.approx(expected_p_private(image_bytes(image)), abs=1e-4)
     assert len(set(round(s, 4) for s in scores.values())) > 3  # the colours give different answers
 
 
@@ -157,7 +158,7 @@ def test_logits_are_softmaxed_and_the_class_order_is_honoured(data_dir, tmp_path
     run_chunk(run.pk, run.image_ids)
     scores = dict(RunResult.objects.filter(run=run).values_list("image_id", "score"))
     for image in coloured:  # column 1 is "private" now
-        assert scores[image.pk] == pytest.approx(expected_p_private(image_bytes(image), private_column=1), abs=1e-4)  # float32 pooling over 448 x 448 pixels in onnxruntime
+        assert scores[image.pk] == pytest.approx(expected_p_private(image_bytes(image), private_column=1), abs=1e-4)
 
 
 def test_each_image_is_answered_once_across_chunks_cancel_and_resume(tiny, coloured, admin_user):
