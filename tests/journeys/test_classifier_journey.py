@@ -30,9 +30,11 @@ def test_a_binary_run_launched_from_the_page_and_its_metrics(journey, make_image
     make_user("clf-admin", "admin")
     page = journey.page_for("clf-admin")
 
-    # The nav's Classifiers link lists it.
+    # Runs (top bar) > Local classifiers lists it.
     with page.expect_navigation():
-        page.click(".nav >> text=Classifiers")
+        page.click(".nav >> text=Runs")
+    with page.expect_navigation():
+        page.click("text=Local classifiers")
     assert "tiny-s2p" in page.inner_text("#classifiers")
     journey.shot(page, "classifier-list")
     journey.check(page)

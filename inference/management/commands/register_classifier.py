@@ -4,7 +4,7 @@
 
 The file must take N x 3 x 448 x 448 float and give N x 2 (inference/providers/onnx/registry.py says
 exactly what is accepted); it is loaded, a dummy batch is run through it, and only then is it copied
-under CPRT_DATA_DIR/classifiers/ and listed (Runs > Classifiers). Anything else is refused with a
+under CPRT_DATA_DIR/classifiers/ and listed (Runs > Local classifiers). Anything else is refused with a
 message and nothing is stored. tools/s2p_to_onnx.py makes such a file from an upstream S2P checkpoint.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The registered local classifiers, listed for admins (Runs > Classifiers); registering is the
+"""The registered local classifiers, listed for admins (Runs > Local classifiers); registering is the
 command line's (`manage.py register_classifier`), because it reads a file on the server."""
 from __future__ import annotations
 
