@@ -104,6 +104,10 @@ def test_a_file_that_is_not_onnx_is_refused(data_dir, tmp_path):
     source.write_bytes(b"PK\x03\x04 this is a torch checkpoint, not an ONNX graph")
     with pytest.raises(CommandError, match="is not an ONNX model onnxruntime can load"):
         register("bad", source, "--classes", "private,public")
+    whole = tiny_classifier(tmp_path / "whole.onnx").read_bytes()
+    (tmp_path / "truncated.onnx").write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(CommandError, match="is not an ONNX model onnxruntime can load"):
+        register("bad", tmp_path / "truncated.onnx", "--classes", "private,public")
     with pytest.raises(CommandError, match="is not a readable file"):
         register("bad", tmp_path / "missing.onnx", "--classes", "private,public")
     assert not ClassifierModel.objects.exists() and stored(data_dir) == []
