@@ -86,6 +86,9 @@ class LaunchForm(forms.Form):
             self.add_error("provider", f"{PROVIDERS[provider].label} is unavailable: {self.availability[provider].reason}")
         task = data["task"]
         kind = kinds.get(task)
+        only = PROVIDERS[provider].kinds  # a provider for some kinds only (onnx: binary)
+        if only and task not in only:
+            self.add_error("provider", f"{PROVIDERS[provider].label} runs only {', '.join(only)} runs, not {task} runs.")
         for field, message in kind.launch_errors(data).items():
             self.add_error(field, message)
         try:

@@ -147,3 +147,4 @@ class RunLane(models.Model):
 
 
 from .batch.models import BatchRequest, ProviderBatch  # noqa: E402,F401 - batch-mode models live in inference.batch
+from .providers.onnx.models import ClassifierModel  # noqa: E402,F401 - registered local classifiers (issue 26)

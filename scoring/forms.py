@@ -320,3 +320,16 @@ class ThreeWayForm(forms.Form):
             raise forms.ValidationError("The three runs must use the same provider, model and strategy.")
         cleaned["runs"] = (a, b, c)
         return cleaned
+
+
+class BinaryViewForm(ExportForm):
+    """The binary private/public view: which ground-truth levels count as private (1..threshold)."""
+    table_names = ("classifiers", "judges", "binary", "confusion")
+    threshold = forms.IntegerField(required=False, min_value=min(THRESHOLDS), max_value=max(THRESHOLDS), error_messages={
+        "invalid": "threshold must be a whole level number from 1 to 3 (levels up to it count as private).",
+        "min_value": "threshold must be a level from 1 to 3 (levels up to it count as private).",
+        "max_value": "threshold must be a level from 1 to 3 (levels up to it count as private).",
+    })
+
+    def clean_threshold(self):
+        return self.cleaned_data.get("threshold") or 2

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import import_views, multipriv_views, three_way_views, views
+from . import binary_views, import_views, multipriv_views, three_way_views, views
 from .sft import views as sft_views
 
 app_name = "scoring"
@@ -8,6 +8,8 @@ urlpatterns = [
     path("", views.leaderboard, name="leaderboard"),
     path("runs/<int:run_id>/", views.run_detail, name="run"),
     path("runs/<int:run_id>/calibration/", views.calibration, name="calibration"),
+    path("runs/<int:run_id>/binary/", binary_views.binary_run, name="binary_run"),
+    path("binary/", binary_views.binary_view, name="binary"),
     path("compare/", views.compare, name="compare"),
     path("agreement/", views.agreement, name="agreement"),
     path("disagreements/", views.disagreements, name="disagreements"),

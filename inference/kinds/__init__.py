@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .annotate import AnnotateKind
 from .base import Item, Kind
+from .binary import BinaryKind
 from .judge import JudgeKind
 from .multipriv_profile import MultiprivProfileKind
 from .multipriv_reid import MultiprivReidKind
@@ -15,6 +16,7 @@ KINDS: dict[str, type[Kind]] = {
     JudgeKind.key: JudgeKind,
     MultiprivReidKind.key: MultiprivReidKind,
     MultiprivProfileKind.key: MultiprivProfileKind,
+    BinaryKind.key: BinaryKind,
 }
 
 __all__ = ["KINDS", "Item", "Kind", "bind", "catalogue", "choices", "get", "render"]

@@ -152,6 +152,7 @@ class Provider:
     name: str = ""
     label: str = ""
     queue: str = "api"
+    kinds: tuple[str, ...] = ()  # the run kinds it serves; empty: every kind (the launch form refuses the others)
 
     def __init__(self, model_name: str):
         self.model_name = model_name

@@ -43,6 +43,7 @@ COMMANDS = {
     "batch_export": None,  # a run id and an output path (tests/inference/test_batch_offline.py)
     "batch_ingest": None,  # a run_batch output file: malformed lines in tests/inference/test_batch_offline.py
     "retry_failed": None,  # a run id (tests/inference/test_retry_failed.py)
+    "register_classifier": None,  # an ONNX file: not ONNX, truncated, other shapes, duplicate name (tests/inference/test_classifiers.py)
     "launch_run": None,  # its options are the launch form's fields, refused with its messages (tests/inference/test_launch_run.py)
     "build_dataset": "a recipe: a preset name or a JSON file",
 }
