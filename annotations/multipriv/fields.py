@@ -42,9 +42,9 @@ def category_of(field: str) -> str:
 _MONTHS = {m: i for i, m in enumerate(
     ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"], 1)}
 _MONTHS.update({name[:3]: i for name, i in list(_MONTHS.items())})
-_YMD = re.compile(r"^(\d{4})\s*[./\-年]\s*(\d{1,2})\s*[./\-月]\s*(\d{1,2})\s*日?$")
-_DMY_WORDS = re.compile(r"^(\d{1,2})\s+([a-z]+)\.?,?\s+(\d{4})$")
-_MDY_WORDS = re.compile(r"^([a-z]+)\.?\s+(\d{1,2}),?\s+(\d{4})$")
+_YMD = re.compile(r"^(\d{4})\s*[./\-年]\s*(\d{1,2})\s*[./\-月]\s*(\d{1,2})\s*日?\Z")
+_DMY_WORDS = re.compile(r"^(\d{1,2})\s+([a-z]+)\.?,?\s+(\d{4})\Z")
+_MDY_WORDS = re.compile(r"^([a-z]+)\.?\s+(\d{1,2}),?\s+(\d{4})\Z")
 
 
 def as_date(text: str) -> str | None:

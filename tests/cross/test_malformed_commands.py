@@ -46,6 +46,7 @@ COMMANDS = {
     "register_classifier": None,  # an ONNX file: not ONNX, truncated, other shapes, duplicate name (tests/inference/test_classifiers.py)
     "launch_run": None,  # its options are the launch form's fields, refused with its messages (tests/inference/test_launch_run.py)
     "build_dataset": "a recipe: a preset name or a JSON file",
+    "import_multipriv": None,  # a release folder: malformed profiles, images, links, slots refused in tests/multipriv/test_import.py
 }
 
 
