@@ -7,10 +7,12 @@ from __future__ import annotations
 from .annotate import AnnotateKind
 from .base import Item, Kind
 from .judge import JudgeKind
+from .spy_bench import SpyBenchKind
 
 KINDS: dict[str, type[Kind]] = {
     AnnotateKind.key: AnnotateKind,
     JudgeKind.key: JudgeKind,
+    SpyBenchKind.key: SpyBenchKind,
 }
 
 __all__ = ["KINDS", "Item", "Kind", "bind", "catalogue", "choices", "get", "render"]
