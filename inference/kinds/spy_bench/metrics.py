@@ -226,5 +226,14 @@ _SCORE_COUNTS = {
 
 def report(rows: list[dict], k: str = "eval_resp", replicates: int = 1000) -> dict:
     """Everything the pages show: overall metrics, per label, per scenario, and intervals."""
-    return {"metrics": cal_metrics(rows, k), "metrics group by label": by_label(rows, k),
-            "metrics group by scenario": by_scenario(rows, k), "intervals": intervals(rows, k, replicates)}
+    overall = cal_metrics(rows, k)  # checks the rows first
+    labels: dict = defaultdict(list)
+    scenarios: dict = defaultdict(list)
+    for row in rows:
+        labels[row["label"]].append(row)
+        if row.get("scenario") is not None:
+            scenarios[row["scenario"]["id"]].append(row)
+    return {"metrics": overall, "metrics group by label": by_label(rows, k),
+            "metrics group by scenario": by_scenario(rows, k), "intervals": intervals(rows, k, replicates),
+            "intervals group by label": {label: intervals(group, k, replicates) for label, group in labels.items()},
+            "intervals group by scenario": {sid: intervals(group, k, replicates) for sid, group in scenarios.items()}}

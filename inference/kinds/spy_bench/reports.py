@@ -46,14 +46,10 @@ def cells(report: dict | None) -> list[str]:
     return out
 
 
-def table(groups: dict) -> list[tuple[str, list[str], int, int]]:
-    """Per-label or per-scenario rows: (name, scores, rows, exceptions)."""
-    out = []
-    for name, m in groups.items():
-        scores = ["N/A" if (m[k] if k == "hms" else m[k]["score"]) == metrics.NA else f"{(m[k] if k == 'hms' else m[k]['score']):.1f}"
-                  for k, _ in COLUMNS]
-        out.append((name, scores, m["total"], m["exception"]))
-    return out
+def table(groups: dict, group_intervals: dict) -> list[tuple[str, list[str], int, int]]:
+    """Per-label or per-scenario rows: (name, scores with their intervals, rows, exceptions)."""
+    return [(name, cells({"metrics": m, "intervals": group_intervals.get(name, {})}), m["total"], m["exception"])
+            for name, m in groups.items()]
 
 
 def ics_note(report: dict | None) -> str:

@@ -123,8 +123,10 @@ def spy_import_detail(request, import_id: int):
 def _report_page(request, title, run, imported, rows, report):
     return render(request, "kinds/spy_bench/report.html", {
         "title": title, "run": run, "imported": imported, "report": report, "columns": reports.COLUMNS,
-        "overall": reports.cells(report), "by_label": reports.table(report["metrics group by label"]) if report else [],
-        "by_scenario": reports.table(report["metrics group by scenario"]) if report else [], "failures": reports.failures(rows),
+        "overall": reports.cells(report),
+        "by_label": reports.table(report["metrics group by label"], report.get("intervals group by label", {})) if report else [],
+        "by_scenario": reports.table(report["metrics group by scenario"], report.get("intervals group by scenario", {})) if report else [],
+        "failures": reports.failures(rows),
         "ics_note": reports.ics_note(report),
     })
 
