@@ -51,7 +51,8 @@ def _judge_run(strategy: str, counterfactual: bool, images) -> Run:
     bias, spread = JUDGE_STRATEGIES[strategy]
     rng = random.Random(f"cprt-demo-run-{strategy}-{counterfactual}")
     run = _finished_run(task=Run.TASK_JUDGE, strategy=strategy, counterfactual_faces=counterfactual,
-                        selection={"split": "all", "demo": DEMO_NOTE}, image_ids=[i.pk for i, _ in images], item_ids=[i.pk for i, _ in images], total=len(images))
+                        selection={"split": "all", "demo": DEMO_NOTE}, image_ids=[i.pk for i, _ in images],
+                        item_ids=[i.pk for i, _ in images], total=len(images))
     results = []
     for image, score in images:
         predicted = score.score + bias + rng.gauss(0, spread)
