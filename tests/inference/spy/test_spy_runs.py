@@ -146,3 +146,14 @@ def test_results_computed_elsewhere_are_imported_with_their_metrics_or_refused(s
     with pytest.raises(CommandError, match="missing 'label'"):
         call_command("spy_import", str(path), "--results", "--name", "bad", "--model", "qwen")
     assert SpyImport.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_launch_run_command_runs_spy_bench_here(spy_set, openai_server, capsys):
+    call_command("launch_run", "--kind", "spy-bench", "--provider", "openai", "--model", "gpt-answer", "--spy-set", str(spy_set.pk),
+                 "--judge-model", "gpt-judge", "--here", "--json")
+    out = json.loads(capsys.readouterr().out)
+    run = Run.objects.get(pk=out["id"])
+    assert run.status == Run.STATUS_FINISHED and run.results.count() == 9 and run.options["judge_model"] == "gpt-judge"
+    with pytest.raises(CommandError, match="Choose an imported SPY-Bench set"):
+        call_command("launch_run", "--kind", "spy-bench", "--provider", "openai", "--model", "gpt-answer", "--here")
