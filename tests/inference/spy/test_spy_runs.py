@@ -87,6 +87,12 @@ def test_batch_run_stores_what_the_online_run_stores(spy_set, openai_server, adm
     run = drive(launching.launch_run(admin_user, spec(spy_set, mode=Run.MODE_BATCH)))
     assert run.status == Run.STATUS_FINISHED, run.error
     assert sorted(run.batches.values_list("stage", flat=True)) == ["answer", "verdict"]
+    models = {}
+    for batch in run.batches.all():
+        lines = openai_server._lines(batch.input_file_id)
+        models[batch.stage] = {line["body"]["model"] for line in lines}
+        assert len(lines) == 9 and all(f"-{batch.stage}" in line["custom_id"] for line in lines)
+    assert models == {"answer": {"gpt-answer"}, "verdict": {"gpt-judge"}}  # the judge's requests go to its own model
     assert metrics_of_export(run, tmp_path, capsys) == EXPECTED
     again = drive(run)
     assert again.results.count() == 9
