@@ -91,3 +91,20 @@ def test_results_import_from_the_page_and_bad_rows_refused(admin_user, client_as
                                                    "evaluated": SimpleUploadedFile("e.jsonl", b'{"label": "a0_safe"}\n')})
     assert bad.status_code == 400 and "missing &#x27;benchmark_id&#x27;" in bad.content.decode()
     assert SpyImport.objects.count() == 1
+
+
+def test_api_launch_takes_the_spy_bench_options_and_refuses_bad_ones(spy_set, openai_server, admin_user, client_as,
+                                                                      django_capture_on_commit_callbacks, eager_celery):
+    client = client_as(admin_user)
+    body = {"task": "spy-bench", "provider": "openai", "model_name": "gpt-answer", "concurrency": 2}
+    bad = client.post("/api/runs/", {**body, "spy_set": 999999}, content_type="application/json")
+    assert bad.status_code == 400 and "Choose an imported SPY-Bench set" in str(bad.json()) and not Run.objects.exists()
+    wrong_type = client.post("/api/runs/", {**body, "spy_set": spy_set.pk, "distractors": "yes"}, content_type="application/json")
+    assert wrong_type.status_code == 400 and not Run.objects.exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        ok = client.post("/api/runs/", {**body, "spy_set": spy_set.pk, "judge_model": "gpt-judge", "distractors": True},
+                         content_type="application/json")
+    assert ok.status_code == 201, ok.content
+    run = Run.objects.get()
+    assert ok.json()["options"] == {"set": spy_set.pk, "distractors": True, "judge_model": "gpt-judge"}
+    assert run.status == Run.STATUS_FINISHED and run.results.count() == 9
