@@ -43,6 +43,9 @@ COMMANDS = {
     "batch_ingest": None,  # a run_batch output file: malformed lines in tests/inference/test_batch_offline.py
     "retry_failed": None,  # a run id (tests/inference/test_retry_failed.py)
     "launch_run": None,  # its options are the launch form's fields, refused with its messages (tests/inference/test_launch_run.py)
+    "spy_expand": "a SPY-Bench benchmark file and label2text.json",  # bad files: tests/inference/spy/test_spy_expand.py
+    "spy_metrics": "an evaluated SPY-Bench JSONL file",  # bad rows: tests/inference/spy/test_spy_metrics.py
+    "spy_import": "a benchmark file and label2text.json, or evaluated rows",  # tests/inference/spy/test_spy_runs.py
 }
 
 
