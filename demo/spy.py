@@ -8,6 +8,7 @@ answer starts with "demo:". Idempotent: an existing demo set or run is left as i
 """
 from __future__ import annotations
 
+import json
 import random
 
 from django.utils import timezone
@@ -52,7 +53,7 @@ def seed_spy_bench(source: str) -> list[int]:
         spy_set = SpySet.objects.create(name=SET_NAME, label2text=LABEL2TEXT, source={"demo": True})
         for n, (image, item) in enumerate(zip(images, _items(images)), 1):
             made = SpyItem.objects.create(spy_set=spy_set, position=n, benchmark_id=str(item["benchmark_id"]), label=item["label"],
-                                          image=image, data=item)
+                                          image=image, source=json.dumps(item))
             SpyRow.objects.bulk_create([SpyRow(item=made, index=i, is_privacy=r["is_privacy"], scenario=r.get("scenario", {}).get("id", ""),
                                                scenario_is_privacy=r.get("scenario", {}).get("is_privacy"))
                                         for i, r in enumerate(expand_item(item))])

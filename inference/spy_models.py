@@ -8,6 +8,8 @@ metrics, pages) in `inference/kinds/spy_bench/`.
 """
 from __future__ import annotations
 
+import json
+
 from django.conf import settings
 from django.db import models
 
@@ -35,7 +37,17 @@ class SpyItem(models.Model):
     label = models.CharField(max_length=64, db_index=True)
     image = models.ForeignKey("annotations.Image", on_delete=models.CASCADE, related_name="spy_items",
                               help_text="The VISPR test image its question_item.image_path names.")
-    data = models.JSONField(help_text="The benchmark item, verbatim.")
+    # Text, not JSON: PostgreSQL's jsonb reorders keys, and the order of other_labels is the order of
+    # the distractor lines in the prompt.
+    source = models.TextField(help_text="The benchmark item, verbatim (JSON text, key order kept).")
+
+    @property
+    def data(self) -> dict:
+        """The benchmark item, with its keys in the file's order."""
+        cached = self.__dict__.get("_data")
+        if cached is None:
+            cached = self.__dict__["_data"] = json.loads(self.source)
+        return cached
 
     class Meta:
         ordering = ["spy_set", "position"]

@@ -9,6 +9,7 @@ what was skipped is kept on the set. Nothing is written unless the whole file is
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import PurePosixPath
 
 from django.db import transaction
@@ -57,7 +58,7 @@ def import_set(user, name: str, benchmark: bytes, label2text: bytes, skip_missin
                                                 "skipped": [{"benchmark_id": bid, "vispr_id": vid} for _, bid, vid in missing]})
         SpyItem.objects.bulk_create([
             SpyItem(spy_set=spy_set, position=n, benchmark_id=str(i["benchmark_id"]), label=i["label"],
-                    image_id=images[vispr_id_of(i["question_item"]["image_path"])], data=i)
+                    image_id=images[vispr_id_of(i["question_item"]["image_path"])], source=json.dumps(i))
             for n, i in enumerate(items, 1) if n not in skipped])
         made = list(SpyItem.objects.filter(spy_set=spy_set).order_by("position"))
         rows = [SpyRow(item=item, index=index, is_privacy=row["is_privacy"], scenario=row.get("scenario", {}).get("id", ""),
