@@ -22,6 +22,8 @@ from core.audit import audit
 from inference.models import Run, RunResult
 from scoring.models import ImageScore, ScoringProfile
 
+from .spy import seed_spy_bench
+
 DEMO_SOURCE = "demo"
 PROMPT_VERSION = "demo-v1"
 DEMO_NOTE = "synthetic demo run: no model was called; predictions are the demo consensus with seeded noise"
@@ -49,7 +51,8 @@ def _judge_run(strategy: str, counterfactual: bool, images) -> Run:
     bias, spread = JUDGE_STRATEGIES[strategy]
     rng = random.Random(f"cprt-demo-run-{strategy}-{counterfactual}")
     run = _finished_run(task=Run.TASK_JUDGE, strategy=strategy, counterfactual_faces=counterfactual,
-                        selection={"split": "all", "demo": DEMO_NOTE}, image_ids=[i.pk for i, _ in images], item_ids=[i.pk for i, _ in images], total=len(images))
+                        selection={"split": "all", "demo": DEMO_NOTE}, image_ids=[i.pk for i, _ in images],
+                        item_ids=[i.pk for i, _ in images], total=len(images))
     results = []
     for image, score in images:
         predicted = score.score + bias + rng.gauss(0, spread)
@@ -110,6 +113,7 @@ def seed_runs(log: Callable[[str], None] = lambda _msg: None) -> list[int]:
                     made.append(_judge_run(strategy, counterfactual, images).pk)
         if not existing.filter(task=Run.TASK_ANNOTATE).exists():
             made.append(_annotate_run(images).pk)
+        made += seed_spy_bench(DEMO_SOURCE)  # the SPY-Bench page's demo set and run
         if made:
             audit(None, "demo.seed_runs", None, run_ids=made)
     log(f"Demo runs: {len(made)} new (synthetic, prompt version {PROMPT_VERSION}; no model was called).")

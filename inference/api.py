@@ -34,8 +34,8 @@ class IsAdmin(HasRole):
 class RunSerializer(serializers.ModelSerializer):
     created_by = serializers.CharField(source="created_by.username", allow_null=True, default=None)
     total_images = serializers.IntegerField(source="total", read_only=True, min_value=0, max_value=2147483647,
-                                            help_text="Images selected at launch.")
-    done_count = serializers.IntegerField(source="done", help_text="Images with a result (any outcome).")
+                                            help_text="The run's items (annotate, judge: the images selected at launch).")
+    done_count = serializers.IntegerField(source="done", help_text="Items with a result (any outcome).")
     percent_done = serializers.IntegerField()
     is_active = serializers.BooleanField()
     can_resume = serializers.SerializerMethodField()
@@ -44,7 +44,7 @@ class RunSerializer(serializers.ModelSerializer):
         model = Run
         fields = [
             "id", "task", "provider", "model_name", "strategy", "counterfactual_faces", "face_variant", "prompt_version", "selection",
-            "concurrency", "mode", "status", "total_images", "done_count", "percent_done", "outcome_counts", "tokens_in",
+            "options", "concurrency", "mode", "status", "total_images", "done_count", "percent_done", "outcome_counts", "tokens_in",
             "tokens_out", "estimated_cost_usd", "items_resent", "estimate", "error", "created_by", "created_at", "started_at",
             "finished_at", "is_active", "can_resume",
         ]
@@ -78,6 +78,9 @@ class RunLaunch(StrictSerializer):
     seed = StrictIntegerField(min_value=0, max_value=MAX_INT, required=False, allow_null=True)
     concurrency = StrictIntegerField(min_value=1, max_value=MAX_CONCURRENCY)
     mode = StrictCharField(max_length=8, required=False, help_text="online (default) or batch (the provider's batch API).")
+    spy_set = StrictIntegerField(min_value=1, max_value=MAX_INT, required=False, allow_null=True, help_text="SPY-Bench runs: the set's id.")
+    distractors = StrictBooleanField(required=False, help_text="SPY-Bench runs: one instruction line per label of other_labels.")
+    judge_model = StrictCharField(max_length=200, required=False, allow_blank=True, help_text="SPY-Bench runs: the judge model (blank: the run's).")
 
 
 class RunList(ApiView):

@@ -9,7 +9,7 @@ from annotations.datasets import versions as dataset_versions
 from annotations.faces import variants as face_variants
 
 from . import kinds, prompts
-from .models import Run, RunResult
+from .models import Run, RunResult, SpySet
 from .providers import PROVIDERS, availability
 from .selection import Selection
 from .launching import LaunchSpec
@@ -64,6 +64,13 @@ class LaunchForm(forms.Form):
     mode = forms.ChoiceField(choices=Run.MODES, initial=Run.MODE_ONLINE, required=False, help_text=(
         "Batch: the provider's batch API (OpenAI, Gemini; half the price, results within 24 h); "
         "stage 2 of an annotate run goes when stage 1 is back."))
+    # Kind-specific launch options (Run.options, validated by the kind's clean_options): SPY-Bench's.
+    spy_set = forms.IntegerField(required=False, min_value=1, max_value=2**31 - 1, label="SPY-Bench set",
+                                 widget=forms.Select(), help_text="SPY-Bench runs: the imported set whose rows are asked.")
+    distractors = forms.BooleanField(required=False, help_text="SPY-Bench runs: one instruction line per label of other_labels.")
+    judge_model = forms.CharField(required=False, max_length=200, validators=[
+        RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]*\Z", "Letters, digits and . _ : / @ + - only.")],
+        help_text="SPY-Bench runs: the text-only judge, a model of the same provider (blank: the run's model).")
     concurrency = forms.IntegerField(initial=8, min_value=1, max_value=MAX_CONCURRENCY, help_text=(
         "Requests in flight for the whole run (split into lanes of at most CPRT_RUN_LANE_CONCURRENCY, one per worker process)."))
 
@@ -76,6 +83,7 @@ class LaunchForm(forms.Form):
         self.fields["attribute"].choices = [("", "— no attribute filter")] + [(k, k) for k in taxonomy.active().keys]
         self.fields["face_variant"].choices = [("", "the original images")] + [
             (key, f"anonymized: {label}") for key, label, _ in face_variants.available_settings()]
+        self.fields["spy_set"].widget.choices = [("", "—")] + [(s.pk, s.name) for s in SpySet.objects.order_by("name")]
 
     def clean(self):
         data = super().clean()
@@ -94,7 +102,7 @@ class LaunchForm(forms.Form):
         try:
             data["options"] = kind.clean_options(self.options_of(task, data))
         except ValueError as exc:
-            self.add_error(None, str(exc))
+            self.add_error("spy_set" if task == "spy-bench" else None, str(exc))
         versions = kind.versions
         version = data.get("prompt_version") or kind.default_version()
         if version not in versions:
@@ -142,6 +150,8 @@ class LaunchForm(forms.Form):
     @staticmethod
     def options_of(task: str, data: dict) -> dict:
         """The form's kind-specific fields as the kind's options (none for kinds that take none)."""
+        if task == "spy-bench":
+            return {"set": data.get("spy_set"), "distractors": bool(data.get("distractors")), "judge_model": data.get("judge_model") or ""}
         if task == "multipriv-reid":  # the pairs' seed, and a balanced subset of this many pairs
             return {"seed": data.get("seed") or 0, "limit": data.get("sample_size")}
         return {}

@@ -148,3 +148,4 @@ class RunLane(models.Model):
 
 from .batch.models import BatchRequest, ProviderBatch  # noqa: E402,F401 - batch-mode models live in inference.batch
 from .providers.onnx.models import ClassifierModel  # noqa: E402,F401 - registered local classifiers (issue 26)
+from .spy_models import SpyImport, SpyItem, SpyRow, SpySet  # noqa: E402,F401 - SPY-Bench data (its kind: inference/kinds/spy_bench)

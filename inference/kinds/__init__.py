@@ -10,6 +10,7 @@ from .binary import BinaryKind
 from .judge import JudgeKind
 from .multipriv_profile import MultiprivProfileKind
 from .multipriv_reid import MultiprivReidKind
+from .spy_bench import SpyBenchKind
 
 KINDS: dict[str, type[Kind]] = {
     AnnotateKind.key: AnnotateKind,
@@ -17,6 +18,7 @@ KINDS: dict[str, type[Kind]] = {
     MultiprivReidKind.key: MultiprivReidKind,
     MultiprivProfileKind.key: MultiprivProfileKind,
     BinaryKind.key: BinaryKind,
+    SpyBenchKind.key: SpyBenchKind,
 }
 
 __all__ = ["KINDS", "Item", "Kind", "bind", "catalogue", "choices", "get", "render"]

@@ -47,6 +47,9 @@ COMMANDS = {
     "launch_run": None,  # its options are the launch form's fields, refused with its messages (tests/inference/test_launch_run.py)
     "build_dataset": "a recipe: a preset name or a JSON file",
     "import_multipriv": None,  # a release folder: malformed profiles, images, links, slots refused in tests/multipriv/test_import.py
+    "spy_expand": "a SPY-Bench benchmark file and label2text.json",  # bad files: tests/inference/spy/test_spy_expand.py
+    "spy_metrics": "an evaluated SPY-Bench JSONL file",  # bad rows: tests/inference/spy/test_spy_metrics.py
+    "spy_import": "a benchmark file and label2text.json, or evaluated rows",  # tests/inference/spy/test_spy_runs.py
 }
 
 
