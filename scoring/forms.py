@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.validators import RegexValidator
 
 from annotations.faces import variants as face_variants
+from annotations.datasets.models import DatasetVersion
 from annotations.models import Image
 from inference.models import Run
 
@@ -53,7 +54,12 @@ class ExportForm(forms.Form):
 
 
 class LeaderboardForm(ExportForm):
-    table_names = ("leaderboard", "not_ranked", "paper")
+    table_names = ("leaderboard", "not_ranked", "ablations", "paper")
+    version = forms.ModelChoiceField(queryset=DatasetVersion.objects.all(), required=False, label="Dataset version",
+                                     empty_label="any (no version)", error_messages={
+                                         "invalid_choice": "version must be the id of a dataset version."})
+    split = forms.ChoiceField(choices=SPLITS, required=False, label="Split", error_messages={
+        "invalid_choice": "Unknown split %(value)s."})
     floor = forms.FloatField(required=False, min_value=0, max_value=100, label="Coverage floor (%)", error_messages={
         "invalid": "floor must be a percentage from 0 to 100.", "min_value": "floor must be a percentage from 0 to 100.",
         "max_value": "floor must be a percentage from 0 to 100."})

@@ -147,54 +147,6 @@ def _run_cells(run) -> dict:
             "prompt_version": run.prompt_version}
 
 
-def leaderboard(runs, reports: dict, ranking: dict, sort: str) -> list[Table]:
-    """Ranked runs (metrics on the common set), runs below the coverage floor, and the paper's rows."""
-    by_id = {r.pk: r for r in runs}
-    ranked_rows = []
-    for rid, metrics_ in ranking["ranked"].items():
-        run = by_id[int(rid)]
-        r = reports.get(run.pk) or {}
-        ranked_rows.append({**_run_cells(run), "coverage": r.get("coverage", _coverage(r)),
-                            **{k: (metrics_.get(k) or {}).get("value") for k, _ in RANK_COLUMNS}})
-    ranked_rows.sort(key=_sort_key(sort))
-    top = ranked_rows[0]["run"] if ranked_rows else None
-    for i, row in enumerate(ranked_rows, start=1):
-        row["rank"] = i
-        other = top if i > 1 else (ranked_rows[1]["run"] if len(ranked_rows) > 1 else None)
-        row["compare"] = None if other is None else Link(
-            f"vs {other.text}", reverse("scoring:compare") + f"?a={row['run'].text[1:]}&b={other.text[1:]}")
-    floor = ranking["floor"]
-    ranked = Table("leaderboard", f"Ranked runs: every metric on the {ranking['common_size']:,} images all of them answered",
-                   [("rank", "#"), ("run", "run"), ("model", "model"), ("strategy", "strategy"), ("coverage", "coverage")]
-                   + RANK_COLUMNS + [("compare", "compare")], ranked_rows,
-                   note=f"Common set: {ranking['common_size']:,} images (every ranked run gave a valid score on each). "
-                        f"Runs with coverage below {100 * floor:g}% are listed below, not ranked. Pairwise accuracies count "
-                        "a tie in the prediction as ½; the 'tie share' is the share of pairs tied in the prediction and "
-                        "'ties wrong' the accuracy when a tie counts as wrong.")
-    unranked_rows = []
-    for rid, coverage in ranking["unranked"].items():
-        run = by_id[int(rid)]
-        r = reports.get(run.pk) or {}
-        unranked_rows.append({**_run_cells(run), "coverage": coverage, "n_valid": r.get("n_valid"),
-                              "refusal_rate": r.get("refusal_rate"), "excluded_rate": r.get("excluded_rate"),
-                              "reason": f"coverage below {100 * floor:g}%"})
-    not_ranked = Table("not_ranked", "Listed, not ranked (coverage below the floor)",
-                       [("run", "run"), ("model", "model"), ("strategy", "strategy"), ("coverage", "coverage"),
-                        ("n_valid", "valid"), ("refusal_rate", "refused"), ("excluded_rate", "excluded"), ("reason", "why")],
-                       unranked_rows, note="Their metrics are on their own run page, over the images they answered; they are "
-                                           "not comparable with the ranked runs.")
-    paper_rows = []
-    for p in paper_reference()["severity_metrics"]:
-        paper_rows.append({"model": p["model"], "strategy": p["strategy"], **{k: p.get(k) for k, _ in METRIC_COLUMNS}})
-    paper = Table("paper", "The paper's published rows (its own data and curated pairs; never ranked with ours)",
-                  [("model", "model"), ("strategy", "strategy")] + METRIC_COLUMNS, paper_rows)
-    return [ranked, not_ranked, paper]
-
-
-def _coverage(r: dict):
-    return (r.get("n_valid", 0) / r["n_results"]) if r.get("n_results") else None
-
-
 def comparison_table(data: dict, run_a, run_b) -> Table:
     labels = dict(RANK_COLUMNS)
     rows = [{"metric": labels.get(r["metric"], r["metric"]), "a": r["a"], "b": r["b"],

@@ -25,7 +25,7 @@ from core.idempotency import once_per_submission
 from core.roles import ROLE_ADMIN, STAFF_ROLES, require_role
 from core.audit import audit
 
-from . import exports, queries, study_tables, svg
+from . import exports, leaderboard_tables, queries, study_tables, svg
 from . import tables as T
 from . import calibration as calibration_lib
 from .services import adjudication, counterfactuals
@@ -33,7 +33,7 @@ from .services.agreement import agreement_study, annotate_run_agreement
 from .services.calibration import run_calibration
 from .services.comparison import compare_runs
 from .services.disagreements import disagreement_queue, filter_disputes
-from .services.leaderboard import leaderboard_ranking
+from .services.leaderboard import is_ablation, leaderboard_ranking, training_overlap
 from .services.run_metrics import run_metrics, run_points
 from .access import get_export_for_user, get_image_for_review, get_run_for_review
 from .forms import (
@@ -107,14 +107,21 @@ def leaderboard(request):
         return _bad_request(request, form)
     strategy, sort = form.cleaned_data["strategy"], form.cleaned_data["sort"] or "pearson"
     floor = form.cleaned_data["floor"] / 100
+    version, split = form.cleaned_data["version"], form.cleaned_data["split"]
     profile = ScoringProfile.active()
     runs = [] if strategy == "sft" else queries.finished_judge_runs(strategy)
     reports = run_metrics(runs, profile)
-    ranking = leaderboard_ranking(runs, profile, floor)
-    tables = T.leaderboard(runs, reports, ranking, sort)
-    meta = {"profile": profile.label, "strategy": strategy or "all", "sort": sort, "coverage_floor": floor,
-            "common_set_size": ranking["common_size"]}
-    context = {"form": form, "profile": profile, "ranking": ranking, "runs": runs}
+    ranking = leaderboard_ranking(runs, profile, floor, version=version, split=split, sort=sort)
+    ablations = [r for r in runs if is_ablation(r)]
+    overlap = training_overlap(runs)
+    tables = leaderboard_tables.leaderboard(runs, reports, ranking, sort, overlap, ablations)
+    meta = {"profile": profile.label, "profile_id": profile.pk, "profile_version": profile.version, "strategy": strategy or "all",
+            "sort": sort, "coverage_floor": floor, "comparison_set": leaderboard_tables.comparison_text(ranking),
+            "comparison_set_size": ranking["comparison_size"], "dataset_version": version.name if version else None,
+            "split": split or None, "common_set_size": ranking["common_size"], "resamples": ranking.get("resamples", 0),
+            "training_overlap": {str(k): v for k, v in overlap.items()}}
+    context = {"form": form, "profile": profile, "ranking": ranking, "runs": runs, "overlap": overlap,
+               "comparison": leaderboard_tables.comparison_text(ranking)}
     return _respond(request, form, "leaderboard", "scoring/leaderboard.html", context, tables, meta)
 
 

@@ -68,6 +68,12 @@ def is_numeric(value) -> bool:
 
 
 @register.filter
+def point(value):
+    """The point value of an interval ({"value", "lo", "hi"}); anything else as it is."""
+    return value["value"] if is_interval(value) else value
+
+
+@register.filter
 def percent(value):
     if value is None:
         return "—"

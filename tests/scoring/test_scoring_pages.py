@@ -64,9 +64,11 @@ def test_leaderboard_shows_our_metrics_and_published_rows(staff):
     assert data["meta"]["common_set_size"] == 36
     want = expected_report(runs[0], images)  # same refusals in both runs: the common set is the run's own valid set
     row = next(r for r in ours if r["run"] == f"#{runs[0].pk}")
-    for name in metrics.METRICS:
-        assert row[name] == pytest.approx(want["metrics"][name]["value"]), name
+    for name in metrics.METRICS:  # point and interval: the same 36 images, the same seeded resamples
+        for part in ("value", "lo", "hi"):
+            assert row[name][part] == pytest.approx(want["metrics"][name][part]), (name, part)
     assert row["coverage"] == pytest.approx(36 / 40)
+    assert data["meta"]["comparison_set_size"] == 40
     # At the default floor (95%) neither run is ranked; both are listed.
     default = staff.get(reverse("scoring:leaderboard"), {"format": "json"}).json()["tables"]
     assert default["leaderboard"]["rows"] == [] and len(default["not_ranked"]["rows"]) == 2
@@ -77,7 +79,7 @@ def test_leaderboard_filter_sort_and_cache(staff):
     data = staff.get(reverse("scoring:leaderboard"), {"strategy": "taxonomy", "format": "json", "sort": "mae", "floor": "80"}).json()
     rows = data["tables"]["leaderboard"]["rows"]
     assert {r["strategy"] for r in rows} == {"taxonomy"}
-    maes = [r["mae"] for r in rows]
+    maes = [r["mae"]["value"] for r in rows]
     assert maes == sorted(maes)
     assert ComputedMetrics.objects.filter(key__startswith="run-metrics:").count() == 1
     # A finished run's metrics are recomputed when it changes state (e.g. resumed and finished again).
@@ -94,7 +96,7 @@ def test_leaderboard_filter_sort_and_cache(staff):
     after = ComputedMetrics.objects.get(key=key).data["metrics"]["mae"]["value"]
     assert after != before
     assert after == pytest.approx(np.mean([image.published_score for k, image in enumerate(images) if k % 10 != 3]))  # all predictions 0
-    assert again["tables"]["leaderboard"]["rows"][0]["mae"] == pytest.approx(after)  # the common-set ranking followed
+    assert again["tables"]["leaderboard"]["rows"][0]["mae"]["value"] == pytest.approx(after)  # the common-set ranking followed
 
 
 def test_a_two_percent_coverage_run_is_listed_but_not_ranked(staff):
