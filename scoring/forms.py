@@ -74,10 +74,19 @@ class LeaderboardForm(ExportForm):
         return 95.0 if value is None else value
 
 
+ADJUSTMENTS = [("holm", "Holm (family-wise)"), ("bh", "Benjamini-Hochberg (false discovery rate)")]
+
+
+def _adjust_field():
+    return forms.ChoiceField(required=False, choices=ADJUSTMENTS, label="Multiple comparisons", error_messages={
+        "invalid_choice": "adjust must be holm or bh; got %(value)s."})
+
+
 class CompareForm(ExportForm):
     """Two finished judge runs to compare on their common images."""
 
     table_names = ("comparison",)
+    adjust = _adjust_field()
     a = forms.IntegerField(required=False, min_value=1, label="Run A", error_messages={
         "invalid": "a must be a run id.", "min_value": "a must be a run id."})
     b = forms.IntegerField(required=False, min_value=1, label="Run B", error_messages={
@@ -105,6 +114,7 @@ class CompareForm(ExportForm):
 
 class CalibrationForm(ExportForm):
     table_names = ("human_majority", "consensus")
+    adjust = _adjust_field()
     sort = forms.ChoiceField(required=False, choices=[("difference", "over-prediction first"), ("abs", "largest gap"),
                                                       ("level", "level"), ("attribute", "attribute"), ("model_rate", "model rate")],
                              error_messages={"invalid_choice": "Cannot sort by %(value)s."})

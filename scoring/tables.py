@@ -15,6 +15,8 @@ from pathlib import Path
 
 from django.urls import reverse
 
+from . import multiplicity
+
 
 @dataclass(frozen=True)
 class Link:
@@ -147,30 +149,43 @@ def _run_cells(run) -> dict:
             "prompt_version": run.prompt_version}
 
 
-def comparison_table(data: dict, run_a, run_b) -> Table:
+def comparison_table(data: dict, run_a, run_b, adjust: str = "holm") -> Table:
     labels = dict(RANK_COLUMNS)
+    resamples = data["resamples"]
+    adjusted = multiplicity.adjust([r["p_value"] for r in data["rows"]], adjust, floor=1 / resamples if resamples else 0.0)
     rows = [{"metric": labels.get(r["metric"], r["metric"]), "a": r["a"], "b": r["b"],
-             "difference": {"value": r["difference"], "lo": r["lo"], "hi": r["hi"]}, "p_value": r["p_value"],
-             "defined": r["defined"]} for r in data["rows"]]
+             "difference": {"value": r["difference"], "lo": r["lo"], "hi": r["hi"]},
+             "p_value": multiplicity.resampling_p(r["p_value"], resamples), "p_adjusted": p_adj,
+             "defined": r["defined"]} for r, p_adj in zip(data["rows"], adjusted)]
+    coverage = data.get("coverage") or {}
+    cov = lambda v: "—" if v is None else f"{100 * v:.1f}%"  # noqa: E731
+    method = multiplicity.METHODS[adjust]
     return Table("comparison", f"Run #{run_a.pk} − run #{run_b.pk} on their {data['n_common']:,} common images",
                  [("metric", "metric"), ("a", f"#{run_a.pk}"), ("b", f"#{run_b.pk}"), ("difference", "A − B [95% CI]"),
-                  ("p_value", "p (two-sided)"), ("defined", "resamples defined")], rows,
-                 note=f"Paired bootstrap: {data['resamples']} resamples of the common images (the same resamples for both "
-                      "runs); p is twice the smaller share of differences on either side of 0, so 0 means below "
-                      f"1/{data['resamples']}. For MAE a negative difference favours A.")
+                  ("p_value", "p (paired bootstrap, two-sided, raw)"), ("p_adjusted", f"p ({method}, {len(rows)} metrics)"),
+                  ("defined", "resamples defined")], rows,
+                 note=f"Test: paired bootstrap, {resamples} resamples of the common images (the same resamples for both "
+                      f"runs); p is twice the smaller share of differences on either side of 0, a resampling p-value: "
+                      f"'< 1/{resamples}' where no resample crossed 0. Adjusted across the family of {len(rows)} metrics with "
+                      f"{method} (a bound of 1/{resamples} enters the adjustment as 1/{resamples}). Coverage: run A "
+                      f"{cov(coverage.get('a'))}, run B {cov(coverage.get('b'))} of their images with ground truth. For MAE "
+                      "a negative difference favours A.")
 
 
-def calibration_table(name: str, title: str, rows: list[dict], resamples: int) -> Table:
-    shown = [{**r, "difference": r["difference"] if r["difference"] is None else {"value": r["difference"], "lo": r["lo"], "hi": r["hi"]}}
-             for r in rows]
+def calibration_table(name: str, title: str, rows: list[dict], resamples: int, adjust: str = "holm") -> Table:
+    adjusted = multiplicity.adjust([r["p_value"] for r in rows], adjust)
+    shown = [{**r, "difference": r["difference"] if r["difference"] is None else {"value": r["difference"], "lo": r["lo"], "hi": r["hi"]},
+              "p_adjusted": p_adj} for r, p_adj in zip(rows, adjusted)]
+    method = multiplicity.METHODS[adjust]
     return Table(name, title, [("attribute", "attribute"), ("level", "level"), ("n", "images"), ("model_rate", "model positive rate"),
                                ("reference_rate", "reference positive rate"), ("difference", "difference (model − reference) [95% CI]"),
                                ("model_only", "yes by the model only"), ("reference_only", "yes by the reference only"),
-                               ("p_value", "p (exact McNemar)"), ("defined", "resamples defined")], shown,
+                               ("p_value", "p (exact McNemar, raw)"), ("p_adjusted", f"p ({method})"), ("defined", "resamples defined")], shown,
                  note=f"Binarised labels (0.5 → 0). A positive difference is over-prediction. The interval is a percentile "
                       f"bootstrap over images ({resamples} resamples); the p-value is the exact McNemar test on the images where "
                       "the two labels differ (a binomial test at 1/2), so it asks whether the model says yes more or less often "
-                      "than the reference on the same images.")
+                      f"than the reference. Adjusted with {method} across the family of this table's "
+                      f"{sum(r['p_value'] is not None for r in rows)} attribute tests.")
 
 
 def run_metrics_table(report: dict) -> Table:

@@ -140,9 +140,12 @@ def compare(request):
     profile = ScoringProfile.active()
     data = compare_runs(run_a, run_b, profile)
     context.update({"run_a": run_a, "run_b": run_b, "data": data, "profile": profile})
-    meta = {"a": run_a.pk, "b": run_b.pk, "profile": profile.label, "common_images": data["n_common"]}
+    adjust = form.cleaned_data["adjust"] or "holm"
+    meta = {"a": run_a.pk, "b": run_b.pk, "profile": profile.label, "profile_version": profile.version,
+            "common_images": data["n_common"], "coverage": data.get("coverage"), "resamples": data["resamples"],
+            "test": "paired bootstrap (resampling p-value)", "adjustment": adjust}
     return _respond(request, form, f"compare-{run_a.pk}-{run_b.pk}", "scoring/compare.html", context,
-                    [T.comparison_table(data, run_a, run_b)], meta)
+                    [T.comparison_table(data, run_a, run_b, adjust)], meta)
 
 
 @require_role(*STAFF_ROLES)
@@ -156,16 +159,20 @@ def calibration(request, run_id: int):
     if not form.is_valid():
         return _bad_request(request, form)
     sort = form.cleaned_data["sort"] or "difference"
-    data = run_calibration(run, ScoringProfile.active())
+    adjust = form.cleaned_data["adjust"] or "holm"
+    profile = ScoringProfile.active()
+    data = run_calibration(run, profile)
     majority = calibration_lib.sort_rows(data["human_majority"], sort)
     consensus = calibration_lib.sort_rows(data["consensus"], sort)
     chart = svg.diverging_bars([(r["attribute"], r["difference"]) for r in majority], title="Model − human majority positive rate",
                                x_label="percentage points (positive: the model over-predicts); whiskers: 95% CI",
                                intervals=[(r["lo"], r["hi"]) for r in majority])
-    tables = [T.calibration_table("human_majority", "Against the human majority (two or more humans)", majority, calibration_lib.N_BOOT),
-              T.calibration_table("consensus", "Against the consensus ground truth (active profile)", consensus, calibration_lib.N_BOOT)]
+    tables = [T.calibration_table("human_majority", "Against the human majority (two or more humans)", majority, calibration_lib.N_BOOT, adjust),
+              T.calibration_table("consensus", f"Against the consensus ground truth (profile {profile.name} v{profile.version})", consensus,
+                                  calibration_lib.N_BOOT, adjust)]
     context = {"run": run, "form": form, "data": data, "chart": mark_safe(chart), "finding": calibration_lib.PAPER_FINDING}
-    return _respond(request, form, f"calibration-{run.pk}", "scoring/calibration.html", context, tables, {"run": run.pk, "sort": sort})
+    return _respond(request, form, f"calibration-{run.pk}", "scoring/calibration.html", context, tables,
+                    {"run": run.pk, "sort": sort, "adjustment": adjust, "profile": profile.label, "profile_version": profile.version})
 
 
 @require_role(*STAFF_ROLES)
