@@ -10,7 +10,26 @@ from .tables import Link, Table, paper_reference
 # ---------------------------------------------------------------------------------------------
 # Agreement
 
-AGREEMENT_COLUMNS = [("n", "items"), ("agreement", "agreement"), ("kappa", "Cohen's κ"), ("weighted_kappa", "weighted κ (3 values)")]
+AGREEMENT_COLUMNS = [("n", "items"), ("agreement", "agreement"), ("kappa", "Cohen's κ"), ("pabak", "PABAK"), ("ac1", "Gwet's AC1"),
+                     ("weighted_kappa", "weighted κ (3 values)")]
+FIGURES = ("agreement", "kappa", "pabak", "ac1", "weighted_kappa", "strict", "fleiss_kappa", "nominal_binary", "ordinal_three_valued")
+CI_NOTE = ("Intervals: image-level cluster bootstrap, percentile 95% ({resamples} resamples of the population's images; "
+           "every item of a drawn image goes with it). PABAK = 2·p_o − 1; Gwet's AC1 uses chance agreement "
+           "Σ π_q(1 − π_q)/(k − 1): both stay informative for rare attributes, where κ falls towards 0.")
+
+
+def with_ci(figures: dict, ci: dict | None) -> dict:
+    """Each figure as {"value", "lo", "hi"} where the study has an interval for it."""
+    out = dict(figures)
+    for name in FIGURES:
+        if name in out and ci and name in ci:
+            out[name] = {"value": out[name], "lo": ci[name]["lo"], "hi": ci[name]["hi"]}
+    return out
+
+
+def _population(row: dict) -> str:
+    p = row.get("population") or {}
+    return f"{p['rule']} ({p['images']:,})" if p else ""
 
 
 def _paper_human_human() -> dict:
@@ -22,26 +41,27 @@ def _paper_human_human() -> dict:
 
 def agreement_tables(report: dict, level_of: dict) -> list[Table]:
     study = report.get("human_study", {})
+    ci_note = CI_NOTE.format(resamples=(report.get("bootstrap") or {}).get("resamples", 0))
+    hh_ci = report.get("human_human", {}).get("ci") or {}
     study_note = (f"Human study population: {study.get('images', 0)} of {study.get('all_images', 0)} images have at least two "
                   "human labelings; every figure involving humans uses those images only.")
     summary = []
     hh = report.get("human_human", {}).get("overall", {})
     if hh.get("n"):
+        o = with_ci(hh, hh_ci.get("overall"))
         summary.append({"source": "ours", "a": "humans", "b": "humans", "group": "human-human", "n": hh["n"],
-                        "agreement": hh["strict"], "agreement_kind": "strict consensus (all humans agree)",
-                        "kappa": hh["fleiss_kappa"], "kappa_kind": "Fleiss' κ", **_paper_human_human()})
-    for row in report["vs_majority"]:
+                        "population": f"human study images ({study.get('images', 0):,})",
+                        "agreement": o["strict"], "agreement_kind": "strict consensus (all humans agree)",
+                        "kappa": o["fleiss_kappa"], "kappa_kind": "Fleiss' κ", **_paper_human_human()})
+    for row in report["vs_majority"] + [r for r in report["pairs"] if r["group"] == "model-model"]:
+        o = with_ci(row["overall"], (row.get("ci") or {}).get("overall"))
         summary.append({"source": "ours", "a": row["a"], "b": row["b"], "group": row["group"], "n": row["overall"]["n"],
-                        "agreement": row["overall"]["agreement"], "agreement_kind": "percent agreement",
-                        "kappa": row["overall"]["kappa"], "kappa_kind": "Cohen's κ"})
-    for row in report["pairs"]:
-        if row["group"] == "model-model":
-            summary.append({"source": "ours", "a": row["a"], "b": row["b"], "group": row["group"], "n": row["overall"]["n"],
-                            "agreement": row["overall"]["agreement"], "agreement_kind": "percent agreement",
-                            "kappa": row["overall"]["kappa"], "kappa_kind": "Cohen's κ"})
+                        "population": _population(row), "agreement": o["agreement"], "agreement_kind": "percent agreement",
+                        "kappa": o["kappa"], "kappa_kind": "Cohen's κ", "pabak": o.get("pabak"), "ac1": o.get("ac1")})
     head = [("source", "source"), ("a", "annotator"), ("b", "compared with"), ("group", "group"), ("n", "items"),
             ("agreement", "agreement"), ("agreement_kind", "agreement is"), ("kappa", "κ"), ("kappa_kind", "κ is")]
-    summary_head = head + [("paper_agreement", "paper: agreement"), ("paper_kappa", "paper: κ")]
+    summary_head = (head[:5] + [("population", "population (images)")] + head[5:] + [("pabak", "PABAK"), ("ac1", "Gwet's AC1")]
+                    + [("paper_agreement", "paper: agreement"), ("paper_kappa", "paper: κ")])
     paper = []
     for p in paper_reference()["annotator_agreement"]:
         humans = sum(name.lower().startswith("human") for name in (p["a"], p["b"]))
@@ -54,32 +74,41 @@ def agreement_tables(report: dict, level_of: dict) -> list[Table]:
         Table("summary", "Agreement as the paper measured it", summary_head, summary,
               note="Human-human: the share of items on which every human gave the same label (the paper's 87.4%) and "
                    "Fleiss' kappa (the paper does not name its multi-rater kappa). Models are compared with the human "
-                   "majority (two or more humans; an even split gives 0). " + study_note),
+                   "majority (two or more humans; an even split gives 0). Model-model rows use every image both models "
+                   "labelled, the others the human study images: each row states its population. The imported ground truth "
+                   "is not an annotator and is not listed. " + study_note + " " + ci_note),
         Table("paper", "The paper's Table 2 (its own images and annotators, not recomputed)", head, paper),
     ]
-    hh_rows = [{"scope": "all items", **hh}] if hh else []
+    hh_rows = [{"scope": "all items", **with_ci(hh, hh_ci.get("overall"))}] if hh else []
     for lv, s_ in report.get("human_human", {}).get("levels", {}).items():
-        hh_rows.append({"scope": f"level {lv}", **s_})
+        hh_rows.append({"scope": f"level {lv}", **with_ci(s_, (hh_ci.get("levels") or {}).get(lv))})
     for key, s_ in report.get("human_human", {}).get("attributes", {}).items():
-        hh_rows.append({"scope": key, **s_})
+        hh_rows.append({"scope": key, **with_ci(s_, (hh_ci.get("attributes") or {}).get(key))})
     tables.append(Table("human_human", "Human-human: strict consensus and Fleiss' κ",
                         [("scope", "scope"), ("n", "items with ≥ 2 human labels"), ("strict", "strict consensus"),
-                         ("fleiss_kappa", "Fleiss' κ")], hh_rows, note=study_note))
-    pairs = [{"a": r["a"], "b": r["b"], "group": r["group"], **r["overall"]} for r in report["pairs"]]
-    tables.append(Table("pairs", "Every annotator pair (Cohen's κ)", [("a", "annotator"), ("b", "annotator"), ("group", "group")] + AGREEMENT_COLUMNS,
-                        pairs, note="Pairs involving a human use the human study images only."))
+                         ("fleiss_kappa", "Fleiss' κ")], hh_rows, note=study_note + " " + ci_note))
+    pairs = [{"a": r["a"], "b": r["b"], "group": r["group"], "population": _population(r),
+              **with_ci(r["overall"], (r.get("ci") or {}).get("overall"))} for r in report["pairs"]]
+    tables.append(Table("pairs", "Every annotator pair (Cohen's κ)",
+                        [("a", "annotator"), ("b", "annotator"), ("group", "group"), ("population", "population (images)")] + AGREEMENT_COLUMNS,
+                        pairs, note="Pairs involving a human use the human study images only. " + ci_note))
 
     comparisons = [(f"{r['a']} vs {r['b']}", r) for r in report["vs_majority"]]
     comparisons += [(f"{r['a']} vs {r['b']}", r) for r in report["pairs"]]
     per_attr, per_level = [], []
     for name, data in comparisons:
+        ci = data.get("ci") or {}
         for key, s_ in data["attributes"].items():
-            per_attr.append({"comparison": name, "attribute": key, "level": level_of.get(key), **s_})
+            per_attr.append({"comparison": name, "population": _population(data), "attribute": key, "level": level_of.get(key),
+                             **with_ci(s_, (ci.get("attributes") or {}).get(key))})
         for level, s_ in data["levels"].items():
-            per_level.append({"comparison": name, "level": int(level), **s_})
+            per_level.append({"comparison": name, "population": _population(data), "level": int(level),
+                              **with_ci(s_, (ci.get("levels") or {}).get(level))})
     tables.append(Table("per_attribute", "Agreement per attribute",
-                        [("comparison", "comparison"), ("attribute", "attribute"), ("level", "level")] + AGREEMENT_COLUMNS, per_attr))
-    tables.append(Table("per_level", "Agreement per level", [("comparison", "comparison"), ("level", "level")] + AGREEMENT_COLUMNS, per_level))
+                        [("comparison", "comparison"), ("population", "population (images)"), ("attribute", "attribute"), ("level", "level")]
+                        + AGREEMENT_COLUMNS, per_attr, note=ci_note))
+    tables.append(Table("per_level", "Agreement per level", [("comparison", "comparison"), ("population", "population (images)"),
+                                                             ("level", "level")] + AGREEMENT_COLUMNS, per_level, note=ci_note))
 
     sc = report["strict_consensus"]
     strict = [{"scope": "all items", **sc["overall"]}]
@@ -91,9 +120,9 @@ def agreement_tables(report: dict, level_of: dict) -> list[Table]:
     tables.append(Table("krippendorff", "Krippendorff's α per annotator kind",
                         [("annotators_kind", "annotators"), ("annotators", "how many"), ("images", "images"), ("items", "items"),
                          ("nominal_binary", "α nominal (binarised)"), ("ordinal_three_valued", "α ordinal (three-valued)")],
-                        report["krippendorff"],
+                        [with_ci(r, r.get("ci")) for r in report["krippendorff"]],
                         note="Items that at least two annotators of the group labelled. Humans (and humans with models) on the "
-                             "human study images; imported ground truth is never mixed in."))
+                             "human study images; imported ground truth is never mixed in. " + ci_note))
     return tables
 
 

@@ -254,7 +254,8 @@ def test_agreement_page_values_and_published(staff, reviewer_a, reviewer_b, mode
     assert response.status_code == 200 and b"<svg" in response.content and b"published" in response.content
     data = staff.get(reverse("scoring:agreement"), {"format": "json"}).json()["tables"]
     human = next(r for r in data["summary"]["rows"] if r["group"] == "human-human")
-    assert human["n"] == 220 and human["agreement"] == pytest.approx(215 / 220)  # strict consensus
+    assert human["n"] == 220 and human["agreement"]["value"] == pytest.approx(215 / 220)  # strict consensus
+    assert human["agreement"]["lo"] <= human["agreement"]["value"] <= human["agreement"]["hi"]  # cluster-bootstrap interval
     assert human["kappa_kind"] == "Fleiss' κ" and (human["paper_agreement"], human["paper_kappa"]) == (0.874, 0.652)
     published = data["paper"]["rows"]
     assert {"agreement": 0.874, "kappa": 0.652} == {k: published[0][k] for k in ("agreement", "kappa")}
@@ -263,7 +264,7 @@ def test_agreement_page_values_and_published(staff, reviewer_a, reviewer_b, mode
     assert kinds[("GPT-5.1", "Human")] == "agreement with the human majority"
     assert kinds[("GPT-5.1", "Llama 4")] == "agreement between the two models"  # not "with the human majority"
     age = next(r for r in data["per_attribute"]["rows"] if r["comparison"].startswith(gpt.name) and r["attribute"] == "age")
-    assert age["agreement"] == pytest.approx(0.5)  # gpt says 0.5 -> 0; human majority of (1, 1|0) is 1 for i < 5 else 0
+    assert age["agreement"]["value"] == pytest.approx(0.5)  # gpt says 0.5 -> 0; human majority of (1, 1|0) is 1 for i < 5 else 0
     strict = data["strict_consensus"]["rows"][0]
     assert strict["n"] == 220 and strict["binary"] == pytest.approx(215 / 220)
 
