@@ -192,7 +192,7 @@ def _drop_field() -> forms.FloatField:
 
 
 class CounterfactualForm(ExportForm):
-    table_names = ("changes", "groups")
+    table_names = ("summary", "changes", "groups")
     base = _run_id_field("base")
     cf = _run_id_field("cf")
     drop = _drop_field()
@@ -294,10 +294,11 @@ class ExportJobForm(forms.Form):
         return cleaned
 
 
-class ThreeWayForm(forms.Form):
+class ThreeWayForm(ExportForm):
     """Original vs prompt-level vs pixel-level counterfactual: three finished judge runs of one provider,
     model and strategy (original: plain; prompt: counterfactual faces; pixel: judged on anonymized images)."""
 
+    table_names = ("overall", "by_level", "groups", "images")
     original = _run_id_field("original")
     prompt = _run_id_field("prompt")
     pixel = _run_id_field("pixel")

@@ -151,6 +151,33 @@ def disagreement_table(rows: list[dict], vispr: dict, current: dict, names: dict
                       "attribute set to 1 minus the score with all set to 0 (undisputed attributes as agreed).")
 
 
+def prompt_versions(*runs) -> dict:
+    """The prompt versions of a counterfactual pair or triple, and whether they differ (flagged on the page and downloads)."""
+    versions = {f"#{r.pk}": r.prompt_version for r in runs}
+    return {"versions": versions, "mixed": len(set(versions.values())) > 1}
+
+
+def counterfactual_summary_table(data: dict, base, cf) -> Table:
+    t = data.get("change_test") or {}
+    pv = prompt_versions(base, cf)
+    rows = [{"base": f"#{base.pk}", "cf": f"#{cf.pk}", "base_prompt": base.prompt_version, "cf_prompt": cf.prompt_version,
+             "mixed_prompt_versions": pv["mixed"], "common": data["common"], "only_without": data["only_without"],
+             "only_with": data["only_with"], "mean_change": {"value": data["mean_change"], "lo": t.get("lo"), "hi": t.get("hi")},
+             "median_change": data["median_change"], "wilcoxon_p": t.get("p_value"), "changed": t.get("changed"),
+             "collapsed": data["collapsed"], "collapsed_sensitive": data["collapsed_sensitive"]}]
+    return Table("summary", "Summary: mean change, its interval and test, collapses",
+                 [("base", "without"), ("cf", "with counterfactual faces"), ("base_prompt", "prompt version (without)"),
+                  ("cf_prompt", "prompt version (with)"), ("mixed_prompt_versions", "mixed prompt versions"),
+                  ("common", "images scored by both"), ("only_without", "only without"), ("only_with", "only with"),
+                  ("mean_change", "mean change [95% CI]"), ("median_change", "median change"),
+                  ("wilcoxon_p", "p (Wilcoxon signed-rank, two-sided)"), ("changed", "images whose score changed"),
+                  ("collapsed", "collapsed"), ("collapsed_sensitive", "collapsed with sensitive non-face attributes")], rows,
+                 note=f"Interval: percentile bootstrap over images ({t.get('resamples', 0)} resamples). Test: Wilcoxon signed-rank "
+                      "(scipy; exact for small samples without ties, else the normal approximation) over the images whose score "
+                      "changed." + (" The two runs used DIFFERENT prompt versions: the change mixes the counterfactual with the "
+                                    "prompt revision." if pv["mixed"] else ""))
+
+
 def counterfactual_tables(data: dict, vispr_links: bool = True) -> list[Table]:
     rows = [{**r, "image": Link(r["vispr_id"] or str(r["image_id"]), reverse("scoring:review", args=[r["image_id"]]))}
             for r in sorted(data["rows"], key=lambda r: r["change"])]
@@ -162,3 +189,42 @@ def counterfactual_tables(data: dict, vispr_links: bool = True) -> list[Table]:
                    [("attribute", "attribute"), ("images", "images"), ("collapsed", "collapsed"), ("mean_change", "mean change")],
                    data["groups"])
     return [changes, groups]
+
+
+# ---------------------------------------------------------------------------------------------
+# Three-way counterfactual (original, prompt-level, pixel-level)
+
+
+def three_way_tables(data: dict, original, prompt, pixel) -> list[Table]:
+    """Every figure of the three-way page as downloadable tables."""
+    pv = prompt_versions(original, prompt, pixel)
+    mixed = " The three runs used DIFFERENT prompt versions." if pv["mixed"] else ""
+    overall = []
+    for name, run in (("prompt-level", prompt), ("pixel-level", pixel)):
+        o = data["overall"]["prompt" if run is prompt else "pixel"]
+        t = o.get("test") or {}
+        overall.append({"condition": name, "run": f"#{run.pk}", "prompt_version": run.prompt_version, "n": o["n"],
+                        "mean_change": {"value": o["mean"], "lo": t.get("lo"), "hi": t.get("hi")}, "median_change": o["median"],
+                        "wilcoxon_p": t.get("p_value"), "collapsed": o["collapsed"]})
+    g = data.get("gap") or {}
+    overall.append({"condition": "pixel − prompt, per image", "run": f"#{pixel.pk} − #{prompt.pk}", "prompt_version": "",
+                    "n": g.get("n"), "mean_change": {"value": g.get("mean"), "lo": g.get("lo"), "hi": g.get("hi")},
+                    "median_change": None, "wilcoxon_p": g.get("p_value"), "collapsed": None})
+    tables = [Table("overall", f"Changes against the original (#{original.pk}, prompt {original.prompt_version})",
+                    [("condition", "condition"), ("run", "run"), ("prompt_version", "prompt version"), ("n", "images"),
+                     ("mean_change", "mean change [95% CI]"), ("median_change", "median change"),
+                     ("wilcoxon_p", "p (Wilcoxon signed-rank, two-sided)"), ("collapsed", "collapses")], overall,
+                    note=f"{data['common']} images scored by all three runs ({data['only_some']} by only one or two). Intervals: "
+                         f"percentile bootstrap over images; p: Wilcoxon signed-rank test over the images whose score changed.{mixed}")]
+    per = [("prompt", "prompt-level"), ("pixel", "pixel-level")]
+    cols = [(f"{c}_{k}", f"{label}: {k}") for c, label in per for k in ("n", "mean", "median", "collapsed")]
+    flat = lambda r: {f"{c}_{k}": r[c][k] for c, _ in per for k in ("n", "mean", "median", "collapsed")}  # noqa: E731
+    tables.append(Table("by_level", "Per ground-truth level", [("level", "level")] + cols,
+                        [{"level": r["level"], **flat(r)} for r in data["by_level"]]))
+    tables.append(Table("groups", "By what the image contains", [("group", "group")] + cols,
+                        [{"group": r["group"], **flat(r)} for r in data["groups"]]))
+    tables.append(Table("images", "Every image scored by all three runs",
+                        [("image_id", "id"), ("level", "GT level"), ("original", "original"), ("prompt", "prompt-level"),
+                         ("pixel", "pixel-level"), ("prompt_change", "prompt change"), ("pixel_change", "pixel change"),
+                         ("gap", "pixel − prompt"), ("contents", "contains")], data.get("rows", []), download_only=True))
+    return tables

@@ -386,9 +386,13 @@ def counterfactual(request):
         "prompts": [(base, json.dumps(base.prompt_text, indent=2, ensure_ascii=False)),
                     (cf, json.dumps(cf.prompt_text, indent=2, ensure_ascii=False))],
     })
-    meta = {"base": base.pk, "cf": cf.pk, "drop": c["drop"]}
+    profile = ScoringProfile.active()
+    versions = study_tables.prompt_versions(base, cf)
+    context["prompt_versions"] = versions
+    meta = {"base": base.pk, "cf": cf.pk, "drop": c["drop"], "prompt_versions": versions["versions"],
+            "mixed_prompt_versions": versions["mixed"], "profile": profile.label, "profile_version": profile.version}
     return _respond(request, form, f"counterfactual-{base.pk}-{cf.pk}", "scoring/counterfactual.html", context,
-                    study_tables.counterfactual_tables(data), meta)
+                    [study_tables.counterfactual_summary_table(data, base, cf)] + study_tables.counterfactual_tables(data), meta)
 
 
 # ---------------------------------------------------------------------------------------------
