@@ -121,7 +121,8 @@ class CalibrationForm(ExportForm):
 
 
 class RunForm(ExportForm):
-    table_names = ("metrics", "significance", "excluded", "confusion", "per_level", "binary", "extremes", "predictions", "attributes")
+    table_names = ("metrics", "significance", "excluded", "confusion", "per_level", "binary", "extremes", "predictions", "attributes",
+                   "sensitivity")
     threshold = forms.IntegerField(required=False, min_value=min(THRESHOLDS), max_value=max(THRESHOLDS), error_messages={
         "invalid": "threshold must be a whole level number from 1 to 3 (levels up to it count as private).",
         "min_value": "threshold must be a level from 1 to 3 (levels up to it count as private).",

@@ -219,6 +219,18 @@ def significance_table(report: dict) -> Table:
                       "ground-truth level for intra-level pairs). 'Not shown above chance' is not evidence of chance ranking.")
 
 
+def sensitivity_table(data: dict) -> Table:
+    columns = [("name", "weight set"), ("weights", "weights"), ("lo", "boundaries lo1, lo2, lo3"), ("n", "images")]
+    for key, label in METRIC_COLUMNS:
+        columns += [(key, label), (f"{key}_range", f"{label}: spread")]
+    return Table("sensitivity", "Sensitivity to the weight set", columns, data["rows"],
+                 note=f"Point metrics of this run under each candidate: {data['candidates']}. {data['published']} of the "
+                      f"{data['images']} images have a published score and level, which no weight set changes; the others' "
+                      "ground truth is their consensus score under the candidate, and predicted levels follow the candidate's "
+                      "boundaries. 'Spread' is the largest minus the smallest value across the candidates: a figure whose spread "
+                      "is large is not determined by the data.")
+
+
 def excluded_table(report: dict) -> Table:
     n = report["n_results"]
     rows = [{"outcome": k, "count": v, "rate": v / n if n else None} for k, v in report["excluded"].items()]

@@ -34,7 +34,7 @@ from .services.calibration import run_calibration
 from .services.comparison import compare_runs
 from .services.disagreements import disagreement_queue, filter_disputes
 from .services.leaderboard import is_ablation, leaderboard_ranking, training_overlap
-from .services.run_metrics import run_metrics, run_points
+from .services.run_metrics import run_metrics, run_points, weight_sensitivity
 from .access import get_export_for_user, get_image_for_review, get_run_for_review
 from .forms import (
     AdjudicationForm, AgreementForm, CalibrationForm, CompareForm, CounterfactualForm, DisagreementForm, ExportJobForm,
@@ -184,7 +184,7 @@ def run_detail(request, run_id: int):
         return _bad_request(request, form)
     profile = ScoringProfile.active()
     context = {"run": run, "profile": profile, "form": form, "prompt": json.dumps(run.prompt_text, indent=2, ensure_ascii=False)}
-    meta = {"run": run.pk, "task": run.task, "profile": profile.label}
+    meta = {"run": run.pk, "task": run.task, "profile": profile.label, "profile_id": profile.pk, "profile_version": profile.version}
     if run.task != run.TASK_JUDGE:
         data = annotate_run_agreement(run)
         context["annotate"] = data
@@ -206,7 +206,7 @@ def run_detail(request, run_id: int):
     rows = T.prediction_rows(points, vispr, plv)
     extremes = T.extremes_table(rows)
     tables = [T.run_metrics_table(report), T.significance_table(report), T.excluded_table(report), T.confusion_table(report), T.per_level_table(report),
-              T.binary_table(report, threshold), extremes, T.predictions_table(rows)]
+              T.binary_table(report, threshold), extremes, T.predictions_table(rows), T.sensitivity_table(weight_sensitivity(run, profile))]
     thumbs = {i.pk: i for i in Image.objects.filter(id__in=extreme_ids)}
     context.update({
         "report": report, "threshold": threshold, "blur": _blur(request),
