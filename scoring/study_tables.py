@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from .tables import Link, Table, paper_reference
+from .tables import Link, Table, p_value, paper_reference
 
 
 # ---------------------------------------------------------------------------------------------
@@ -163,7 +163,7 @@ def counterfactual_summary_table(data: dict, base, cf) -> Table:
     rows = [{"base": f"#{base.pk}", "cf": f"#{cf.pk}", "base_prompt": base.prompt_version, "cf_prompt": cf.prompt_version,
              "mixed_prompt_versions": pv["mixed"], "common": data["common"], "only_without": data["only_without"],
              "only_with": data["only_with"], "mean_change": {"value": data["mean_change"], "lo": t.get("lo"), "hi": t.get("hi")},
-             "median_change": data["median_change"], "wilcoxon_p": t.get("p_value"), "changed": t.get("changed"),
+             "median_change": data["median_change"], "wilcoxon_p": p_value(t.get("p_value")), "changed": t.get("changed"),
              "collapsed": data["collapsed"], "collapsed_sensitive": data["collapsed_sensitive"]}]
     return Table("summary", "Summary: mean change, its interval and test, collapses",
                  [("base", "without"), ("cf", "with counterfactual faces"), ("base_prompt", "prompt version (without)"),
@@ -205,11 +205,11 @@ def three_way_tables(data: dict, original, prompt, pixel) -> list[Table]:
         t = o.get("test") or {}
         overall.append({"condition": name, "run": f"#{run.pk}", "prompt_version": run.prompt_version, "n": o["n"],
                         "mean_change": {"value": o["mean"], "lo": t.get("lo"), "hi": t.get("hi")}, "median_change": o["median"],
-                        "wilcoxon_p": t.get("p_value"), "collapsed": o["collapsed"]})
+                        "wilcoxon_p": p_value(t.get("p_value")), "collapsed": o["collapsed"]})
     g = data.get("gap") or {}
     overall.append({"condition": "pixel − prompt, per image", "run": f"#{pixel.pk} − #{prompt.pk}", "prompt_version": "",
                     "n": g.get("n"), "mean_change": {"value": g.get("mean"), "lo": g.get("lo"), "hi": g.get("hi")},
-                    "median_change": None, "wilcoxon_p": g.get("p_value"), "collapsed": None})
+                    "median_change": None, "wilcoxon_p": p_value(g.get("p_value")), "collapsed": None})
     tables = [Table("overall", f"Changes against the original (#{original.pk}, prompt {original.prompt_version})",
                     [("condition", "condition"), ("run", "run"), ("prompt_version", "prompt version"), ("n", "images"),
                      ("mean_change", "mean change [95% CI]"), ("median_change", "median change"),

@@ -41,6 +41,15 @@ class Table:
         return [[row.get(key) for key, _ in self.columns] for row in self.rows]
 
 
+class PValue(float):
+    """A p-value: pages print it with two significant digits below 0.001, so a small p never reads as 0.000."""
+
+
+def p_value(value):
+    """A p-value for a table cell: None and printed bounds ("< 1/N") as they are."""
+    return value if value is None or isinstance(value, str) else PValue(value)
+
+
 def is_interval(value) -> bool:
     return isinstance(value, dict) and "value" in value and "lo" in value and "hi" in value
 
@@ -155,7 +164,7 @@ def comparison_table(data: dict, run_a, run_b, adjust: str = "holm") -> Table:
     adjusted = multiplicity.adjust([r["p_value"] for r in data["rows"]], adjust, floor=1 / resamples if resamples else 0.0)
     rows = [{"metric": labels.get(r["metric"], r["metric"]), "a": r["a"], "b": r["b"],
              "difference": {"value": r["difference"], "lo": r["lo"], "hi": r["hi"]},
-             "p_value": multiplicity.resampling_p(r["p_value"], resamples), "p_adjusted": p_adj,
+             "p_value": p_value(multiplicity.resampling_p(r["p_value"], resamples)), "p_adjusted": p_value(p_adj),
              "defined": r["defined"]} for r, p_adj in zip(data["rows"], adjusted)]
     coverage = data.get("coverage") or {}
     cov = lambda v: "—" if v is None else f"{100 * v:.1f}%"  # noqa: E731
@@ -175,7 +184,7 @@ def comparison_table(data: dict, run_a, run_b, adjust: str = "holm") -> Table:
 def calibration_table(name: str, title: str, rows: list[dict], resamples: int, adjust: str = "holm") -> Table:
     adjusted = multiplicity.adjust([r["p_value"] for r in rows], adjust)
     shown = [{**r, "difference": r["difference"] if r["difference"] is None else {"value": r["difference"], "lo": r["lo"], "hi": r["hi"]},
-              "p_adjusted": p_adj} for r, p_adj in zip(rows, adjusted)]
+              "p_value": p_value(r["p_value"]), "p_adjusted": p_value(p_adj)} for r, p_adj in zip(rows, adjusted)]
     method = multiplicity.METHODS[adjust]
     return Table(name, title, [("attribute", "attribute"), ("level", "level"), ("n", "images"), ("model_rate", "model positive rate"),
                                ("reference_rate", "reference positive rate"), ("difference", "difference (model − reference) [95% CI]"),
@@ -209,7 +218,7 @@ def significance_table(report: dict) -> Table:
     for key, label, metric in (("intra", "intra-level ranking", "intra_acc"), ("inter", "inter-level ranking", "inter_acc")):
         test = sig.get(key) or {}
         significant = test.get("significant")
-        rows.append({"ranking": label, "accuracy": report.get("metrics", {}).get(metric), "p_value": test.get("p_value"),
+        rows.append({"ranking": label, "accuracy": report.get("metrics", {}).get(metric), "p_value": p_value(test.get("p_value")),
                      "verdict": None if significant is None else ("above chance" if significant else "not shown above chance"),
                      "method": test.get("note") or ("not computed" if test.get("method") in (None, "none") else test["method"])})
     return Table("significance", "Ranking better than chance?",

@@ -5,7 +5,7 @@ from django import template
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from scoring.tables import Link, is_interval
+from scoring.tables import Link, PValue, is_interval
 
 register = template.Library()
 DASH = mark_safe('<span class="muted">—</span>')
@@ -17,6 +17,8 @@ def _number(value) -> str:
         return "yes" if value else "no"
     if isinstance(value, int):
         return f"{value:,}"
+    if isinstance(value, PValue):
+        return f"{value:.3f}" if value >= 0.001 or value == 0 else f"{value:.1e}"
     if isinstance(value, float):
         return f"{value:.3f}"
     return str(value)

@@ -114,3 +114,11 @@ def test_compare_prints_the_resampling_bound_adjusted_p_and_coverage(client):
     assert [r["p_adjusted"] for r in data["tables"]["comparison"]["rows"] if r["p_value"] is not None] == pytest.approx(holm_reference(present))
     page = client.get(reverse("scoring:compare"), {"a": good.pk, "b": bad.pk}).content.decode()
     assert "paired bootstrap" in page and "&lt; 1/1000" in page and "Holm" in page
+
+
+def test_small_p_values_never_print_as_zero():
+    from scoring.tables import p_value
+    from scoring.templatetags.scoring_tags import cell
+
+    assert str(cell(p_value(2.3e-7))) == "2.3e-07" and str(cell(p_value(0.04))) == "0.040"
+    assert p_value("< 1/1000") == "< 1/1000" and p_value(None) is None
