@@ -112,7 +112,8 @@ def test_import_keeps_the_consensus_set_unless_asked(tmp_path):
     gt = Annotator.ground_truth("cprt-bench")
     assert list(profile.consensus_annotators.all()) == [gt]
     # An admin makes two model annotators the consensus set; a later import keeps it.
-    models = [Annotator.objects.create(name=f"model-{i}", kind=Annotator.KIND_MODEL, provider="openai", model_name=f"m{i}", prompt_version="v1") for i in range(2)]
+    models = [Annotator.objects.create(name=f"model-{i}", kind=Annotator.KIND_MODEL, provider="openai", model_name=f"m{i}",
+                                       prompt_version="v1") for i in range(2)]
     profile.consensus_annotators.set(models)
     ImageScore.objects.filter(profile=profile).delete()  # those annotators labelled nothing yet
     out = run(write(tmp_path / "train.jsonl", TRAIN_ROWS[:50]), "--split", "train")

@@ -79,7 +79,8 @@ class Command(BaseCommand):
         elif c["changed"]:
             out.write(self.style.WARNING(f"Consensus set changed (--set-consensus): {', '.join(c['before']) or 'empty'} -> {after}."))
         else:
-            out.write(f"Consensus set unchanged: {after}" + ("" if set_consensus else " (--set-consensus replaces it with the imported ground truth)."))
+            hint = "" if set_consensus else " (--set-consensus replaces it with the imported ground truth)."
+            out.write(f"Consensus set unchanged: {after}{hint}")
         out.write(f"Scores recomputed: {result.scored.get('scored', 0)} scored, {result.scored.get('incomplete', 0)} without consensus.")
 
 
