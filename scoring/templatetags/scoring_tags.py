@@ -66,7 +66,8 @@ def table_rows(table):
 
 @register.filter
 def is_numeric(value) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)) or is_interval(value)
+    return ((isinstance(value, (int, float)) and not isinstance(value, bool)) or is_interval(value)
+            or (isinstance(value, str) and value.startswith("< 1/")))  # a resampling p-value bound
 
 
 @register.filter
