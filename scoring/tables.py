@@ -305,13 +305,18 @@ def extremes_table(rows: list[dict], k: int = 10) -> Table:
 
 
 def annotate_attributes_table(data: dict | None) -> Table:
+    from .study_tables import CI_NOTE, with_ci
+
     rows = []
     for comparison in (data or {}).get("comparisons", []):
-        against = comparison["against"]
-        rows.append({"against": against, "attribute": "all", "level": None, **comparison["overall"]})
+        against, ci = comparison["against"], comparison.get("ci") or {}
+        rows.append({"against": against, "attribute": "all", "level": None, **with_ci(comparison["overall"], ci.get("overall"))})
         for level, s in comparison["levels"].items():
-            rows.append({"against": against, "attribute": f"level {level}", "level": int(level), **s})
+            rows.append({"against": against, "attribute": f"level {level}", "level": int(level),
+                         **with_ci(s, (ci.get("levels") or {}).get(level))})
         for key, s in comparison["attributes"].items():
-            rows.append({"against": against, "attribute": key, "level": None, **s})
-    columns = [("against", "compared with"), ("attribute", "attribute"), ("n", "items"), ("agreement", "agreement"), ("kappa", "Cohen's κ")]
-    return Table("attributes", "Model annotator agreement per attribute", columns, rows)
+            rows.append({"against": against, "attribute": key, "level": None, **with_ci(s, (ci.get("attributes") or {}).get(key))})
+    columns = [("against", "compared with"), ("attribute", "attribute"), ("n", "items"), ("agreement", "agreement"), ("kappa", "Cohen's κ"),
+               ("pabak", "PABAK"), ("ac1", "Gwet's AC1")]
+    return Table("attributes", "Model annotator agreement per attribute", columns, rows,
+                 note=CI_NOTE.format(resamples=(data or {}).get("resamples", 0)))

@@ -230,9 +230,10 @@ def test_run_page_annotate_run_agreement(staff, reviewer_a, reviewer_b, model_an
     gov_truth = next(r for r in data if r["against"] == truth.name and r["attribute"] == "gov_ids")
     gpt_v = [i % 2 for i in range(12)]
     truth_v = [int(bool(i % 3)) for i in range(12)]
-    assert gov_truth["agreement"] == pytest.approx(np.mean(np.array(gpt_v) == np.array(truth_v)))
+    assert gov_truth["agreement"]["value"] == pytest.approx(np.mean(np.array(gpt_v) == np.array(truth_v)))
+    assert gov_truth["agreement"]["lo"] <= gov_truth["agreement"]["value"] <= gov_truth["agreement"]["hi"]
     gov_human = next(r for r in data if r["against"] == "human majority" and r["attribute"] == "gov_ids")
-    assert gov_human["agreement"] == 1.0 and gov_human["n"] == 12
+    assert gov_human["agreement"]["value"] == 1.0 and gov_human["n"] == 12
 
 
 def test_agreement_page_values_and_published(staff, reviewer_a, reviewer_b, model_annotators):
