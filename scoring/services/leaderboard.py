@@ -2,6 +2,9 @@
 their own section, and warnings on runs whose images an SFT export trained on (cached)."""
 from __future__ import annotations
 
+from pathlib import Path
+
+from django.conf import settings
 from django.db.models import Count
 
 from annotations.models import Image
@@ -69,9 +72,12 @@ def training_exports() -> list[dict]:
     for job_id, options in ExportJob.objects.filter(kind=ExportJob.KIND_SFT, status=ExportJob.STATUS_FINISHED).values_list("id", "options"):
         if options.get("split"):
             out.append({"label": f"SFT export #{job_id}", "split": options["split"]})
-    for event_id, data in AuditEvent.objects.filter(action="export_sft").values_list("id", "data"):
-        if data.get("training_split") and data.get("out_dir"):
-            out.append({"label": f"SFT export to {data['out_dir']}", "split": data["training_split"]})
+    jobs_root = Path(settings.CPRT_EXPORT_ROOT).resolve()
+    for data in AuditEvent.objects.filter(action="export_sft").values_list("data", flat=True):
+        folder = data.get("out_dir")
+        if not data.get("training_split") or not folder or Path(folder).resolve().is_relative_to(jobs_root):
+            continue  # an export job's own folder: listed above as the job
+        out.append({"label": f"SFT export to {folder}", "split": data["training_split"]})
     return out
 
 

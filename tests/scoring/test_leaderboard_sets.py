@@ -140,3 +140,14 @@ def test_intervals_and_rank_stability_match_scipy(staff):
     for k, run in enumerate(runs):
         assert rows[f"#{run.pk}"]["p_first"] == pytest.approx((firsts == k).mean())
     assert sum(r["p_first"] for r in rows.values()) == pytest.approx(1.0)
+
+
+def test_an_export_sft_command_is_a_training_export_too(staff, tmp_path):
+    from core.audit import audit
+
+    images = make_images(6, prefix="2017_68", split="train")
+    run = noisy_run(images, "on-train", 0.1, 1)
+    audit(None, "export_sft", ScoringProfile.active(), out_dir=str(tmp_path / "sft"), training_split="train")
+    data = board(staff, split="train")
+    row = data["tables"]["leaderboard"]["rows"][0]
+    assert row["run"] == f"#{run.pk}" and f"SFT export to {tmp_path / 'sft'}" in row["warning"]
