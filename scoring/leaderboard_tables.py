@@ -25,6 +25,16 @@ def comparison_text(ranking: dict) -> str:
             "runs cover at the floor; choose a dataset version or split to fix it)")
 
 
+def page_meta(profile, ranking: dict, overlap: dict, **chosen) -> dict:
+    """The download's `meta`: the profile that scored it, the comparison set and the choices of the page."""
+    scope = ranking.get("scope") or {}
+    return {"profile": profile.label, "profile_id": profile.pk, "profile_version": profile.version, **chosen,
+            "comparison_set": comparison_text(ranking), "comparison_set_size": ranking["comparison_size"],
+            "dataset_version": (scope.get("version") or {}).get("name"), "split": scope.get("split"),
+            "common_set_size": ranking["common_size"], "resamples": ranking.get("resamples", 0),
+            "training_overlap": {str(k): v for k, v in overlap.items()}}
+
+
 def _warning(overlap: dict, rid: int) -> str:
     o = overlap.get(rid)
     if not o:

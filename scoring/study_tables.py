@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from .tables import Link, Table, p_value, paper_reference
+from .tables import CI_NOTE, Link, Table, p_value, paper_reference, with_ci
 
 
 # ---------------------------------------------------------------------------------------------
@@ -12,21 +12,6 @@ from .tables import Link, Table, p_value, paper_reference
 
 AGREEMENT_COLUMNS = [("n", "items"), ("agreement", "agreement"), ("kappa", "Cohen's κ"), ("pabak", "PABAK"), ("ac1", "Gwet's AC1"),
                      ("weighted_kappa", "weighted κ (3 values)")]
-FIGURES = ("agreement", "kappa", "pabak", "ac1", "weighted_kappa", "strict", "fleiss_kappa", "nominal_binary", "ordinal_three_valued")
-CI_NOTE = ("Intervals: image-level cluster bootstrap, percentile 95% ({resamples} resamples of the population's images; "
-           "every item of a drawn image goes with it). PABAK = 2·p_o − 1; Gwet's AC1 uses chance agreement "
-           "Σ π_q(1 − π_q)/(k − 1): both stay informative for rare attributes, where κ falls towards 0.")
-
-
-def with_ci(figures: dict, ci: dict | None) -> dict:
-    """Each figure as {"value", "lo", "hi"} where the study has an interval for it."""
-    out = dict(figures)
-    for name in FIGURES:
-        if name in out and ci and name in ci:
-            out[name] = {"value": out[name], "lo": ci[name]["lo"], "hi": ci[name]["hi"]}
-    return out
-
-
 def _population(row: dict) -> str:
     p = row.get("population") or {}
     return f"{p['rule']} ({p['images']:,})" if p else ""

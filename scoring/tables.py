@@ -41,6 +41,21 @@ class Table:
         return [[row.get(key) for key, _ in self.columns] for row in self.rows]
 
 
+FIGURES = ("agreement", "kappa", "pabak", "ac1", "weighted_kappa", "strict", "fleiss_kappa", "nominal_binary", "ordinal_three_valued")
+CI_NOTE = ("Intervals: image-level cluster bootstrap, percentile 95% ({resamples} resamples of the population's images; "
+           "every item of a drawn image goes with it). PABAK = 2·p_o − 1; Gwet's AC1 uses chance agreement "
+           "Σ π_q(1 − π_q)/(k − 1): both stay informative for rare attributes, where κ falls towards 0.")
+
+
+def with_ci(figures: dict, ci: dict | None) -> dict:
+    """Each figure as {"value", "lo", "hi"} where the study has an interval for it."""
+    out = dict(figures)
+    for name in FIGURES:
+        if name in out and ci and name in ci:
+            out[name] = {"value": out[name], "lo": ci[name]["lo"], "hi": ci[name]["hi"]}
+    return out
+
+
 class PValue(float):
     """A p-value: pages print it with two significant digits below 0.001, so a small p never reads as 0.000."""
 
@@ -305,8 +320,6 @@ def extremes_table(rows: list[dict], k: int = 10) -> Table:
 
 
 def annotate_attributes_table(data: dict | None) -> Table:
-    from .study_tables import CI_NOTE, with_ci
-
     rows = []
     for comparison in (data or {}).get("comparisons", []):
         against, ci = comparison["against"], comparison.get("ci") or {}

@@ -115,11 +115,7 @@ def leaderboard(request):
     ablations = [r for r in runs if is_ablation(r)]
     overlap = training_overlap(runs)
     tables = leaderboard_tables.leaderboard(runs, reports, ranking, sort, overlap, ablations)
-    meta = {"profile": profile.label, "profile_id": profile.pk, "profile_version": profile.version, "strategy": strategy or "all",
-            "sort": sort, "coverage_floor": floor, "comparison_set": leaderboard_tables.comparison_text(ranking),
-            "comparison_set_size": ranking["comparison_size"], "dataset_version": version.name if version else None,
-            "split": split or None, "common_set_size": ranking["common_size"], "resamples": ranking.get("resamples", 0),
-            "training_overlap": {str(k): v for k, v in overlap.items()}}
+    meta = leaderboard_tables.page_meta(profile, ranking, overlap, strategy=strategy or "all", sort=sort, coverage_floor=floor)
     context = {"form": form, "profile": profile, "ranking": ranking, "runs": runs, "overlap": overlap,
                "comparison": leaderboard_tables.comparison_text(ranking)}
     return _respond(request, form, "leaderboard", "scoring/leaderboard.html", context, tables, meta)
@@ -205,8 +201,9 @@ def run_detail(request, run_id: int):
     vispr = dict(Image.objects.filter(**({} if vispr_ids is None else {"id__in": vispr_ids})).values_list("id", "vispr_id"))
     rows = T.prediction_rows(points, vispr, plv)
     extremes = T.extremes_table(rows)
-    tables = [T.run_metrics_table(report), T.significance_table(report), T.excluded_table(report), T.confusion_table(report), T.per_level_table(report),
-              T.binary_table(report, threshold), extremes, T.predictions_table(rows), T.sensitivity_table(weight_sensitivity(run, profile))]
+    tables = [T.run_metrics_table(report), T.significance_table(report), T.excluded_table(report), T.confusion_table(report),
+              T.per_level_table(report), T.binary_table(report, threshold), extremes, T.predictions_table(rows),
+              T.sensitivity_table(weight_sensitivity(run, profile))]
     thumbs = {i.pk: i for i in Image.objects.filter(id__in=extreme_ids)}
     context.update({
         "report": report, "threshold": threshold, "blur": _blur(request),
