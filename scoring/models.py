@@ -109,6 +109,10 @@ class ComputedMetrics(models.Model):
     data = models.JSONField()
     seconds = models.FloatField(default=0, help_text="How long the computation took.")
     computed_at = models.DateTimeField(auto_now=True)
+    # How to compute it again (scoring.services.cache.REFRESHERS), and the lease of the job doing so.
+    spec = models.JSONField(default=dict, blank=True)
+    refresh_owner = models.CharField(max_length=120, blank=True, default="")
+    refresh_expires_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self):
         return f"{self.key} @ {self.computed_at:%Y-%m-%d %H:%M}"

@@ -30,6 +30,7 @@ from . import tables as T
 from . import calibration as calibration_lib
 from .services import adjudication, counterfactuals
 from .services.agreement import agreement_study, annotate_run_agreement
+from .services.cache import served_stale
 from .services.calibration import run_calibration
 from .services.comparison import compare_runs
 from .services.disagreements import disagreement_queue, filter_disputes
@@ -70,6 +71,13 @@ def _download_links(request, tables: list[T.Table]) -> list[dict]:
 
 def _respond(request, form, page: str, template: str, context: dict, tables: list[T.Table], meta: dict | None = None):
     fmt, wanted = form.cleaned_data["format"], form.cleaned_data.get("table") or ""
+    stale = served_stale()
+    if stale:  # figures from the cache, a job recomputing them (scoring/services/cache.py)
+        oldest = min(stale.values())
+        meta = {**(meta or {}), "updating": True, "figures_from": oldest.isoformat()}
+        if fmt == "html":
+            messages.info(request, f"Updating: some figures here are from {oldest:%Y-%m-%d %H:%M} UTC; a job is recomputing "
+                                   "them with the latest data. Reload in a while.")
     if fmt == "html":
         context.update({"tables": {t.name: t for t in tables}, "downloads": _download_links(request, tables)})
         return render(request, template, context)

@@ -40,7 +40,13 @@ def disagreement_queue(profile: ScoringProfile, split: str = "") -> dict:
         annotators = [{"id": a, "name": n, "kind": k} for a, n, k in zip(data.annotator_ids, data.names, data.kinds)]
         return {"rows": rows, "annotators": annotators}
 
-    return cached(f"disagreements:{split or 'all'}:profile:{profile.pk}", fingerprint, compute)
+    return cached(f"disagreements:{split or 'all'}:profile:{profile.pk}", fingerprint, compute,
+                  spec={"kind": "disagreements", "profile": profile.pk, "split": split})
+
+
+def refresh_entry(spec: dict) -> None:
+    """The refresh job's recomputation (scoring.services.cache.refresh)."""
+    disagreement_queue(ScoringProfile.objects.get(pk=spec["profile"]), spec["split"])
 
 
 

@@ -25,4 +25,12 @@ def leaderboard_ranking(runs: list[Run], profile: ScoringProfile, floor: float) 
         return {**data, "ranked": {str(k): v for k, v in data["ranked"].items()},
                 "unranked": {str(k): v for k, v in data["unranked"].items()}}
 
-    return cached(key, fingerprint, compute)
+    return cached(key, fingerprint, compute, spec={"kind": "leaderboard", "run_ids": ids, "profile": profile.pk, "floor": floor})
+
+
+def refresh_entry(spec: dict) -> None:
+    """The refresh job's recomputation (scoring.services.cache.refresh)."""
+    runs = list(Run.objects.filter(pk__in=spec["run_ids"]).defer("image_ids", "prompt_text", "selection"))
+    if len(runs) != len(spec["run_ids"]):
+        raise Run.DoesNotExist("a ranked run was deleted")
+    leaderboard_ranking(runs, ScoringProfile.objects.get(pk=spec["profile"]), spec["floor"])

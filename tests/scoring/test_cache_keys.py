@@ -114,3 +114,77 @@ def test_the_leaderboards_second_request_computes_nothing(staff, parallel):
             assert again.json()["tables"] == first.json()["tables"]
         assert evaluate.call_count == 3 and rank.call_count == 1  # served from the cache
         assert dict(ComputedMetrics.objects.values_list("key", "computed_at")) == stamps
+
+
+def _leaderboard_json(client):
+    response = client.get(reverse("scoring:leaderboard"), {"format": "json", "floor": "80"})
+    assert response.status_code == 200
+    return response.json()
+
+
+def test_a_slow_stale_computation_is_shown_updating_while_a_job_recomputes_it(staff, settings, monkeypatch, django_capture_on_commit_callbacks):
+    from django.utils import timezone
+
+    from inference.models import RunResult
+    from scoring import tasks
+    from tests.support.dispatch import record_sends
+
+    settings.CPRT_METRICS_INLINE_S = 0  # every computation counts as slow
+    images = make_images(60, prefix="2017_84")
+    runs = []
+    for r in range(2):
+        run = make_run(strategy="taxonomy", model=f"stale-{r}")
+        add_results(run, [(image, "ok", image.published_score) for image in images])
+        runs.append(run)
+    sent = record_sends(monkeypatch)
+    first = _leaderboard_json(staff)  # nothing stored yet: computed in the request
+    assert "updating" not in first["meta"] and sent == []
+    RunResult.objects.filter(run=runs[1]).update(score=0.0)
+    runs[1].finished_at = timezone.now()
+    runs[1].save()
+    with mock.patch.object(metrics, "evaluate", wraps=metrics.evaluate) as evaluate, \
+            mock.patch.object(ranking, "common_set_ranking", wraps=ranking.common_set_ranking) as rank, \
+            django_capture_on_commit_callbacks(execute=True):
+        stale = _leaderboard_json(staff)
+        page = staff.get(reverse("scoring:leaderboard"), {"floor": "80"})
+        assert evaluate.call_count == 0 and rank.call_count == 0  # nothing recomputed inside the requests
+    assert stale["meta"]["updating"] is True and stale["tables"] == first["tables"]  # the last figures
+    assert "Updating: some figures here are from" in page.content.decode()
+    profile = ScoringProfile.active()
+    keys = sorted(args[0] for name, args in sent)
+    assert {name for name, _ in sent} == {"scoring.refresh_cached"} and len(keys) == 2  # one job per entry, not per request
+    assert keys[1] == f"run-metrics:{runs[1].pk}:profile:{profile.pk}" and keys[0].startswith("leaderboard:")
+    for key in keys:
+        assert tasks.refresh_cached(key) == {"key": key, "refreshed": True}
+    fresh = _leaderboard_json(staff)
+    assert "updating" not in fresh["meta"]
+    row = next(r for r in fresh["tables"]["leaderboard"]["rows"] if r["run"] == f"#{runs[1].pk}")
+    assert row["mae"] == pytest.approx(np.mean([image.published_score for image in images]))  # every prediction 0 now
+    with mock.patch.object(metrics, "evaluate", wraps=metrics.evaluate) as evaluate:
+        assert tasks.refresh_cached(keys[1])["refreshed"] is True  # a second delivery finds the entry fresh
+        assert evaluate.call_count == 0
+
+
+def test_a_refresh_job_held_by_a_live_worker_is_not_run_twice(staff, settings, monkeypatch):
+    from core.jobs import Lease
+    from scoring import tasks
+    from tests.support.dispatch import record_sends
+
+    settings.CPRT_METRICS_INLINE_S = 0
+    images = make_images(20, prefix="2017_85")
+    run = make_run(strategy="taxonomy", model="held")
+    add_results(run, [(image, "ok", 0.5) for image in images])
+    record_sends(monkeypatch)
+    _leaderboard_json(staff)
+    key = f"run-metrics:{run.pk}:profile:{ScoringProfile.active().pk}"
+    worker = Lease(ComputedMetrics.objects.filter(key=key), 60, owner_field="refresh_owner", expiry_field="refresh_expires_at")
+    assert worker.claim()
+    assert tasks.refresh_cached(key) == {"key": key, "refreshed": False}
+
+
+@pytest.mark.parametrize("key", ["", 7, "x" * 201, None])
+def test_the_refresh_task_refuses_a_bad_key(key):
+    from scoring import tasks
+
+    with pytest.raises(ValueError, match="scoring.refresh_cached refuses its input: key"):
+        tasks.refresh_cached(key)
