@@ -106,6 +106,55 @@ def bench_agreement(sizes=(20_000, 100_000), annotators: int = 4) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
+# Import: rows/s of import_cprt (COPY path and bulk path) beside a bare COPY of the same rows
+
+
+def bench_import(n_rows: int, work: Path) -> dict:
+    from django.db import connection, transaction
+
+    from annotations import taxonomy
+    from scoring.cprt_bench import importing
+    from scoring.cprt_bench.reading import iter_valid_rows
+    from import_export import write_bench_file
+
+    path = work / f"bench-{n_rows}.jsonl"
+    write_bench_file(path, n_rows)
+    tax = taxonomy.active()
+    rows = list(iter_valid_rows(path, tax))
+    out = {}
+    from annotations.models import Annotator, Image, Label
+
+    # Bare COPY: the same images and labels copied straight into the real tables (their indexes and
+    # constraints), nothing else: no validation, no history, no scores. Rolled back, like the imports below.
+    gt_id = Annotator.ground_truth("bare-copy").pk
+    attribute_ids = [taxonomy.attribute_ids()[k] for k in tax.keys]
+    with transaction.atomic(), connection.cursor() as cur:
+        started = time.perf_counter()
+        with cur.cursor.copy(f"COPY {Image._meta.db_table} (vispr_id, split, file, sha256, source, vispr_split, vispr_labels, "
+                             "published_level, published_score, unsuitable, created_at) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row((row.id, "test", "", "", "bare", "", "[]", row.level, row.score, False, "now"))
+        cur.execute(f"SELECT vispr_id, id FROM {Image._meta.db_table} WHERE source = 'bare'")
+        pk = dict(cur.fetchall())
+        with cur.cursor.copy(f"COPY {Label._meta.db_table} (image_id, annotator_id, attribute_id, value, rationale, created_at, "
+                             "updated_at) FROM STDIN") as copy:
+            for row in rows:
+                for attribute_id, value in zip(attribute_ids, row.labels):
+                    copy.write_row((pk[row.id], gt_id, attribute_id, value, "", "now", "now"))
+        out["bare COPY"] = time.perf_counter() - started
+        transaction.set_rollback(True)
+    for label, use_copy in (("import_cprt, COPY path", True), ("import_cprt, bulk path", False)):
+        importing.USE_COPY = use_copy
+        with transaction.atomic():
+            started = time.perf_counter()
+            importing.import_bench_file(path, "test")
+            out[label] = time.perf_counter() - started
+            transaction.set_rollback(True)
+    importing.USE_COPY = True
+    return {k: n_rows / v for k, v in out.items()}
+
+
+# ---------------------------------------------------------------------------------------------
 # The database: set-based building
 
 
@@ -142,13 +191,15 @@ def build(first: int, last: int, annotators: dict, runs: list[int]) -> None:
                 cur.execute(
                     f"INSERT INTO {Labeling._meta.db_table} (image_id, annotator_id, status, version, note, flag, created_at, updated_at, "
                     "submitted_at, draft_values, draft_rationales) "
-                    f"SELECT DISTINCT image_id, annotator_id, 'submitted', 1, '', '', now(), now(), now(), '{{}}'::jsonb, '{{}}'::jsonb FROM {Label._meta.db_table} "
+                    "SELECT DISTINCT image_id, annotator_id, 'submitted', 1, '', '', now(), now(), now(), '{}'::jsonb, '{}'::jsonb "
+                    f"FROM {Label._meta.db_table} "
                     "WHERE annotator_id = %s AND image_id BETWEEN %s AND %s",
                     [annotator_id, lo, hi],
                 )
         for k, run_id in enumerate(runs):
             cur.execute(
-                f"INSERT INTO {RunResult._meta.db_table} (run_id, image_id, outcome, score, reasoning, raw, error, tokens_in, tokens_out, latency_ms, created_at) "
+                f"INSERT INTO {RunResult._meta.db_table} (run_id, image_id, outcome, score, reasoning, raw, error, "
+                "tokens_in, tokens_out, latency_ms, created_at) "
                 "SELECT %s, i.id, CASE WHEN abs(hashtext(i.id::text || %s)) %% 50 = 0 THEN 'refused' ELSE 'ok' END, "
                 "CASE WHEN abs(hashtext(i.id::text || %s)) %% 50 = 0 THEN NULL "
                 "ELSE least(1, greatest(0, i.published_score + (abs(hashtext(i.id::text || 'n' || %s)) %% 10007) / 10007.0 * 0.3 - 0.15)) END, "
@@ -268,6 +319,7 @@ def main() -> None:
     parser.add_argument("--skip-pages", action="store_true")
     parser.add_argument("--skip-evaluate", action="store_true")
     parser.add_argument("--skip-agreement", action="store_true")
+    parser.add_argument("--import-rows", type=int, default=20_000, help="rows of the CPRT-Bench file imported (0: skip)")
     args = parser.parse_args()
 
     from startup import probe
@@ -299,6 +351,11 @@ def main() -> None:
             a = bench_agreement()
             (k1, t1), (k2, t2) = a.items()
             print(f"agreement study: {k1} {t1:.2f} s, {k2} {t2:.2f} s, ratio {t2 / t1:.2f}")
+        if args.import_rows:
+            rates = bench_import(args.import_rows, data_dir)
+            bare = rates["bare COPY"]
+            print(f"import of {args.import_rows:,} CPRT-Bench rows (22 labels each): "
+                  + ", ".join(f"{k} {v:,.0f} rows/s ({v / bare:.2f} of bare)" for k, v in rates.items()))
         if args.skip_pages:
             return
         annotators, runs, staff = setup_world()

@@ -66,10 +66,12 @@ def store_rows_with_copy(rows, attribute_pks: list[int], split: str, annotator_i
             [annotator_id, stamp, stamp, annotator_id],
         )
         # History in bulk, as write_label_sets keeps it: the rows written at this import's stamp.
+        labelled = ", ".join(f"l.{c.strip()}" for c in columns.split(","))
         cursor.execute(
             f"INSERT INTO {history} ({columns}, history_date, history_change_reason, history_type, history_user_id) "
-            f"SELECT {columns}, %s, NULL, CASE WHEN created_at = %s THEN '+' ELSE '~' END, %s FROM {label} "
-            "WHERE annotator_id = %s AND updated_at = %s",
+            f"SELECT {labelled}, %s, NULL, CASE WHEN l.created_at = %s THEN '+' ELSE '~' END, %s FROM {STAGE}_labels t "
+            f"JOIN {label} l ON l.image_id = t.image_id AND l.annotator_id = %s AND l.attribute_id = t.attribute_id "
+            "WHERE l.updated_at = %s",
             [stamp, stamp, user_id, annotator_id, stamp],
         )
         cursor.execute(f"SELECT i.id FROM {STAGE} s JOIN {image} i ON i.vispr_id = s.vispr_id ORDER BY s.ord")
