@@ -32,7 +32,6 @@ from collections import Counter
 from itertools import permutations
 
 import numpy as np
-from scipy import stats
 
 from . import resample
 from .pairs import pair_counts  # O(n log n) counts for large levels
@@ -171,5 +170,7 @@ def paired_change(changes, resamples: int = CHANGE_RESAMPLES, seed: int = CHANGE
         lo, hi = np.percentile(means, [2.5, 97.5])
         out["lo"], out["hi"] = float(lo), float(hi)
     nonzero = values[values != 0]
+    from scipy import stats  # imported where used (start-up time)
+
     out["p_value"] = float(stats.wilcoxon(nonzero).pvalue) if nonzero.size else 1.0
     return out

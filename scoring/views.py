@@ -31,9 +31,11 @@ from . import tables as T
 from . import calibration as calibration_lib
 from .services import adjudication, counterfactuals
 from .services.agreement import agreement_study, annotate_run_agreement
+from .services.cache import served_stale
 from .services.calibration import run_calibration
 from .services.comparison import compare_runs
-from .services.disagreements import disagreement_queue, filter_disputes
+from .services import disagreements as dispute_queue
+from .services.disagreements import disagreement_queue
 from .services.leaderboard import is_ablation, leaderboard_ranking, training_overlap
 from .services.run_metrics import run_metrics, run_points, weight_sensitivity
 from .access import get_export_for_user, get_image_for_review, get_run_for_review
@@ -71,6 +73,13 @@ def _download_links(request, tables: list[T.Table]) -> list[dict]:
 
 def _respond(request, form, page: str, template: str, context: dict, tables: list[T.Table], meta: dict | None = None):
     fmt, wanted = form.cleaned_data["format"], form.cleaned_data.get("table") or ""
+    stale = served_stale()
+    if stale:  # figures from the cache, a job recomputing them (scoring/services/cache.py)
+        oldest = min(stale.values())
+        meta = {**(meta or {}), "updating": True, "figures_from": oldest.isoformat()}
+        if fmt == "html":
+            messages.info(request, f"Updating: some figures here are from {oldest:%Y-%m-%d %H:%M} UTC; a job is recomputing "
+                                   "them with the latest data. Reload in a while.")
     if fmt == "html":
         context.update({"tables": {t.name: t for t in tables}, "downloads": _download_links(request, tables)})
         return render(request, template, context)
@@ -272,20 +281,23 @@ def disagreements(request):
     if c["pair"] and not all(a in names for a in c["pair"]):
         form.add_error("pair", "pair names an annotator without labels here.")
         return _bad_request(request, form)
-    current = {i: (lv, s) for i, lv, s in ImageScore.objects.filter(profile=profile).values_list("image_id", "level", "score")}
-    rows = filter_disputes(queue["rows"], attribute=c["attribute"], level=int(c["level"]) if c["level"] else None,
-                                    pair=c["pair"], current=current, sort=c["sort"] or "impact")
-    if c["format"] == "html":
+    rows = dispute_queue.dispute_rows(queue, profile, attribute=c["attribute"], level=int(c["level"]) if c["level"] else None,
+                                      pair=c["pair"], sort=c["sort"] or "impact")
+    if c["format"] == "html":  # one page of rows read, whatever the size of the queue
         page = Paginator(rows, QUEUE_PAGE).get_page(c["page"] or 1)
-        shown = list(page.object_list)
+        shown = dispute_queue.as_dicts(page.object_list)
+        total = page.paginator.count
     else:
-        page, shown = None, rows
-    vispr = dict(Image.objects.filter(id__in=[r["image_id"] for r in shown]).values_list("id", "vispr_id"))
+        page, shown = None, dispute_queue.as_dicts(rows)
+        total = len(shown)
+    ids = [r["image_id"] for r in shown]
+    current = {i: (lv, s) for i, lv, s in ImageScore.objects.filter(profile=profile, image_id__in=ids).values_list("image_id", "level", "score")}
+    vispr = dict(Image.objects.filter(id__in=ids).values_list("id", "vispr_id"))
     table = study_tables.disagreement_table(shown, vispr, current, names)
     pairs = [(f"{a['id']}-{b['id']}", f"{a['name']} / {b['name']}") for i, a in enumerate(queue["annotators"]) for b in queue["annotators"][i + 1:]]
     q = request.GET.copy()
     q.pop("page", None)
-    context = {"form": form, "page": page, "total": len(rows), "pairs": pairs, "querystring": q.urlencode(),
+    context = {"form": form, "page": page, "total": total, "pairs": pairs, "querystring": q.urlencode(),
                "selected_pair": "-".join(map(str, c["pair"])) if c["pair"] else ""}
     return _respond(request, form, "disagreements", "scoring/disagreements.html", context, [table], {"profile": profile.label})
 
@@ -330,13 +342,7 @@ def _label_text(value: float) -> str:
 
 def _disputed_neighbours(profile, image_id: int) -> dict:
     """The previous and next image of the disagreement queue (impact order) around this one."""
-    ids = [r["image_id"] for r in filter_disputes(disagreement_queue(profile)["rows"], sort="impact")]
-    if image_id in ids:
-        i = ids.index(image_id)
-        prev_id, next_id = (ids[i - 1] if i > 0 else None), (ids[i + 1] if i + 1 < len(ids) else None)
-    else:
-        prev_id, next_id = None, (ids[0] if ids else None)
-    return {"previous": prev_id, "next": next_id, "position": ids.index(image_id) + 1 if image_id in ids else None, "total": len(ids)}
+    return dispute_queue.neighbours(disagreement_queue(profile), image_id)
 
 
 @require_role(*STAFF_ROLES)

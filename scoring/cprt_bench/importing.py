@@ -27,6 +27,7 @@ from ..services.scores import recompute_scores
 from . import refit
 from .reading import _key, iter_valid_rows, scan_file
 from .common import DEFAULT_PROFILE, SPLITS, chunked
+from .copying import store_rows_with_copy
 
 
 # Import
@@ -163,9 +164,16 @@ def _names(profile: ScoringProfile) -> list[str]:
     return sorted(profile.consensus_annotators.values_list("name", flat=True))
 
 
+# PostgreSQL: the rows are streamed with COPY into a staging table and merged set-based (copying.py);
+# other databases (SQLite) take the bulk path below. Both write the same rows (tests compare them).
+USE_COPY = True
+
+
 def _store_rows(path, tax, split, annotator, source, actor) -> tuple[list[int], int, int, list[str]]:
     attr_ids = taxonomy.attribute_ids()
     attribute_pks = [attr_ids[key] for key in tax.keys]
+    if USE_COPY and connection.vendor == "postgresql":
+        return store_rows_with_copy(iter_valid_rows(path, tax), attribute_pks, split, annotator.pk, source, getattr(actor, "pk", None))
     image_ids: list[int] = []
     created = updated = 0
     split_differs: list[str] = []

@@ -18,7 +18,12 @@ def agreement_study(split: str = "") -> dict:
     def compute():
         return agreement_lib.agreement_report(queries.load_labels(split=split))
 
-    return cached(f"agreement:{split or 'all'}", fingerprint, compute)
+    return cached(f"agreement:{split or 'all'}", fingerprint, compute, spec={"kind": "agreement", "split": split})
+
+
+def refresh_entry(spec: dict) -> None:
+    """The refresh job's recomputation (scoring.services.cache.refresh)."""
+    agreement_study(spec["split"])
 
 
 def annotate_run_agreement(run: Run) -> dict:

@@ -63,7 +63,8 @@ def leaderboard_ranking(runs: list[Run], profile: ScoringProfile, floor: float, 
         return {**data, "ranked": {str(k): v for k, v in data["ranked"].items()},
                 "unranked": {str(k): v for k, v in data["unranked"].items()}, "scope": scope}
 
-    return cached(key, fingerprint, compute)
+    return cached(key, fingerprint, compute, spec={"kind": "leaderboard", "run_ids": ids, "profile": profile.pk, "floor": floor,
+                                                   "version": None if version is None else version.pk, "split": split, "sort": sort})
 
 
 def training_exports() -> list[dict]:
@@ -96,3 +97,15 @@ def training_overlap(runs: list[Run]) -> dict[int, dict]:
         entry["splits"].add(split)
         entry["exports"].update(e["label"] for e in exports if e["split"] == split)
     return {rid: {"images": e["images"], "exports": sorted(e["exports"]), "splits": sorted(e["splits"])} for rid, e in out.items()}
+
+
+def refresh_entry(spec: dict) -> None:
+    """The refresh job's recomputation (scoring.services.cache.refresh)."""
+    from annotations.datasets.models import DatasetVersion
+
+    runs = list(Run.objects.filter(pk__in=spec["run_ids"]).defer("image_ids", "prompt_text", "selection"))
+    if len(runs) != len(spec["run_ids"]):
+        raise Run.DoesNotExist("a ranked run was deleted")
+    version = DatasetVersion.objects.get(pk=spec["version"]) if spec.get("version") else None
+    leaderboard_ranking(runs, ScoringProfile.objects.get(pk=spec["profile"]), spec["floor"], version=version,
+                        split=spec.get("split") or "", sort=spec.get("sort") or "pearson")

@@ -12,7 +12,7 @@ from .. import engine, sensitivity
 from .. import metrics as metrics_lib
 from .. import queries
 from ..models import ComputedMetrics, ImageScore, ScoringProfile
-from .cache import cached, jsonable
+from .cache import cached, in_background, jsonable, serve_stale
 
 # Judge-run metrics
 
@@ -39,6 +39,8 @@ def run_metrics(runs: list[Run], profile: ScoringProfile) -> dict[int, dict]:
         entry = stored.get(keys[rid])
         if entry is not None and entry.fingerprint == prints[rid]:
             out[rid] = entry.data
+        elif in_background(entry):  # slow to compute: the stored figures while a job recomputes them
+            out[rid] = serve_stale(entry)
         else:
             missing.append(rid)
     if missing:
@@ -49,11 +51,17 @@ def run_metrics(runs: list[Run], profile: ScoringProfile) -> dict[int, dict]:
             started = time.perf_counter()
             data = jsonable(compute_run_metrics(results[rid], gt, profile))
             out[rid] = data
-            rows.append(ComputedMetrics(key=keys[rid], fingerprint=prints[rid], data=data, seconds=time.perf_counter() - started))
+            rows.append(ComputedMetrics(key=keys[rid], fingerprint=prints[rid], data=data, seconds=time.perf_counter() - started,
+                                        spec={"kind": "run_metrics", "run_id": rid, "profile": profile.pk}))
         ComputedMetrics.objects.bulk_create(
-            rows, update_conflicts=True, unique_fields=["key"], update_fields=["fingerprint", "data", "seconds", "computed_at"]
+            rows, update_conflicts=True, unique_fields=["key"], update_fields=["fingerprint", "data", "seconds", "computed_at", "spec"]
         )
     return out
+
+
+def refresh_entry(spec: dict) -> None:
+    """The refresh job's recomputation (scoring.services.cache.refresh)."""
+    run_metrics([Run.objects.get(pk=spec["run_id"])], ScoringProfile.objects.get(pk=spec["profile"]))
 
 
 def compute_run_metrics(results: dict, gt: "queries.GroundTruth", profile: ScoringProfile) -> dict:
