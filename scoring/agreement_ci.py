@@ -18,7 +18,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy import sparse
 
 from . import resample
 from .engine import LEVELS
@@ -93,6 +92,8 @@ def _resampled_sums(per_image: np.ndarray, idx: np.ndarray) -> np.ndarray:
     The per-image arrays are mostly zeros (one confusion cell per item), so they are multiplied as a
     sparse matrix: the cost follows the non-zero counts, not images x cells (bench/metrics.py)."""
     n = per_image.shape[0]
+    from scipy import sparse  # imported where used, not at start-up
+
     flat = sparse.csc_matrix(per_image.reshape(n, -1).T)  # (cells, images)
     out = np.empty((idx.shape[0], flat.shape[0]))
     for s in range(0, idx.shape[0], CHUNK):

@@ -104,7 +104,7 @@ def test_the_leaderboards_second_request_computes_nothing(staff, parallel):
         _force_parallel_plans()
     url = reverse("scoring:leaderboard")
     with mock.patch.object(metrics, "evaluate", wraps=metrics.evaluate) as evaluate, \
-            mock.patch.object(ranking, "common_set_ranking", wraps=ranking.common_set_ranking) as rank:
+            mock.patch.object(ranking, "comparison_ranking", wraps=ranking.comparison_ranking) as rank:
         first = staff.get(url, {"format": "json", "floor": "80"})
         assert first.status_code == 200
         assert evaluate.call_count == 3 and rank.call_count == 1
@@ -143,7 +143,7 @@ def test_a_slow_stale_computation_is_shown_updating_while_a_job_recomputes_it(st
     runs[1].finished_at = timezone.now()
     runs[1].save()
     with mock.patch.object(metrics, "evaluate", wraps=metrics.evaluate) as evaluate, \
-            mock.patch.object(ranking, "common_set_ranking", wraps=ranking.common_set_ranking) as rank, \
+            mock.patch.object(ranking, "comparison_ranking", wraps=ranking.comparison_ranking) as rank, \
             django_capture_on_commit_callbacks(execute=True):
         stale = _leaderboard_json(staff)
         page = staff.get(reverse("scoring:leaderboard"), {"floor": "80"})
@@ -159,7 +159,7 @@ def test_a_slow_stale_computation_is_shown_updating_while_a_job_recomputes_it(st
     fresh = _leaderboard_json(staff)
     assert "updating" not in fresh["meta"]
     row = next(r for r in fresh["tables"]["leaderboard"]["rows"] if r["run"] == f"#{runs[1].pk}")
-    assert row["mae"] == pytest.approx(np.mean([image.published_score for image in images]))  # every prediction 0 now
+    assert row["mae"]["value"] == pytest.approx(np.mean([image.published_score for image in images]))  # every prediction 0 now
     with mock.patch.object(metrics, "evaluate", wraps=metrics.evaluate) as evaluate:
         assert tasks.refresh_cached(keys[1])["refreshed"] is True  # a second delivery finds the entry fresh
         assert evaluate.call_count == 0
