@@ -61,9 +61,15 @@ def parse_args():
     p.add_argument("--broker-url", default="redis://127.0.0.1:6379/9")
     p.add_argument("--port", type=int, default=8931)
     p.add_argument("--timeout", type=float, default=600.0)
-    p.add_argument("--case", choices=("all", "faults", "queued"), default="all",
-                   help="faults: restart + kill (restarts PostgreSQL); queued: a run queued with no worker, then workers")
+    p.add_argument("--case", choices=("all", "faults", "queued", "redis"), default="all",
+                   help="faults: restart + kill (restarts PostgreSQL); queued: a run queued with no worker, then workers; "
+                        "redis: a private redis-server killed for --redis-down-s mid-run (not part of all)")
     p.add_argument("--queued-images", type=int, default=200)
+    p.add_argument("--redis-images", type=int, default=300)
+    p.add_argument("--redis-down-s", type=float, default=10.0, help="how long the private Redis stays down")
+    p.add_argument("--redis-kill-at", type=float, default=0.3, help="fraction of results at which Redis is killed")
+    p.add_argument("--redis-latency", type=float, default=0.25, help="fake provider latency in the redis case")
+    p.add_argument("--redis-rpm", type=int, default=1200, help="OpenAI rate limit in the redis case (kept in Redis; 0: none)")
     return p.parse_args()
 
 
@@ -114,6 +120,10 @@ def stop(proc: subprocess.Popen, sig=signal.SIGTERM) -> None:
 
 def main() -> None:
     args = parse_args()
+    if args.case == "redis":
+        from bench.redis_outage import redis_case
+
+        raise SystemExit(redis_case(args))
     data_dir = tempfile.mkdtemp(prefix="cprt-bench-faults-")
     env = dict(os.environ)
     env.update({

@@ -1,4 +1,5 @@
-"""What the Celery broker holds, for /readyz and /metrics: is it reachable, how many messages wait per queue.
+"""What the Celery broker holds, for /readyz and /metrics: is it reachable, how many messages wait per
+queue; and for the run reconciler: did the broker lose its messages (a Redis that came back empty).
 
 Two transports (settings CELERY_BROKER_URL): Redis, where a queue is a list (one per priority step,
 kombu's `name\\x06\\x16N`), and kombu's filesystem transport, where a waiting message is a file
@@ -69,3 +70,36 @@ def queue_depths(queues, timeout: float = 1.0) -> dict[str, int]:
         client.close()
     per_queue = len(REDIS_PRIORITY_STEPS)
     return {queue: sum(lengths[i * per_queue:(i + 1) * per_queue]) for i, queue in enumerate(queues)}
+
+
+# Set in the broker's Redis when work is sent (`mark_kept`); a Redis that restarted without its data
+# (no persistence, a failover to an empty replica, FLUSHALL) no longer has it (`was_emptied`).
+KEPT_KEY = "cprt:broker:kept"
+
+
+def mark_kept(timeout: float = 1.0) -> None:
+    """Remember, in the broker itself, that messages were sent (best effort: a broker that does not
+    answer is not told, and the send that follows fails on its own)."""
+    if is_filesystem():
+        return
+    client = redis_client(timeout)
+    try:
+        client.set(KEPT_KEY, "1")
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+        pass
+    finally:
+        client.close()
+
+
+def was_emptied(timeout: float = 1.0) -> bool:
+    """True once after the broker lost what it held since `mark_kept` (the key is gone; it is set
+    again here). False for the filesystem broker (its messages are files) and while Redis does not answer."""
+    if is_filesystem():
+        return False
+    client = redis_client(timeout)
+    try:
+        return bool(client.set(KEPT_KEY, "1", nx=True))
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+        return False
+    finally:
+        client.close()

@@ -11,7 +11,10 @@ the provider for the same images. Rules:
   heartbeat and stops when it cannot (it was taken over); it releases the lease when the chunk ends.
 - The reconciler re-dispatches a lane only when its lease EXPIRED (a worker claimed it and went
   silent for CPRT_RUN_STALE_S). A lane nobody has claimed yet is queued work: it waits for a
-  worker, however long, and is never sent again by the reconciler.
+  worker, however long, and is never sent again by the reconciler, unless its message never went
+  out (the broker refused the send: `dispatched_at` cleared) or the broker lost its messages (a
+  Redis that came back empty): `unsent`. A copy sent too many is harmless: the lease lets one
+  message at a time work on the lane, and images with a result are skipped.
 """
 from __future__ import annotations
 
@@ -78,6 +81,18 @@ def mark_dispatched(run_id: int, indexes: list[int], takeover: bool = False) -> 
 def expired(run: Run) -> list[RunLane]:
     """Lanes claimed by a worker that stopped renewing its lease."""
     return list(RunLane.objects.filter(expired_condition(OWNER_FIELD), run=run).order_by("index"))
+
+
+def unsent(run: Run, broker_emptied: bool = False) -> list[RunLane]:
+    """Lanes of a dispatched run that no worker holds and that have no message out: their send failed
+    (`dispatched_at` cleared by inference.dispatching), or every unclaimed lane when the broker lost
+    its messages. A run worked in-process (`launch_run --here`, never dispatched) has none."""
+    if run.dispatched_at is None:
+        return []
+    lanes = RunLane.objects.filter(run=run, owner="")
+    if not broker_emptied:
+        lanes = lanes.filter(dispatched_at__isnull=True)
+    return list(lanes.order_by("index"))
 
 
 def live(run: Run) -> bool:
