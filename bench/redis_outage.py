@@ -127,11 +127,13 @@ def _run(args, env: dict, broker, data_dir: Path, children: list) -> dict:
     def elapsed() -> float:
         return round(time.monotonic() - t0, 1)
 
+    timeline: dict = {"launched_s": elapsed()}
+
     while results.count() < args.redis_kill_at * n:
         if time.monotonic() - t0 > args.timeout:
             raise SystemExit(f"timed out before the kill at {results.count()}/{n} results; logs in {data_dir}")
         time.sleep(0.05)
-    timeline: dict = {"redis_killed": {"at_s": elapsed(), "results_before": results.count()}}
+    timeline["redis_killed"] = {"at_s": elapsed(), "results_before": results.count()}
     broker.kill()
     in_flight_at_kill = json.load(urllib.request.urlopen(stats_url))["in_flight"]
     down_until = time.monotonic() + args.redis_down_s
@@ -166,6 +168,7 @@ def _run(args, env: dict, broker, data_dir: Path, children: list) -> dict:
         "timeline": timeline,
     }
     report["checks"] = {
+        "killed_mid_run": 0 < timeline["redis_killed"]["results_before"] < n,
         "status_finished": run.status == Run.STATUS_FINISHED,
         "one_result_per_image": len(image_ids) == len(set(image_ids)) == n and sorted(image_ids) == sorted(run.image_ids),
         "no_permanent_error": outcomes == {"ok": n},

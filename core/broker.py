@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 import tempfile
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import redis
 from django.conf import settings
+from django.utils import timezone
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
@@ -73,7 +75,7 @@ def queue_depths(queues, timeout: float = 1.0) -> dict[str, int]:
 
 
 # Set in the broker's Redis when work is sent (`mark_kept`); a Redis that restarted without its data
-# (no persistence, a failover to an empty replica, FLUSHALL) no longer has it (`was_emptied`).
+# (no persistence, a failover to an empty replica, FLUSHALL) no longer has it (`emptied_at`).
 KEPT_KEY = "cprt:broker:kept"
 
 
@@ -91,15 +93,20 @@ def mark_kept(timeout: float = 1.0) -> None:
         client.close()
 
 
-def was_emptied(timeout: float = 1.0) -> bool:
-    """True once after the broker lost what it held since `mark_kept` (the key is gone; it is set
-    again here). False for the filesystem broker (its messages are files) and while Redis does not answer."""
+def emptied_at(timeout: float = 1.0) -> datetime | None:
+    """When the broker started without the messages sent before (a Redis restarted empty: its start),
+    if it did since the last call or `mark_kept`; the key is set again here, so this answers once.
+    None for the filesystem broker (its messages are files), while Redis does not answer, and when
+    nothing was lost. Messages sent before that time are gone; those sent after it are there."""
     if is_filesystem():
-        return False
+        return None
     client = redis_client(timeout)
     try:
-        return bool(client.set(KEPT_KEY, "1", nx=True))
+        if not client.set(KEPT_KEY, "1", nx=True):
+            return None
+        uptime = int(client.info("server").get("uptime_in_seconds", 0))
     except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
-        return False
+        return None
     finally:
         client.close()
+    return timezone.now() - timedelta(seconds=uptime)

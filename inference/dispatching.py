@@ -45,7 +45,6 @@ def dispatch(run_id: int, image_ids: list[int] | None = None, lanes: list[int] |
     run = Run.objects.get(pk=run_id)
     wanted = set(run.missing_image_ids() if image_ids is None else image_ids)
     all_lanes = leases.lanes_of(run)
-    Run.objects.filter(pk=run_id).update(dispatched_at=timezone.now())
     broker.mark_kept()
     sent = 0
     for lane in all_lanes:
@@ -55,6 +54,8 @@ def dispatch(run_id: int, image_ids: list[int] | None = None, lanes: list[int] |
         if share:
             leases.mark_dispatched(run.pk, [lane.index], takeover)  # before sending: a fast worker's claim must stay
             sent += send_chunk(run, lane, share, len(all_lanes))
+    # After the lanes: until then the reconciler takes the run for never dispatched (leases.unsent).
+    Run.objects.filter(pk=run_id).update(dispatched_at=timezone.now())
     return sent
 
 

@@ -19,9 +19,10 @@ the provider for the same images. Rules:
 from __future__ import annotations
 
 import math
+from datetime import datetime
 
 from django.conf import settings
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from annotations.models import Image
@@ -83,16 +84,17 @@ def expired(run: Run) -> list[RunLane]:
     return list(RunLane.objects.filter(expired_condition(OWNER_FIELD), run=run).order_by("index"))
 
 
-def unsent(run: Run, broker_emptied: bool = False) -> list[RunLane]:
+def unsent(run: Run, broker_emptied_at: datetime | None = None) -> list[RunLane]:
     """Lanes of a dispatched run that no worker holds and that have no message out: their send failed
-    (`dispatched_at` cleared by inference.dispatching), or every unclaimed lane when the broker lost
-    its messages. A run worked in-process (`launch_run --here`, never dispatched) has none."""
+    (`dispatched_at` cleared by inference.dispatching), or they were sent before the broker lost its
+    messages (`broker_emptied_at`, core.broker.emptied_at). A run worked in-process (`launch_run
+    --here`, never dispatched) has none."""
     if run.dispatched_at is None:
         return []
-    lanes = RunLane.objects.filter(run=run, owner="")
-    if not broker_emptied:
-        lanes = lanes.filter(dispatched_at__isnull=True)
-    return list(lanes.order_by("index"))
+    lost = Q(dispatched_at__isnull=True)
+    if broker_emptied_at is not None:
+        lost |= Q(dispatched_at__lt=broker_emptied_at)
+    return list(RunLane.objects.filter(lost, run=run, owner="").order_by("index"))
 
 
 def live(run: Run) -> bool:

@@ -76,7 +76,7 @@ def reconcile() -> dict:
     and the lanes whose message never went out or was lost with the broker's data, never queued
     work; close finished runs and abandoned cancels. See inference.leases."""
     redispatched, finished, cancelled = [], [], []
-    emptied = broker.was_emptied()
+    emptied_at = broker.emptied_at()
     # Batch runs are looked after by their own poller (inference.batch.lifecycle.poll_all).
     for run in Run.objects.filter(status__in=[Run.STATUS_QUEUED, Run.STATUS_RUNNING]).exclude(mode=Run.MODE_BATCH):
         if not RunLane.objects.filter(run=run).exists():
@@ -86,13 +86,13 @@ def reconcile() -> dict:
                 audit(None, "run.redispatch", run, missing=len(run.missing_image_ids()))
                 redispatched.append(run.pk)
                 continue
-        expired, unsent = leases.expired(run), leases.unsent(run, emptied)
+        expired, unsent = leases.expired(run), leases.unsent(run, emptied_at)
         if expired or unsent:
             missing = set(run.missing_image_ids())
             todo = [lane.index for lane in expired + unsent if missing.intersection(lane.image_ids)]
             if todo:
                 dispatching.dispatch(run.pk, sorted(missing), lanes=todo)
-                details = {"unsent": [x.index for x in unsent], "broker_emptied": emptied} if unsent else {}
+                details = {"unsent": [x.index for x in unsent], "broker_emptied": emptied_at is not None} if unsent else {}
                 audit(None, "run.redispatch", run, lanes=todo, missing=sum(len(missing.intersection(x.image_ids)) for x in expired + unsent),
                       **details)
                 redispatched.append(run.pk)
