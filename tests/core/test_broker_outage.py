@@ -58,7 +58,7 @@ def test_a_worker_survives_redis_going_away_mid_run(make_image, tmp_path):
                 "CPRT_RUN_LANE_CONCURRENCY": "1", "CPRT_RUN_CHUNK_TARGET_S": "1", "CPRT_RUN_HEARTBEAT_S": "0.3",
                 "CPRT_RUN_STALE_S": "6", "CPRT_RECONCILE_EVERY_S": "1", "CPRT_PROVIDER_BACKOFF_S": "0.2",
             }
-            with celery_worker(queues="default,api", concurrency=3, log_path=log_path, env=env) as worker, celery_beat(tmp_path, env=env):
+            with celery_worker(queues="default,api", concurrency=3, log_path=log_path, env=env) as worker, celery_beat(tmp_path, env=env) as beat:
                 report = launch(env)
                 assert (report["status"], report["total"]) == ("queued", IMAGES)
                 results = RunResult.objects.filter(run_id=report["id"])
@@ -70,6 +70,7 @@ def test_a_worker_survives_redis_going_away_mid_run(make_image, tmp_path):
                 wait_for(lambda: Run.objects.get(pk=report["id"]).status not in Run.ACTIVE_STATUSES, timeout=180,
                          what="the run to finish after the outage")
                 assert worker.poll() is None, "the worker exited"
+                assert beat.poll() is None, "beat exited"
                 log = log_path.read_text(errors="replace")
             stats = provider.stats()
     finally:
