@@ -74,30 +74,19 @@ def queue_depths(queues, timeout: float = 1.0) -> dict[str, int]:
     return {queue: sum(lengths[i * per_queue:(i + 1) * per_queue]) for i, queue in enumerate(queues)}
 
 
-# Set in the broker's Redis when work is sent (`mark_kept`); a Redis that restarted without its data
-# (no persistence, a failover to an empty replica, FLUSHALL) no longer has it (`emptied_at`).
+# Set in the broker's Redis by the reconciler (`emptied_at`); a Redis that restarted without its data
+# (no persistence, a failover to an empty replica, FLUSHALL) no longer has it.
 KEPT_KEY = "cprt:broker:kept"
-
-
-def mark_kept(timeout: float = 1.0) -> None:
-    """Remember, in the broker itself, that messages were sent (best effort: a broker that does not
-    answer is not told, and the send that follows fails on its own)."""
-    if is_filesystem():
-        return
-    client = redis_client(timeout)
-    try:
-        client.set(KEPT_KEY, "1")
-    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
-        pass
-    finally:
-        client.close()
 
 
 def emptied_at(timeout: float = 1.0) -> datetime | None:
     """When the broker started without the messages sent before (a Redis restarted empty: its start),
-    if it did since the last call or `mark_kept`; the key is set again here, so this answers once.
-    None for the filesystem broker (its messages are files), while Redis does not answer, and when
-    nothing was lost. Messages sent before that time are gone; those sent after it are there."""
+    if it did since the last call; the key is set again here, so this answers once per loss. None for
+    the filesystem broker (its messages are files), while Redis does not answer, and when nothing was
+    lost. Messages sent before that time are gone; those sent after it are there. (The very first
+    call also answers: Redis' start, before which nothing of this deployment was sent.) Seconds are
+    whole, so the time may be up to a second late: a message sent in that second counts as lost,
+    and is sent again, which is harmless.)"""
     if is_filesystem():
         return None
     client = redis_client(timeout)

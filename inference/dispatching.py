@@ -20,7 +20,6 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
-from core import broker
 from core.dispatch import BROKER_ERRORS, send_now, send_on_commit
 
 from . import chunks, leases
@@ -45,7 +44,6 @@ def dispatch(run_id: int, image_ids: list[int] | None = None, lanes: list[int] |
     run = Run.objects.get(pk=run_id)
     wanted = set(run.missing_image_ids() if image_ids is None else image_ids)
     all_lanes = leases.lanes_of(run)
-    broker.mark_kept()
     sent = 0
     for lane in all_lanes:
         if lanes is not None and lane.index not in lanes:

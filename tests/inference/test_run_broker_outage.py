@@ -10,6 +10,7 @@ import io
 import json
 import os
 import threading
+import time
 
 import kombu.exceptions
 import pytest
@@ -109,6 +110,7 @@ def test_queued_lanes_are_sent_again_once_when_the_broker_came_back_empty(
 ):
     settings.CELERY_BROKER_URL = private_redis.url  # what core.broker asks (the sends themselves are recorded)
     settings.CPRT_RUN_LANE_CONCURRENCY = 2
+    time.sleep(1.1)  # Redis counts its uptime in whole seconds: launch after its first one
     with django_capture_on_commit_callbacks(execute=True):
         run = launching.launch_run(None, spec(concurrency=4))
     assert len(broker.chunks()) == 2
