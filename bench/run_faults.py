@@ -29,6 +29,12 @@ launched while no worker serves its queue stays queued for three times (CPRT_RUN
 reconciler period) while the reconciler runs (beat + a worker on `default` only), then a worker on
 `api` starts. Checked: no re-dispatch of queued work, one message in the
 broker queue on every tick, and provider calls == images (no image paid twice).
+
+A third case (`--case redis`, not part of `all`; bench/redis_outage.py): its own redis-server on a
+free port (never the shared one) is the broker, result backend and rate limiter of a real worker
+and beat; it is SIGKILLed mid-run for --redis-down-s (10) seconds and started again EMPTY. Printed:
+results stored, permanent errors, provider calls vs images, duplicate calls, time; checked: one `ok`
+result per image, calls <= images + those in flight at the kill, worker and beat still up.
 """
 from __future__ import annotations
 
