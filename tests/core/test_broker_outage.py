@@ -60,7 +60,7 @@ def test_a_worker_survives_redis_going_away_mid_run(make_image, tmp_path):
             }
             with celery_worker(queues="default,api", concurrency=3, log_path=log_path, env=env) as worker, celery_beat(tmp_path, env=env) as beat:
                 report = launch(env)
-                assert (report["status"], report["total"]) == ("queued", IMAGES)
+                assert report["status"] in ("queued", "running") and report["total"] == IMAGES  # the worker may have started it
                 results = RunResult.objects.filter(run_id=report["id"])
                 wait_for(lambda: results.count() >= 6, timeout=180, what="some results before the outage")
                 redis_server.kill()
