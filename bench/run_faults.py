@@ -29,6 +29,12 @@ launched while no worker serves its queue stays queued for three times (CPRT_RUN
 reconciler period) while the reconciler runs (beat + a worker on `default` only), then a worker on
 `api` starts. Checked: no re-dispatch of queued work, one message in the
 broker queue on every tick, and provider calls == images (no image paid twice).
+
+A third case (`--case redis`, not part of `all`; bench/redis_outage.py): its own redis-server on a
+free port (never the shared one) is the broker, result backend and rate limiter of a real worker
+and beat; it is SIGKILLed mid-run for --redis-down-s (10) seconds and started again EMPTY. Printed:
+results stored, permanent errors, provider calls vs images, duplicate calls, time; checked: one `ok`
+result per image, calls <= images + those in flight at the kill, worker and beat still up.
 """
 from __future__ import annotations
 
@@ -61,9 +67,15 @@ def parse_args():
     p.add_argument("--broker-url", default="redis://127.0.0.1:6379/9")
     p.add_argument("--port", type=int, default=8931)
     p.add_argument("--timeout", type=float, default=600.0)
-    p.add_argument("--case", choices=("all", "faults", "queued"), default="all",
-                   help="faults: restart + kill (restarts PostgreSQL); queued: a run queued with no worker, then workers")
+    p.add_argument("--case", choices=("all", "faults", "queued", "redis"), default="all",
+                   help="faults: restart + kill (restarts PostgreSQL); queued: a run queued with no worker, then workers; "
+                        "redis: a private redis-server killed for --redis-down-s mid-run (not part of all)")
     p.add_argument("--queued-images", type=int, default=200)
+    p.add_argument("--redis-images", type=int, default=300)
+    p.add_argument("--redis-down-s", type=float, default=10.0, help="how long the private Redis stays down")
+    p.add_argument("--redis-kill-at", type=float, default=0.3, help="fraction of results at which Redis is killed")
+    p.add_argument("--redis-latency", type=float, default=0.25, help="fake provider latency in the redis case")
+    p.add_argument("--redis-rpm", type=int, default=1200, help="OpenAI rate limit in the redis case (kept in Redis; 0: none)")
     return p.parse_args()
 
 
@@ -114,6 +126,10 @@ def stop(proc: subprocess.Popen, sig=signal.SIGTERM) -> None:
 
 def main() -> None:
     args = parse_args()
+    if args.case == "redis":
+        from bench.redis_outage import redis_case
+
+        raise SystemExit(redis_case(args))
     data_dir = tempfile.mkdtemp(prefix="cprt-bench-faults-")
     env = dict(os.environ)
     env.update({

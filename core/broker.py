@@ -1,4 +1,5 @@
-"""What the Celery broker holds, for /readyz and /metrics: is it reachable, how many messages wait per queue.
+"""What the Celery broker holds, for /readyz and /metrics: is it reachable, how many messages wait per
+queue; and for the run reconciler: did the broker lose its messages (a Redis that came back empty).
 
 Two transports (settings CELERY_BROKER_URL): Redis, where a queue is a list (one per priority step,
 kombu's `name\\x06\\x16N`), and kombu's filesystem transport, where a waiting message is a file
@@ -8,10 +9,12 @@ from __future__ import annotations
 
 import os
 import tempfile
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import redis
 from django.conf import settings
+from django.utils import timezone
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
@@ -69,3 +72,30 @@ def queue_depths(queues, timeout: float = 1.0) -> dict[str, int]:
         client.close()
     per_queue = len(REDIS_PRIORITY_STEPS)
     return {queue: sum(lengths[i * per_queue:(i + 1) * per_queue]) for i, queue in enumerate(queues)}
+
+
+# Set in the broker's Redis by the reconciler (`emptied_at`); a Redis that restarted without its data
+# (no persistence, a failover to an empty replica, FLUSHALL) no longer has it.
+KEPT_KEY = "cprt:broker:kept"
+
+
+def emptied_at(timeout: float = 1.0) -> datetime | None:
+    """When the broker started without the messages sent before (a Redis restarted empty: its start),
+    if it did since the last call; the key is set again here, so this answers once per loss. None for
+    the filesystem broker (its messages are files), while Redis does not answer, and when nothing was
+    lost. Messages sent before that time are gone; those sent after it are there. (The very first
+    call also answers: Redis' start, before which nothing of this deployment was sent.) Seconds are
+    whole, so the time may be up to a second late: a message sent in that second counts as lost,
+    and is sent again, which is harmless.)"""
+    if is_filesystem():
+        return None
+    client = redis_client(timeout)
+    try:
+        if not client.set(KEPT_KEY, "1", nx=True):
+            return None
+        uptime = int(client.info("server").get("uptime_in_seconds", 0))
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+        return None
+    finally:
+        client.close()
+    return timezone.now() - timedelta(seconds=uptime)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+import kombu.exceptions
+import redis.exceptions
 from celery import current_app
 from django.db import transaction
 from pydantic import BaseModel, ConfigDict, PositiveInt, ValidationError
@@ -20,6 +22,12 @@ from pydantic import BaseModel, ConfigDict, PositiveInt, ValidationError
 from core.logs import TASK_HEADER, current_request_id
 
 DEFAULT_QUEUE = "default"
+
+# What a send raises while the broker is away (celery wraps most of them in kombu's OperationalError,
+# after its own few quick publish retries).
+BROKER_ERRORS: tuple[type[BaseException], ...] = (
+    kombu.exceptions.OperationalError, redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError,
+)
 
 
 def registered(task_name: str):

@@ -15,7 +15,10 @@ from celery import Celery, Task, signals
 from celery.exceptions import Ignore, Reject, Retry
 from kombu import Queue
 
+from cprt_site import broker_transport
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cprt_site.settings")
+broker_transport.install()  # a Redis outage must not make a worker exit (celery/kombu 5.7.0)
 
 
 class SecretScrubbedError(Exception):

@@ -281,6 +281,15 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_RESULT_EXPIRES = 24 * 3600
+# A broker outage (a Redis restart, failover or upgrade) is waited out, never a reason to stop:
+# workers and beat reconnect forever (Celery's default gives up after 100 tries), also when the broker
+# is down as they start. A chunk running when the connection drops goes on (it needs only the
+# database; its lane's lease keeps every other copy off), so it is not cancelled. Redis broker URLs
+# use cprt_site/broker_transport.py (celery/kombu 5.7.0 made a worker exit after a lost connection).
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

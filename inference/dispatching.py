@@ -6,18 +6,28 @@ import the execution code) never come back here in a circle. `dispatch` runs aft
 resume or retry has committed (`dispatch_on_commit`) or in the reconciler; it deals the run's lanes
 (inference.leases) and sends one chunk per lane. A lane's later chunks are sent by the worker that
 ends the previous one (`send_chunk`).
+
+A send that fails because the broker is away (core.dispatch.BROKER_ERRORS) raises nothing: the
+lane is marked as having no message out (`RunLane.dispatched_at` cleared) and the reconciler sends
+it once the broker answers again (inference.lifecycle.reconcile), so a launch, a resume or a chunk
+handing on during a Redis restart neither fails nor leaves its lane waiting for a message that
+never went out.
 """
 from __future__ import annotations
+
+import logging
 
 from django.db import transaction
 from django.utils import timezone
 
-from core.dispatch import send_now, send_on_commit
+from core.dispatch import BROKER_ERRORS, send_now, send_on_commit
 
 from . import chunks, leases
 from .items import missing_item_ids
 from .models import Run, RunLane
 from .providers import queue_for
+
+log = logging.getLogger(__name__)
 
 RUN_CHUNK, BATCH_STEP, BATCH_RESUBMIT = "inference.run_chunk", "inference.batch_step", "inference.batch_resubmit"
 
@@ -35,7 +45,6 @@ def dispatch(run_id: int, item_ids: list[int] | None = None, lanes: list[int] | 
     run = Run.objects.get(pk=run_id)
     wanted = set(missing_item_ids(run) if item_ids is None else item_ids)
     all_lanes = leases.lanes_of(run)
-    Run.objects.filter(pk=run_id).update(dispatched_at=timezone.now())
     sent = 0
     for lane in all_lanes:
         if lanes is not None and lane.index not in lanes:
@@ -43,8 +52,9 @@ def dispatch(run_id: int, item_ids: list[int] | None = None, lanes: list[int] | 
         share = [i for i in lane.item_ids if i in wanted]
         if share:
             leases.mark_dispatched(run.pk, [lane.index], takeover)  # before sending: a fast worker's claim must stay
-            send_chunk(run, lane, share, len(all_lanes))
-            sent += 1
+            sent += send_chunk(run, lane, share, len(all_lanes))
+    # After the lanes: until then the reconciler takes the run for never dispatched (leases.unsent).
+    Run.objects.filter(pk=run_id).update(dispatched_at=timezone.now())
     return sent
 
 
@@ -55,11 +65,19 @@ def dispatch_on_commit(run_id: int, item_ids: list[int] | None = None, takeover:
     transaction.on_commit(lambda: dispatch(*args, **options))
 
 
-def send_chunk(run: Run, lane: RunLane, missing: list[int], lanes: int) -> None:
+def send_chunk(run: Run, lane: RunLane, missing: list[int], lanes: int) -> bool:
     """One chunk message for a lane: its first missing items, as many as inference.chunks allows.
-    Sent now: the caller (dispatch, a worker handing on) runs after the commit that matters."""
+    Sent now: the caller (dispatch, a worker handing on) runs after the commit that matters.
+    False when the broker did not take it: the lane is then marked unsent, for the reconciler."""
     size = chunks.size(run.provider, run.task, lane.width, lanes)
-    send_now(RUN_CHUNK, [run.pk, missing[:size], lane.width], {"lane": lane.index}, queue=queue_for(run.provider))
+    try:
+        send_now(RUN_CHUNK, [run.pk, missing[:size], lane.width], {"lane": lane.index}, queue=queue_for(run.provider))
+    except BROKER_ERRORS as exc:
+        log.warning("run %s lane %s: the broker did not take the chunk (%s: %s); the reconciler sends it when the broker is back",
+                    run.pk, lane.index, type(exc).__name__, exc)
+        RunLane.objects.filter(run_id=run.pk, index=lane.index).update(dispatched_at=None)
+        return False
+    return True
 
 
 def start_batch(run_id: int) -> None:

@@ -263,8 +263,8 @@ def _hand_on(run_id: int, index: int, lease, stats: dict) -> None:
         lane = next(x for x in lanes if x.index == index)
         missing = leases.missing_of(lane)
         if missing:
-            dispatching.send_chunk(run, lane, missing, len(lanes))
-            stats["handed_on"] = len(missing)
+            sent = dispatching.send_chunk(run, lane, missing, len(lanes))  # False: the broker is away, the reconciler sends it
+            stats["handed_on" if sent else "hand_on_unsent"] = len(missing)
     lease.release()
 
 

@@ -16,15 +16,19 @@ the provider for the same items. Rules:
   beside the run's cost.
 - The reconciler re-dispatches a lane only when its lease EXPIRED (a worker claimed it and went
   silent for CPRT_RUN_STALE_S). A lane nobody has claimed yet is queued work: it waits for a
-  worker, however long, and is never sent again by the reconciler.
+  worker, however long, and is never sent again by the reconciler, unless its message never went
+  out (the broker refused the send: `dispatched_at` cleared) or the broker lost its messages (a
+  Redis that came back empty): `unsent`. A copy sent too many is harmless: the lease lets one
+  message at a time work on the lane, and images with a result are skipped.
 """
 from __future__ import annotations
 
 import math
+from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from core.jobs import Lease, expired_condition, live_condition
@@ -105,6 +109,19 @@ def mark_dispatched(run_id: int, indexes: list[int], takeover: bool = False) -> 
 def expired(run: Run) -> list[RunLane]:
     """Lanes claimed by a worker that stopped renewing its lease."""
     return list(RunLane.objects.filter(expired_condition(OWNER_FIELD), run=run).order_by("index"))
+
+
+def unsent(run: Run, broker_emptied_at: datetime | None = None) -> list[RunLane]:
+    """Lanes of a dispatched run that no worker holds and that have no message out: their send failed
+    (`dispatched_at` cleared by inference.dispatching), or they were sent before the broker lost its
+    messages (`broker_emptied_at`, core.broker.emptied_at). A run worked in-process (`launch_run
+    --here`, never dispatched) has none."""
+    if run.dispatched_at is None:
+        return []
+    lost = Q(dispatched_at__isnull=True)
+    if broker_emptied_at is not None:
+        lost |= Q(dispatched_at__lt=broker_emptied_at)
+    return list(RunLane.objects.filter(lost, run=run, owner="").order_by("index"))
 
 
 def live(run: Run) -> bool:

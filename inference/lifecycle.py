@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
+from core import broker
 from core.audit import audit
 
 from . import dispatching, kinds, leases, pricing
@@ -72,9 +73,11 @@ def cancel_is_unattended(run: Run) -> bool:
 
 
 def reconcile() -> dict:
-    """Periodic (Celery beat): re-dispatch the lanes whose lease expired (their worker went silent),
-    never queued work; close finished runs and abandoned cancels. See inference.leases."""
+    """Periodic (Celery beat): re-dispatch the lanes whose lease expired (their worker went silent)
+    and the lanes whose message never went out or was lost with the broker's data, never queued
+    work; close finished runs and abandoned cancels. See inference.leases."""
     redispatched, finished, cancelled = [], [], []
+    emptied_at = broker.emptied_at()
     # Batch runs are looked after by their own poller (inference.batch.lifecycle.poll_all).
     for run in Run.objects.filter(status__in=[Run.STATUS_QUEUED, Run.STATUS_RUNNING]).exclude(mode=Run.MODE_BATCH):
         if not RunLane.objects.filter(run=run).exists():
@@ -84,13 +87,15 @@ def reconcile() -> dict:
                 audit(None, "run.redispatch", run, missing=len(missing_item_ids(run)))
                 redispatched.append(run.pk)
                 continue
-        expired = leases.expired(run)
-        if expired:
+        expired, unsent = leases.expired(run), leases.unsent(run, emptied_at)
+        if expired or unsent:
             missing = set(missing_item_ids(run))
-            todo = [lane.index for lane in expired if missing.intersection(lane.item_ids)]
+            todo = [lane.index for lane in expired + unsent if missing.intersection(lane.item_ids)]
             if todo:
                 dispatching.dispatch(run.pk, sorted(missing), lanes=todo)
-                audit(None, "run.redispatch", run, lanes=todo, missing=sum(len(missing.intersection(x.item_ids)) for x in expired))
+                details = {"unsent": [x.index for x in unsent], "broker_emptied": emptied_at is not None} if unsent else {}
+                audit(None, "run.redispatch", run, lanes=todo, missing=sum(len(missing.intersection(x.item_ids)) for x in expired + unsent),
+                      **details)
                 redispatched.append(run.pk)
             for lane in expired:
                 if lane.index not in todo:

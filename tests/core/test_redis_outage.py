@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -16,50 +14,18 @@ import redis
 from django.core.cache import cache
 
 from tests.conftest import PASSWORD
+from tests.support.redis_server import REDIS_SERVER, PrivateRedis
 from tests.support.workers import ROOT
 
-REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 pytestmark = pytest.mark.skipif(not os.path.exists(REDIS_SERVER), reason="redis-server is not installed")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-class PrivateRedis:
-    def __init__(self, folder, port: int):
-        self.folder, self.port, self.proc = folder, port, None
-
-    def start(self):
-        self.proc = subprocess.Popen(
-            [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.folder), "--save", "", "--appendonly", "no"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        )
-        client = redis.Redis(port=self.port, socket_timeout=0.5)
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                client.ping()
-                return
-            except redis.exceptions.ConnectionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-
-    def kill(self):
-        self.proc.kill()
-        self.proc.wait(timeout=10)
 
 
 @pytest.fixture
 def private_redis(tmp_path):
-    server = PrivateRedis(tmp_path, free_port())
+    server = PrivateRedis(tmp_path)
     server.start()
     yield server
-    if server.proc.poll() is None:
-        server.kill()
+    server.kill()
 
 
 def production_settings(cache_url: str) -> dict:

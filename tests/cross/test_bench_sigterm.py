@@ -7,6 +7,7 @@ benchmark's cleanup runs; without it both children were left running.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -77,3 +78,42 @@ def test_sigterm_ends_the_benchmark_and_its_children(tmp_path):
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+@pytest.mark.worker
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/usr/bin/redis-server").exists() and not shutil.which("redis-server"), reason="redis-server is not installed")
+def test_sigterm_ends_the_redis_fault_bench_and_its_private_redis(tmp_path):
+    """bench/run_faults.py --case redis starts a redis-server, the fake server, a worker and beat of its own."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND", "CPRT_RATE_LIMIT_URL", "CACHE_URL")}
+    env["TMPDIR"] = str(tmp_path)  # its data folder (tempfile.mkdtemp), so that nothing is left elsewhere
+    cmd = [sys.executable, "bench/run_faults.py", "--case", "redis", "--database-url", "sqlite://", "--redis-images", "40",
+           "--redis-latency", "30", "--port", str(port)]
+    bench = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    first = bench.stdout.readline()  # "private redis redis://127.0.0.1:PORT/0, ..."
+    redis_port = first.split("redis://127.0.0.1:", 1)[1].split("/", 1)[0]
+    marks = {
+        "redis-server": ("redis-server", f"127.0.0.1:{redis_port}"),
+        "fake server": ("tests.fakes.openai_server", f"--port {port}"),
+        "worker": ("celery", f"bench-redis-{bench.pid}@"),
+        "beat": ("celery", "beat", str(tmp_path)),
+    }
+    try:
+        for what, needles in marks.items():
+            wait_until(lambda needles=needles: processes_matching(*needles), 180, what)
+        time.sleep(3)
+        assert bench.poll() is None
+        bench.send_signal(signal.SIGTERM)
+        assert bench.wait(timeout=90) == 128 + signal.SIGTERM
+        for what, needles in marks.items():
+            wait_until(lambda needles=needles: not processes_matching(*needles), 30, f"the {what} to end")
+    finally:
+        if bench.poll() is None:
+            bench.kill()
+        for needles in marks.values():
+            for pid in processes_matching(*needles):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import functools
 import base64
+import hashlib
 import json
 import time
 
@@ -89,6 +90,10 @@ class FakeOpenAIServer(OpenAIBatchesMixin, FakeServer):
 
     def matches(self, path: str) -> bool:
         return path.endswith("/chat/completions")
+
+    def request_key(self, payload: dict) -> str | None:
+        images = request_images(payload)
+        return hashlib.sha256(b"".join(hashlib.sha256(i).digest() for i in images)).hexdigest() if images else None
 
     def reply_for(self, path: str, payload: dict, headers: dict) -> Reply:
         if self.echo_authorization is None:

@@ -97,6 +97,7 @@ class FakeServer(LocalHTTPServer):
         self.count = 0
         self.in_flight = 0
         self.peak_in_flight = 0
+        self.seen: dict[str, int] = {}  # request_key -> requests (repeats: the same item asked again)
         self._lock = threading.Lock()
 
     # --- scripting -------------------------------------------------------------------------
@@ -114,6 +115,10 @@ class FakeServer(LocalHTTPServer):
 
     def matches(self, path: str) -> bool:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def request_key(self, payload: dict) -> str | None:
+        """What a model request is about (its images' digest), to count repeats; None: not counted."""
+        return None
 
     def route(self, method: str, path: str, headers, raw: bytes) -> Reply | None:
         """Other endpoints (files, batches): a Reply, or None for the model endpoint's JSON path."""
@@ -156,12 +161,15 @@ class FakeServer(LocalHTTPServer):
 
     def stats(self) -> dict:
         if self.shared is not None:
-            return {"count": self.shared.count.value, "peak_in_flight": self.shared.peak.value}
-        return {"count": self.count, "peak_in_flight": self.peak_in_flight}
+            return {"count": self.shared.count.value, "peak_in_flight": self.shared.peak.value, "in_flight": self.shared.in_flight.value}
+        with self._lock:
+            return {"count": self.count, "peak_in_flight": self.peak_in_flight, "in_flight": self.in_flight,
+                    "distinct": len(self.seen), "repeats": sum(n - 1 for n in self.seen.values())}
 
     # --- request handling --------------------------------------------------------------------
     def _handle(self, handler, payload: dict) -> None:
         path = handler.path.split("?", 1)[0]
+        key = self.request_key(payload) if self.shared is None and self.matches(path) else None
         if self.shared is not None:
             with self.shared.lock:
                 self.shared.count.value += 1
@@ -171,6 +179,8 @@ class FakeServer(LocalHTTPServer):
             self.count += 1
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            if key is not None:
+                self.seen[key] = self.seen.get(key, 0) + 1
             if self.record:
                 self.requests.append({"path": path, "json": payload, "headers": {k.lower(): v for k, v in handler.headers.items()}})
             scripted = self.script.popleft() if self.script else None

@@ -114,8 +114,10 @@ def test_here_leaves_a_lane_that_a_live_worker_holds(openai_server, images, brok
                                                           prompts.DEFAULT_VERSION["judge"], Selection(), 2), send=False)
     lane = leases.lanes_of(run)[0]
     RunLane.objects.filter(pk=lane.pk).update(owner="a-live-worker", lease_expires_at=timezone.now() + timedelta(seconds=60))
-    run = inprocess.work(run.pk)
-    assert openai_server.count == 0 and run.status == Run.STATUS_QUEUED
+    with pytest.raises(inprocess.StoppedHere, match=rf"Run #{run.pk} is queued \(0/5 images\) but this process stopped working it: "
+                                                      r"lane 0: held by another worker \(its lease is live\)"):
+        inprocess.work(run.pk)
+    assert openai_server.count == 0 and Run.objects.get(pk=run.pk).status == Run.STATUS_QUEUED
     assert RunLane.objects.get(pk=lane.pk).owner == "a-live-worker"
 
 

@@ -77,8 +77,10 @@ def purge_broker() -> None:
 
 
 @contextmanager
-def celery_worker(queues: str = "default,api,gpu", concurrency: int = 2, pool: str = "prefork", log_path: Path | None = None):
-    """Run `celery -A cprt_site worker` until the block ends; yields the Popen (kill it to simulate a crash)."""
+def celery_worker(queues: str = "default,api,gpu", concurrency: int = 2, pool: str = "prefork", log_path: Path | None = None,
+                  env: dict | None = None):
+    """Run `celery -A cprt_site worker` until the block ends; yields the Popen (kill it to simulate a crash).
+    `env`: variables over `worker_env()` (another broker, provider settings)."""
     log_path = log_path or Path(settings.DATA_DIR) / f"worker-{os.getpid()}-{time.time_ns()}.log"
     log = open(log_path, "wb")
     cmd = [
@@ -87,7 +89,20 @@ def celery_worker(queues: str = "default,api,gpu", concurrency: int = 2, pool: s
         "--without-gossip", "--without-mingle", "--without-heartbeat",
         "-n", f"test-{os.getpid()}-{time.time_ns()}@%h",
     ]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=worker_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**worker_env(), **(env or {})}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        yield proc
+    finally:
+        stop_process(proc, 15)
+        log.close()
+
+
+@contextmanager
+def celery_beat(folder: Path, env: dict | None = None):
+    """Run `celery -A cprt_site beat` (the reconciler, the beat tick) until the block ends; yields the Popen."""
+    log = open(Path(folder) / "beat.log", "wb")
+    cmd = [sys.executable, "-m", "celery", "-A", "cprt_site", "beat", "--loglevel", "INFO", "--schedule", str(Path(folder) / "beat-schedule")]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**worker_env(), **(env or {})}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         yield proc
     finally:

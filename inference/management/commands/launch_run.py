@@ -3,7 +3,9 @@
 The options are the launch form's fields, validated by the form itself (inference.forms.LaunchForm:
 the same rules and messages as the page and the API). Without --wait or --here the run is queued
 for the workers and the command returns. --wait reads the run's row until it is settled, printing
-progress to stderr; --here works the run in this process on the same job code (inference.inprocess).
+progress to stderr; --here works the run in this process on the same job code (inference.inprocess),
+waiting out an outage of what it needs (saying so on stderr) and saying why it stopped if it stops
+before the run is done.
 --json prints the run as JSON on stdout at the end. The exit status is 0 only when the run was
 queued (no --wait / --here) or finished.
 """
@@ -102,7 +104,7 @@ class Command(BaseCommand):
         self._last = None
         try:
             if options["here"]:
-                run = inprocess.work(run.pk, self.progress)
+                run = inprocess.work(run.pk, self.progress, notice=self.stderr.write)
             elif options["wait"]:
                 run = inprocess.watch(run.pk, self.progress, timeout=options["timeout"])
             else:
