@@ -21,7 +21,8 @@ def test_import_launch_and_read_a_spy_bench_run(browser, live_server, openai_ser
     make_user("boss", "admin")
     page = browser.new_page(viewport={"width": 1500, "height": 1300})
     log_in(page, live_server.url, "boss")
-    page.click("nav >> a[href='/runs/spy-bench/']")
+    page.click("nav >> a[href='/scoring/benchmarks/']")  # the top bar's Benchmarks hub, then SPY-Bench
+    page.click("main >> a[href='/runs/spy-bench/']")
     page.wait_for_url(re.compile(r".*/runs/spy-bench/$"))
 
     form = page.locator("#spy-set-import")
@@ -56,7 +57,8 @@ def test_import_launch_and_read_a_spy_bench_run(browser, live_server, openai_ser
     run.refresh_from_db()
     assert run.status == Run.STATUS_FINISHED and run.done == 9, (run.status, run.done, run.error)
 
-    page.click("nav >> a[href='/runs/spy-bench/']")
+    page.click("nav >> a[href='/scoring/benchmarks/']")
+    page.click("main >> a[href='/runs/spy-bench/']")
     page.wait_for_selector("table.spy-leaderboard")
     board = page.inner_text("table.spy-leaderboard")
     assert "gpt-answer" in board and "gpt-judge" in board and "qwen-paper" in board and "imported" in board and "75.0 [" in board
