@@ -74,7 +74,8 @@ class RunLaunch(StrictSerializer):
     min_score = StrictFloatField(min_value=0, max_value=1, required=False, allow_null=True)
     sample_size = StrictIntegerField(min_value=1, max_value=1_000_000, required=False, allow_null=True)
     seed = StrictIntegerField(min_value=0, max_value=MAX_INT, required=False, allow_null=True)
-    concurrency = StrictIntegerField(min_value=1, max_value=MAX_CONCURRENCY)
+    concurrency = StrictIntegerField(min_value=1, max_value=MAX_CONCURRENCY, required=False,
+                                     help_text="Requests in flight for the whole run; absent: the launch form's default (8).")
     mode = StrictCharField(max_length=8, required=False, help_text="online (default) or batch (the provider's batch API).")
 
 
@@ -101,7 +102,9 @@ class RunList(ApiView):
     @once_per_key
     def post(self, request):
         data = self.validated_body(RunLaunch)
-        form = LaunchForm({"split": "all", **{k: v for k, v in data.items() if v is not None}})
+        # Absent values take the launch form's defaults, so the API launches what the page would.
+        defaults = {"split": "all", "concurrency": LaunchForm.base_fields["concurrency"].initial}
+        form = LaunchForm({**defaults, **{k: v for k, v in data.items() if v is not None}})
         if not form.is_valid():
             return Response(form_errors(form.errors), status=status.HTTP_400_BAD_REQUEST)
         try:
