@@ -44,7 +44,7 @@ class RunSerializer(serializers.ModelSerializer):
         model = Run
         fields = [
             "id", "task", "provider", "model_name", "strategy", "counterfactual_faces", "face_variant", "prompt_version", "selection",
-            "concurrency", "mode", "status", "total_images", "done_count", "percent_done", "outcome_counts", "tokens_in",
+            "concurrency", "mode", "endpoint", "stand_in", "status", "total_images", "done_count", "percent_done", "outcome_counts", "tokens_in",
             "tokens_out", "estimated_cost_usd", "estimate", "error", "created_by", "created_at", "started_at",
             "finished_at", "is_active", "can_resume",
         ]

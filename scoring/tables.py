@@ -144,7 +144,7 @@ def _run_cells(run) -> dict:
     return {"run": Link(f"#{run.pk}", reverse("scoring:run", args=[run.pk])), "model": f"{run.provider}/{run.model_name}",
             "strategy": run.strategy + (" + cf. faces" if run.counterfactual_faces else "")
             + (f" + pixel faces ({run.face_variant.get('method', '')})" if getattr(run, "face_variant", None) else ""),
-            "prompt_version": run.prompt_version}
+            "prompt_version": run.prompt_version, "stand_in": "yes" if getattr(run, "stand_in", False) else "", "endpoint": getattr(run, "endpoint", "")}
 
 
 def leaderboard(runs, reports: dict, ranking: dict, sort: str) -> list[Table]:
@@ -165,8 +165,8 @@ def leaderboard(runs, reports: dict, ranking: dict, sort: str) -> list[Table]:
             f"vs {other.text}", reverse("scoring:compare") + f"?a={row['run'].text[1:]}&b={other.text[1:]}")
     floor = ranking["floor"]
     ranked = Table("leaderboard", f"Ranked runs: every metric on the {ranking['common_size']:,} images all of them answered",
-                   [("rank", "#"), ("run", "run"), ("model", "model"), ("strategy", "strategy"), ("coverage", "coverage")]
-                   + RANK_COLUMNS + [("compare", "compare")], ranked_rows,
+                   [("rank", "#"), ("run", "run"), ("model", "model"), ("stand_in", "stand-in"), ("strategy", "strategy"),
+                    ("coverage", "coverage")] + RANK_COLUMNS + [("compare", "compare")], ranked_rows,
                    note=f"Common set: {ranking['common_size']:,} images (every ranked run gave a valid score on each). "
                         f"Runs with coverage below {100 * floor:g}% are listed below, not ranked. Pairwise accuracies count "
                         "a tie in the prediction as ½; the 'tie share' is the share of pairs tied in the prediction and "
@@ -179,7 +179,7 @@ def leaderboard(runs, reports: dict, ranking: dict, sort: str) -> list[Table]:
                               "refusal_rate": r.get("refusal_rate"), "excluded_rate": r.get("excluded_rate"),
                               "reason": f"coverage below {100 * floor:g}%"})
     not_ranked = Table("not_ranked", "Listed, not ranked (coverage below the floor)",
-                       [("run", "run"), ("model", "model"), ("strategy", "strategy"), ("coverage", "coverage"),
+                       [("run", "run"), ("model", "model"), ("stand_in", "stand-in"), ("strategy", "strategy"), ("coverage", "coverage"),
                         ("n_valid", "valid"), ("refusal_rate", "refused"), ("excluded_rate", "excluded"), ("reason", "why")],
                        unranked_rows, note="Their metrics are on their own run page, over the images they answered; they are "
                                            "not comparable with the ranked runs.")
