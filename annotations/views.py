@@ -33,7 +33,8 @@ def home(request):
     staff = role_of(request.user) in STAFF_ROLES
     form = ImageFilterForm(request.GET, attribute_keys=taxonomy.active().keys, staff=staff)
     if not form.is_valid():
-        return render(request, "annotations/home.html", {"form": form, "rows": [], "page": None, "profile": profile}, status=400)
+        return render(request, "annotations/home.html", {"form": form, "rows": [], "page": None, "profile": profile, "filtered": True},
+                      status=400)
     f = form.cleaned_data
     images = image_list.filtered_images(request.user, f)
     page = Paginator(images, f["page_size"]).get_page(f.get("page") or 1)
