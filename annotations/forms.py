@@ -131,7 +131,7 @@ class ImageFilterForm(forms.Form):
     split = forms.ChoiceField(required=False, choices=[("", "all splits"), ("train", "train"), ("test", "test"), ("other", "other")])
     dataset = forms.ModelChoiceField(queryset=None, required=False, empty_label="any dataset version", label="Dataset version")
     level = forms.TypedChoiceField(required=False, coerce=int, empty_value=None, label="Consensus level",
-                                   choices=[("", "any level")] + [(str(n), f"level {n}") for n in (1, 2, 3, 4)])
+                                   choices=[("", "any")] + [(str(n), str(n)) for n in (1, 2, 3, 4)])
     attribute = forms.ChoiceField(required=False, label="Consensus attribute")
     coverage = forms.ChoiceField(required=False, choices=COVERAGE, label="Annotator coverage")
     vispr_label = forms.RegexField(required=False, max_length=64, regex=r"^[A-Za-z0-9_.-]+\Z", label="VISPR label",

@@ -29,6 +29,8 @@ def endpoints() -> tuple[dict, ...]:
 
 
 class ApiIndex(ApiView):
+    """The API's endpoints: path, method and what each does, with links to the schema and the docs."""
+
     renderer_classes = [JSONRenderer, TemplateHTMLRenderer]
     template_name = "api_index.html"
 

@@ -35,7 +35,7 @@ def test_permission_cases_for_the_api(db, client):
              "admin": make_user("admin", "admin", superuser=True)}
     api_cases.setup(world)
     cases = api_cases.cases(world)
-    assert len({c.url_name for c in cases}) == 16  # every API URL name
+    assert len({c.url_name for c in cases}) == 17  # every API URL name
     failures = []
     for case in cases:
         url = reverse(case.url_name, kwargs=case.kwargs) + (f"?{case.query}" if case.query else "")
@@ -309,7 +309,7 @@ def test_schema_generates_without_warnings_and_is_valid_openapi(api, reviewer_a)
     document = json.loads(served.content)
     validate(document)
     assert document["openapi"].startswith("3.")
-    assert set(document["paths"]) == set(schema["paths"]) and len(document["paths"]) == 18
+    assert set(document["paths"]) == set(schema["paths"]) and len(document["paths"]) == 19
     assert "tokenAuth" in document["components"]["securitySchemes"]
 
 
@@ -326,3 +326,15 @@ def test_swagger_ui_uses_local_assets_and_no_inline_script(api, reviewer_a):
     assert script.status_code == 200 and "/api/schema/" in script.content.decode()
     assets = Path(drf_spectacular_sidecar.__file__).parent / "static" / "drf_spectacular_sidecar" / "swagger-ui-dist"
     assert (assets / "swagger-ui-bundle.js").is_file() and (assets / "swagger-ui.css").is_file()
+
+
+def test_api_index_lists_every_endpoint_as_json_and_as_a_page(api, reviewer_a, client_as):
+    body = api(reviewer_a).get("/api/", HTTP_ACCEPT="application/json").json()
+    assert body["docs"] == "/api/docs/" and body["schema"] == "/api/schema/"
+    listed = {(e["path"], e["method"]) for e in body["endpoints"]}
+    assert {("/api/images/", "GET"), ("/api/runs/", "POST"), ("/api/labelings/{labeling_id}/submit/", "POST")} <= listed
+    assert all(e["summary"] for e in body["endpoints"])
+    page = client_as(reviewer_a).get("/api/", HTTP_ACCEPT="text/html,application/xhtml+xml,*/*;q=0.8")
+    html = page.content.decode()
+    assert page.status_code == 200 and "<nav class=\"nav\">" in html and "/api/labelings/{labeling_id}/submit/" in html
+    assert api(reviewer_a).get("/api/?x=1").status_code == 400
