@@ -20,7 +20,7 @@ from .hooks import consensus_scores
 from .images import mime_type
 from .access import get_image_for_user, get_labeling_for_user
 from .forms import ImageFilterForm, LabelingForm, PreferencesForm
-from .models import Annotator, Image, Labeling
+from .models import Annotator, Labeling
 
 
 @require_role(*ROLES)

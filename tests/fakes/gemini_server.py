@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 
 from .gemini_batches import GeminiBatchesMixin
 from .server import FakeServer, Reply, model_answer, schema_kind

@@ -83,3 +83,13 @@ def test_replies_without_the_mark_leave_the_run_unflagged(client_as, admin_user,
     assert run.status == Run.STATUS_FINISHED and not run.stand_in
     page = client_as(admin_user).get(reverse("inference:run_detail", args=[run.pk])).content.decode()
     assert 'class="badge stand-in"' not in page and f"via {run.endpoint}" in page
+
+
+def test_the_gemini_stand_in_is_recognised_too(admin_user, gemini_server, images):
+    form = LaunchForm({**FORM, "provider": "gemini", "model_name": "gemini-3-flash"})
+    assert form.is_valid(), form.errors
+    run = launching.launch_run(admin_user, form.spec(), send=False)
+    assert run.endpoint == endpoint_host(gemini_server.url)
+    execution.run_chunk(run.pk, run.image_ids)
+    run.refresh_from_db()
+    assert run.status == Run.STATUS_FINISHED and run.stand_in
