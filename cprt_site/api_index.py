@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from django.shortcuts import render
 from django.urls import reverse
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
-from rest_framework.renderers import JSONRenderer, TemplateHTMLRenderer
 from rest_framework.response import Response
 
 from core.api import ApiView, EmptyBody
@@ -31,9 +31,6 @@ def endpoints() -> tuple[dict, ...]:
 class ApiIndex(ApiView):
     """The API's endpoints: path, method and what each does, with links to the schema and the docs."""
 
-    renderer_classes = [JSONRenderer, TemplateHTMLRenderer]
-    template_name = "api_index.html"
-
     @extend_schema(
         responses=inline_serializer("ApiIndex", {
             "docs": serializers.CharField(), "schema": serializers.CharField(),
@@ -44,4 +41,7 @@ class ApiIndex(ApiView):
     )
     def get(self, request):
         self.validated_query(EmptyBody)
-        return Response({"docs": reverse("api:docs"), "schema": reverse("api:schema"), "endpoints": list(endpoints())})
+        data = {"docs": reverse("api:docs"), "schema": reverse("api:schema"), "endpoints": list(endpoints())}
+        if "text/html" in request.META.get("HTTP_ACCEPT", ""):
+            return render(request._request, "api_index.html", data)  # a browser: the list as a page of the site
+        return Response(data)
