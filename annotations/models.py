@@ -19,6 +19,7 @@ LABEL_VALUES = (0.0, 0.5, 1.0)
 # VISPR ids are file stems such as 2017_10000580; the pattern also keeps ids safe in file names.
 # \Z, not $: "$" would accept an id followed by a newline.
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
+VISPR_ANNOTATOR = "vispr"  # the name of the dataset annotator holding VISPR's mapped labels
 
 
 class TaxonomyVersion(models.Model):
@@ -138,8 +139,9 @@ class Image(models.Model):
 
 
 class Annotator(models.Model):
-    KIND_HUMAN, KIND_MODEL, KIND_GROUND_TRUTH = "human", "model", "ground_truth"
-    KINDS = [(KIND_HUMAN, "human"), (KIND_MODEL, "model"), (KIND_GROUND_TRUTH, "imported ground truth")]
+    KIND_HUMAN, KIND_MODEL, KIND_GROUND_TRUTH, KIND_DATASET = "human", "model", "ground_truth", "dataset"
+    KINDS = [(KIND_HUMAN, "human"), (KIND_MODEL, "model"), (KIND_GROUND_TRUTH, "imported ground truth"),
+             (KIND_DATASET, "a dataset's own labels, mapped (VISPR)")]
 
     name = models.CharField(max_length=200, unique=True)
     kind = models.CharField(max_length=16, choices=KINDS)
@@ -179,9 +181,29 @@ class Annotator(models.Model):
         return annotator
 
     @classmethod
+    def vispr(cls) -> "Annotator":
+        """VISPR's own labels mapped onto the CPRT attributes (annotations/services/vispr_labels.py)."""
+        annotator, _ = cls.objects.get_or_create(name=VISPR_ANNOTATOR, defaults={"kind": cls.KIND_DATASET})
+        return annotator
+
+    @classmethod
     def ground_truth(cls, name: str = "cprt-bench") -> "Annotator":
         annotator, _ = cls.objects.get_or_create(name=f"ground-truth:{name}", defaults={"kind": cls.KIND_GROUND_TRUTH})
         return annotator
+
+
+class VisprAttribute(models.Model):
+    """One line of a VISPR release's attributes.tsv (idx, attribute id, description), as last imported."""
+
+    attribute_id = models.CharField(max_length=64, unique=True, help_text="e.g. a9_face_complete")
+    idx = models.PositiveIntegerField()
+    description = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        ordering = ["idx", "attribute_id"]
+
+    def __str__(self):
+        return self.attribute_id
 
 
 class Labeling(models.Model):
@@ -256,3 +278,4 @@ class Adjudication(models.Model):
 
 from .faces.models import AnonymizationJob, FaceVariant  # noqa: E402,F401 - registered with this app
 from .datasets.models import DatasetBuild, DatasetVersion  # noqa: E402,F401 - registered with this app
+from .multipriv.models import Person, PersonImage, PersonPair  # noqa: E402,F401 - registered with this app

@@ -12,3 +12,4 @@ def release_idle_drafts() -> dict:
 
 
 from .faces import tasks as _face_tasks  # noqa: E402,F401 - registers the anonymization tasks with Celery
+from .datasets import tasks as _dataset_tasks  # noqa: E402,F401 - registers the dataset-build tasks with Celery

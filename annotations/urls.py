@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import views, vispr_views
 
 app_name = "annotations"
 urlpatterns = [
@@ -13,6 +13,7 @@ urlpatterns = [
     path("labelings/<int:labeling_id>/submit", views.labeling_submit, name="labeling_submit"),
     path("labelings/<int:labeling_id>/skip", views.labeling_skip, name="labeling_skip"),
     path("labelings/<int:labeling_id>/unskip", views.labeling_unskip, name="labeling_unskip"),
+    path("vispr/mapping", vispr_views.vispr_mapping, name="vispr_mapping"),
     path("account/preferences", views.preferences, name="preferences"),
     path("account/password", views.password_change, name="password_change"),
 ]

@@ -266,9 +266,9 @@ def bench_leaderboard(n_runs: int, n_images: int) -> None:
         for r in range(count):
             _, _, pred, outcome = synthetic_run(n_images, seed=offset + r + 1)
             run = Run.objects.create(task="judge", provider="vllm", model_name=f"bench-model-{offset + r}", strategy="taxonomy",
-                                     prompt_version="bench", status="finished", image_ids=image_ids, total=n_images)
+                                     prompt_version="bench", status="finished", image_ids=image_ids, item_ids=image_ids, total=n_images)
             RunResult.objects.bulk_create(
-                [RunResult(run=run, image_id=i, outcome=o, score=None if np.isnan(p) else float(p))
+                [RunResult(run=run, item_id=i, image_id=i, outcome=o, score=None if np.isnan(p) else float(p))
                  for i, o, p in zip(image_ids, outcome, pred)], batch_size=5000,
             )
 

@@ -214,6 +214,11 @@ CPRT_X_ACCEL_REDIRECT = envbool("CPRT_X_ACCEL_REDIRECT", False)
 CPRT_PROTECTED_ROOTS = {"images": PRIVATE_IMAGE_ROOT, "exports": CPRT_EXPORT_ROOT}
 CPRT_MAX_IMAGE_PIXELS = envint("CPRT_MAX_IMAGE_PIXELS", 40_000_000, min=1, max=1_000_000_000)
 CPRT_MAX_IMAGE_BYTES = envint("CPRT_MAX_IMAGE_BYTES", 25 * 1024 * 1024, min=1, max=2 * 1024**3)
+# VISPR attribute ids -> CPRT attributes (spec vispr-and-benchmarks.md §2): the project's data file unless replaced;
+# after replacing it, `manage.py vispr_labels --rewrite` rewrites the `vispr` annotator's labels.
+CPRT_VISPR_MAPPING_FILE = envpath("CPRT_VISPR_MAPPING_FILE", BASE_DIR / "annotations" / "data" / "vispr_mapping.json")
+# Imports started from the browser (/annotations/imports/) read only folders and files under this root.
+CPRT_IMPORT_ROOT = envpath("CPRT_IMPORT_ROOT", DATA_DIR / "imports")
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("DATA_UPLOAD_MAX_MEMORY_SIZE", 5 * 1024 * 1024, min=1024, max=2 * 1024**3)
 FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
 
@@ -297,6 +302,9 @@ HF_TOKEN = secret("HF_TOKEN")
 # A running export writes a heartbeat this often; beat marks one silent for CPRT_EXPORT_STALE_S failed (worker lost).
 CPRT_EXPORT_HEARTBEAT_S = envduration("CPRT_EXPORT_HEARTBEAT_S", 30.0, min=0.05, max=3600)
 CPRT_EXPORT_STALE_S = envduration("CPRT_EXPORT_STALE_S", 300.0, min=1.0, max=7 * 24 * 3600)
+# An import started from the page (scoring/imports.py): heartbeat, and silence after which its worker counts as lost.
+CPRT_IMPORT_HEARTBEAT_S = envduration("CPRT_IMPORT_HEARTBEAT_S", 10.0, min=0.05, max=3600)
+CPRT_IMPORT_STALE_S = envduration("CPRT_IMPORT_STALE_S", 900.0, min=1.0, max=7 * 24 * 3600)
 # Face anonymization jobs (annotations/faces): threads per job, heartbeat, silence after which a job is resumable.
 CPRT_FACES_THREADS = envint("CPRT_FACES_THREADS", 2, min=1, max=64)
 CPRT_FACES_HEARTBEAT_S = envduration("CPRT_FACES_HEARTBEAT_S", 5.0, min=0.05, max=3600)
@@ -343,7 +351,7 @@ CPRT_BATCH_INGEST_STALE_S = envduration("CPRT_BATCH_INGEST_STALE_S", 600.0, min=
 VLLM_BATCH_MODE = envchoice("VLLM_BATCH_MODE", "offline", ("offline", "api"))
 
 # A heartbeat at least as slow as the silence that declares its worker lost would fail live jobs.
-for _beat, _stale in (("CPRT_RUN_HEARTBEAT_S", "CPRT_RUN_STALE_S"), ("CPRT_EXPORT_HEARTBEAT_S", "CPRT_EXPORT_STALE_S"), ("CPRT_FACES_HEARTBEAT_S", "CPRT_FACES_STALE_S")):
+for _beat, _stale in (("CPRT_RUN_HEARTBEAT_S", "CPRT_RUN_STALE_S"), ("CPRT_EXPORT_HEARTBEAT_S", "CPRT_EXPORT_STALE_S"), ("CPRT_IMPORT_HEARTBEAT_S", "CPRT_IMPORT_STALE_S"), ("CPRT_FACES_HEARTBEAT_S", "CPRT_FACES_STALE_S")):
     if not globals()[_beat] < globals()[_stale]:
         raise ImproperlyConfigured(f"{_beat} ({globals()[_beat]} s) must be shorter than {_stale} ({globals()[_stale]} s): a live job would be taken for lost.")
 if CPRT_PROVIDER_BACKOFF_S > CPRT_PROVIDER_BACKOFF_MAX_S:
@@ -356,6 +364,7 @@ CELERY_BEAT_SCHEDULE = {
     "inference.poll_batches": {"task": "inference.poll_batches", "schedule": CPRT_BATCH_POLL_S, "options": {"queue": "default"}},
     "scoring.reconcile_exports": {"task": "scoring.reconcile_exports", "schedule": 60.0, "options": {"queue": "default"}},
     "annotations.reconcile_face_jobs": {"task": "annotations.reconcile_face_jobs", "schedule": 60.0, "options": {"queue": "default"}},
+    "annotations.reconcile_dataset_builds": {"task": "annotations.reconcile_dataset_builds", "schedule": 60.0, "options": {"queue": "default"}},
 }
 
 if not DEBUG:

@@ -22,6 +22,8 @@ from core.audit import audit
 from inference.models import Run, RunResult
 from scoring.models import ImageScore, ScoringProfile
 
+from .spy import seed_spy_bench
+
 DEMO_SOURCE = "demo"
 PROMPT_VERSION = "demo-v1"
 DEMO_NOTE = "synthetic demo run: no model was called; predictions are the demo consensus with seeded noise"
@@ -49,14 +51,15 @@ def _judge_run(strategy: str, counterfactual: bool, images) -> Run:
     bias, spread = JUDGE_STRATEGIES[strategy]
     rng = random.Random(f"cprt-demo-run-{strategy}-{counterfactual}")
     run = _finished_run(task=Run.TASK_JUDGE, strategy=strategy, counterfactual_faces=counterfactual,
-                        selection={"split": "all", "demo": DEMO_NOTE}, image_ids=[i.pk for i, _ in images], total=len(images))
+                        selection={"split": "all", "demo": DEMO_NOTE}, image_ids=[i.pk for i, _ in images],
+                        item_ids=[i.pk for i, _ in images], total=len(images))
     results = []
     for image, score in images:
         predicted = score.score + bias + rng.gauss(0, spread)
         if counterfactual and score.binary_labels.get("biometrics") == 1:
             predicted -= FACE_DISCOUNT
         predicted = round(min(1.0, max(0.0, predicted)), 3)
-        results.append(RunResult(run=run, image=image, outcome=RunResult.OUTCOME_OK, score=predicted,
+        results.append(RunResult(run=run, item_id=image.pk, image=image, outcome=RunResult.OUTCOME_OK, score=predicted,
                                  reasoning=f"demo: synthetic {strategy} prediction{' with faces anonymized' if counterfactual else ''}.",
                                  raw={"demo": True, "score": predicted}, tokens_in=1200, tokens_out=80, latency_ms=rng.randint(300, 900)))
     RunResult.objects.bulk_create(results)
@@ -74,7 +77,7 @@ def _annotate_run(images) -> Run:
     rng = random.Random("cprt-demo-run-annotate")
     attr_ids = taxonomy.attribute_ids()
     run = _finished_run(task=Run.TASK_ANNOTATE, annotator=annotator, selection={"split": "all", "demo": DEMO_NOTE},
-                        image_ids=[i.pk for i, _ in images], total=len(images))
+                        image_ids=[i.pk for i, _ in images], item_ids=[i.pk for i, _ in images], total=len(images))
     labels, results = [], []
     done = set(Label.objects.filter(annotator=annotator).values_list("image_id", flat=True))
     for image, score in images:
@@ -87,7 +90,7 @@ def _annotate_run(images) -> Run:
                 elif roll < 0.10:
                     value = 1.0 - value
                 labels.append(Label(image=image, annotator=annotator, attribute_id=attribute_id, value=value, rationale="demo: synthetic"))
-        results.append(RunResult(run=run, image=image, outcome=RunResult.OUTCOME_OK, reasoning="demo: synthetic labels",
+        results.append(RunResult(run=run, item_id=image.pk, image=image, outcome=RunResult.OUTCOME_OK, reasoning="demo: synthetic labels",
                                  raw={"demo": True}, tokens_in=2400, tokens_out=160, latency_ms=rng.randint(600, 1500)))
     Label.objects.bulk_create(labels)
     RunResult.objects.bulk_create(results)
@@ -110,6 +113,7 @@ def seed_runs(log: Callable[[str], None] = lambda _msg: None) -> list[int]:
                     made.append(_judge_run(strategy, counterfactual, images).pk)
         if not existing.filter(task=Run.TASK_ANNOTATE).exists():
             made.append(_annotate_run(images).pk)
+        made += seed_spy_bench(DEMO_SOURCE)  # the SPY-Bench page's demo set and run
         if made:
             audit(None, "demo.seed_runs", None, run_ids=made)
     log(f"Demo runs: {len(made)} new (synthetic, prompt version {PROMPT_VERSION}; no model was called).")

@@ -23,6 +23,7 @@ from annotations.models import Annotator, Image, Label, Labeling
 from core.models import Profile
 from core.audit import audit
 
+from .multipriv import seed_multipriv
 from .runs import seed_runs
 from .drawing import DEMO_SEED, HEIGHT, SCENES, WIDTH, intended_labels, noisy, obvious_keys, render, split_of, vispr_id  # noqa: F401 (the demo's public names)
 
@@ -146,6 +147,7 @@ def seed(force: bool = False, log: Callable[[str], None] = lambda _msg: None) ->
             profile.consensus_annotators.set(models)
         result = recompute_scores(profile)
         counts["runs"] = len(seed_runs(log))  # demo judge and annotate runs over the scored images
+        counts["runs"] += seed_multipriv(log)["runs"]  # drawn MultiPriv persons and a demo run of each MultiPriv kind
         if counts["images"] or counts["labels"] or created_accounts:
             audit(None, "demo.seed", profile, **counts, accounts=created_accounts)
     log(

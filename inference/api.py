@@ -34,8 +34,8 @@ class IsAdmin(HasRole):
 class RunSerializer(serializers.ModelSerializer):
     created_by = serializers.CharField(source="created_by.username", allow_null=True, default=None)
     total_images = serializers.IntegerField(source="total", read_only=True, min_value=0, max_value=2147483647,
-                                            help_text="Images selected at launch.")
-    done_count = serializers.IntegerField(source="done", help_text="Images with a result (any outcome).")
+                                            help_text="The run's items (annotate, judge: the images selected at launch).")
+    done_count = serializers.IntegerField(source="done", help_text="Items with a result (any outcome).")
     percent_done = serializers.IntegerField()
     is_active = serializers.BooleanField()
     can_resume = serializers.SerializerMethodField()
@@ -44,8 +44,9 @@ class RunSerializer(serializers.ModelSerializer):
         model = Run
         fields = [
             "id", "task", "provider", "model_name", "strategy", "counterfactual_faces", "face_variant", "prompt_version", "selection",
-            "concurrency", "mode", "endpoint", "stand_in", "status", "total_images", "done_count", "percent_done", "outcome_counts", "tokens_in",
-            "tokens_out", "estimated_cost_usd", "estimate", "error", "created_by", "created_at", "started_at",
+            "options", "concurrency", "mode", "endpoint", "stand_in", "status", "total_images", "done_count", "percent_done",
+            "outcome_counts", "tokens_in", "tokens_out", "estimated_cost_usd", "items_resent", "estimate", "error", "created_by",
+            "created_at", "started_at",
             "finished_at", "is_active", "can_resume",
         ]
         read_only_fields = fields
@@ -67,6 +68,8 @@ class RunLaunch(StrictSerializer):
                                              "(e.g. blur:0.5:0.2); blank: the originals.")
     prompt_version = StrictCharField(max_length=64, required=False, allow_blank=True, help_text="Blank or absent: the latest.")
     split = StrictCharField(max_length=8, required=False, help_text="all (default), train, test or other.")
+    dataset_version = StrictCharField(max_length=100, required=False, allow_blank=True,
+                                      help_text="A dataset version's name: only its images (blank or absent: no such scope).")
     attribute = StrictCharField(max_length=64, required=False, allow_blank=True)
     attribute_value = StrictIntegerField(min_value=0, max_value=1, required=False, allow_null=True)
     level = StrictIntegerField(min_value=1, max_value=4, required=False, allow_null=True)
@@ -77,6 +80,9 @@ class RunLaunch(StrictSerializer):
     concurrency = StrictIntegerField(min_value=1, max_value=MAX_CONCURRENCY, required=False,
                                      help_text="Requests in flight for the whole run; absent: the launch form's default (8).")
     mode = StrictCharField(max_length=8, required=False, help_text="online (default) or batch (the provider's batch API).")
+    spy_set = StrictIntegerField(min_value=1, max_value=MAX_INT, required=False, allow_null=True, help_text="SPY-Bench runs: the set's id.")
+    distractors = StrictBooleanField(required=False, help_text="SPY-Bench runs: one instruction line per label of other_labels.")
+    judge_model = StrictCharField(max_length=200, required=False, allow_blank=True, help_text="SPY-Bench runs: the judge model (blank: the run's).")
 
 
 class RunList(ApiView):
@@ -87,7 +93,7 @@ class RunList(ApiView):
     def get(self, request):
         self.validated_query(PageQuery)
         paginator = self.pagination_class()
-        page = paginator.paginate_queryset(Run.objects.select_related("created_by").defer("image_ids", "prompt_text"), request, view=self)
+        page = paginator.paginate_queryset(Run.objects.select_related("created_by").defer("image_ids", "item_ids", "prompt_text"), request, view=self)
         return paginator.get_paginated_response(RunSerializer(page, many=True).data)
 
     @extend_schema(

@@ -1,8 +1,8 @@
-"""Executing a chunk of a run: one image at a time on a thread pool, results written in small batches.
+"""Executing a chunk of a run: one item at a time on a thread pool, results written in small batches.
 
 A chunk task keeps its lane's share of `run.concurrency` requests in flight (a sliding window); its
-main thread writes the results as they complete. Results are unique per (run, image) and images with
-a result are skipped, so a retried or duplicated chunk neither loses nor doubles anything; an image
+main thread writes the results as they complete. Results are unique per (run, item) and items with
+a result are skipped, so a retried or duplicated chunk neither loses nor doubles anything; an item
 is written once or not at all. Progress lives in the database: a chunk refreshes the run's totals and
 its heartbeat every CPRT_RUN_HEARTBEAT_S seconds, and reads the status back: cancelling stops it.
 
@@ -58,7 +58,7 @@ WRITE_BATCH = 64  # results per write transaction...
 WRITE_EVERY_S = 0.25  # ...or this often, whichever comes first
 
 
-# --- one image -------------------------------------------------------------------------------
+# --- one item --------------------------------------------------------------------------------
 
 class Stopped(Exception):
     """The run was cancelled while this request waited (rate limit or backoff)."""
@@ -85,10 +85,14 @@ class Context:
     kind is bound and prepared in the main thread."""
 
     kind: kinds.Kind
-    provider: object
+    provider: object  # the run's provider and model (the first stage's)
     limiter: RateLimiter
     stop: threading.Event
     max_attempts: int
+    stage_providers: dict | None = None  # stage -> provider, where the kind sends a stage to another model
+
+    def provider_for(self, stage: str):
+        return (self.stage_providers or {}).get(stage, self.provider)
 
 
 def _read_image(file_name: str) -> tuple[bytes, str]:
@@ -102,7 +106,7 @@ def _read_image(file_name: str) -> tuple[bytes, str]:
 
 def _call(ctx: Context, request, attempts: list):
     """One provider call with retries: backoff with jitter, or exactly Retry-After when the server says."""
-    name = getattr(ctx.provider, "name", "") or "unknown"
+    name = getattr(ctx.provider, "name", "") or "unknown"  # one provider per run (its stages may use other models of it)
     for attempt in range(1, ctx.max_attempts + 1):
         if not ctx.limiter.acquire(ctx.stop):
             raise Stopped()
@@ -139,7 +143,7 @@ def process_image(ctx: Context, item: kinds.Item) -> Outcome | Deferred | None:
     kept it from an answer, else the final outcome (an unexpected error is a final `error`). Every
     text in the outcome is scrubbed of configured secrets (a model may echo one)."""
     attempts: list = []
-    out = Outcome(image_id=item.image_id, outcome=RunResult.OUTCOME_ERROR)
+    out = Outcome(item_id=item.item_id, image_id=item.image_id, outcome=RunResult.OUTCOME_ERROR)
     try:
         images: tuple = tuple(_read_image(name) for name in item.files)
     except OSError as exc:  # the file itself: final
@@ -151,8 +155,12 @@ def process_image(ctx: Context, item: kinds.Item) -> Outcome | Deferred | None:
     try:
         carry = None
         for index, stage in enumerate(ctx.kind.stages):
-            request = ctx.kind.request(stage, images if index == 0 else (), carry)
-            reply = _call(ctx, lambda: ctx.provider.ask(request.system, request.user, request.images, request.schema, request.schema_name), attempts)
+            if index == 0:
+                request = ctx.kind.request(stage, images, None, item)
+            else:
+                request = ctx.kind.request(stage, (), carry)
+            provider = ctx.provider_for(stage)
+            reply = _call(ctx, lambda: provider.ask(request.system, request.user, request.images, request.schema, request.schema_name), attempts)
             carry = ctx.kind.apply(stage, out, reply, carry)
             if carry is None:
                 break
@@ -169,10 +177,10 @@ def process_image(ctx: Context, item: kinds.Item) -> Outcome | Deferred | None:
         out.outcome, out.error = RunResult.OUTCOME_ERROR, str(exc)
         out.raw["error"] = exc.raw
     except INFRASTRUCTURE_ERRORS as exc:
-        log.warning("run image %s deferred: %s: %s", item.image_id, type(exc).__name__, exc)
+        log.warning("run item %s deferred: %s: %s", item.item_id, type(exc).__name__, exc)
         return Deferred(item, f"{type(exc).__name__}: {exc}")
     except Exception as exc:  # noqa: BLE001 - one bad image must not take the chunk down
-        log.exception("run image %s failed", item.image_id)
+        log.exception("run item %s failed", item.item_id)
         out.outcome, out.error = RunResult.OUTCOME_ERROR, f"{type(exc).__name__}: {exc}"
     if attempts:
         out.raw["retries"] = attempts
@@ -187,15 +195,15 @@ def _heartbeat(run_id: int) -> str:
     return Run.objects.values_list("status", flat=True).get(pk=run_id)
 
 
-def run_chunk(run_id: int, image_ids: list[int], concurrency: int | None = None, lane: int | None = None,
+def run_chunk(run_id: int, item_ids: list[int], concurrency: int | None = None, lane: int | None = None,
               hand_on: bool = True) -> dict:
-    """Process the images of one chunk that have no result yet, with at most `concurrency` requests
+    """Process the items of one chunk that have no result yet, with at most `concurrency` requests
     in flight (default and maximum: the run's). Safe to run twice, or concurrently.
 
     With a `lane` (every dispatched message has one): the chunk first claims the lane's lease and
     does nothing if a live worker holds it; it renews the lease with its heartbeat and stops if the
-    lane was taken over; it stops taking images at its deadline (inference.chunks); when it ends,
-    it sends the next chunk for the lane's images still missing (unless not `hand_on`: the caller
+    lane was taken over; it stops taking items at its deadline (inference.chunks); when it ends,
+    it sends the next chunk for the lane's items still missing (unless not `hand_on`: the caller
     works the lane on, as `launch_run --here` does), then releases the lease.
     """
     run = Run.objects.filter(pk=run_id).first()
@@ -210,25 +218,30 @@ def run_chunk(run_id: int, image_ids: list[int], concurrency: int | None = None,
         lease = leases.lane_lease(run_id, lane)
         if not leases.lanes_of(run) or not lease.claim():
             return {"run": run_id, "lane": lane, "skipped": "lane leased by a live worker"}
+        resent = leases.count_resent(run_id, lane)
     now = timezone.now()
     Run.move(run_id, "start", where=Q(status=Run.STATUS_QUEUED), heartbeat_at=now)
     Run.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=now)
-    wanted = sorted(set(image_ids) & set(run.image_ids))  # never work on images outside the run
-    done = set(RunResult.objects.filter(run_id=run_id, image_id__in=wanted).values_list("image_id", flat=True))
+    wanted = sorted(set(item_ids) & set(run.item_ids))  # never work on items outside the run
+    done = set(RunResult.objects.filter(run_id=run_id, item_id__in=wanted).values_list("item_id", flat=True))
     kind = kinds.bind(run)
     todo = kind.items([i for i in wanted if i not in done])
     try:
         provider = get_provider(run.provider, run.model_name)
+        stage_providers = {stage: get_provider(run.provider, kind.model_for(stage))
+                           for stage in kind.stages if kind.model_for(stage) != run.model_name}
     except ProviderUnavailable as exc:
         fail_run(run_id, str(exc))
         return {"run": run_id, "failed": str(exc)}
     ctx = Context(
         kind=kind, provider=provider, limiter=RateLimiter(run.provider), stop=threading.Event(),
-        max_attempts=settings.CPRT_PROVIDER_MAX_ATTEMPTS,
+        max_attempts=settings.CPRT_PROVIDER_MAX_ATTEMPTS, stage_providers=stage_providers,
     )
     width = min(concurrency or run.concurrency, run.concurrency)
     deadline = time.monotonic() + chunks.deadline_s() if lease is not None else None
-    stats = _execute(run, ctx, todo, width, lease=lease, deadline=deadline)
+    stats = _execute(run, ctx, todo, width, lease=lease, deadline=deadline, lane=lane)
+    if lane is not None and resent:
+        stats["resent"] = resent
     if stats.get("fatal"):
         fail_run(run_id, stats["fatal"])
     else:
@@ -242,7 +255,7 @@ def run_chunk(run_id: int, image_ids: list[int], concurrency: int | None = None,
 
 
 def _hand_on(run_id: int, index: int, lease, stats: dict) -> None:
-    """End of a leased chunk: send the next chunk for the lane's images still missing (while still
+    """End of a leased chunk: send the next chunk for the lane's items still missing (while still
     holding the lease, so that no other copy can start them first), then release the lane."""
     run = Run.objects.get(pk=run_id)
     if run.status in (Run.STATUS_QUEUED, Run.STATUS_RUNNING):
@@ -264,13 +277,27 @@ def _database_down(stats: dict, exc: Exception) -> None:
         connection.close_if_unusable_or_obsolete()
 
 
+def _reserved(run_id: int, lane: int | None, item_ids, stats: dict) -> bool:
+    """Record the lane's in-flight items before requests go out (leases.reserve); False when the
+    database is unreachable (then nothing may be sent: a lost worker would leave no trace)."""
+    if lane is None:
+        return True
+    try:
+        leases.reserve(run_id, lane, item_ids)
+    except (DatabaseOperationalError, DatabaseInterfaceError) as exc:
+        _database_down(stats, exc)
+        return False
+    return True
+
+
 def _transient_pause(failures: int) -> float:
     """How long a chunk pauses after `failures` deferred items in a row: doubling, capped, jittered."""
     cap = max(TRANSIENT_BACKOFF_MAX_S, settings.CPRT_PROVIDER_BACKOFF_MAX_S)
     return min(cap, settings.CPRT_PROVIDER_BACKOFF_S * 2 ** min(failures - 1, 16)) * random.uniform(0.5, 1.0)
 
 
-def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=None, deadline: float | None = None) -> dict:
+def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=None, deadline: float | None = None,
+             lane: int | None = None) -> dict:
     stats: dict = {"written": 0, "duplicates": 0, "todo": len(todo)}
     if not todo:
         return stats
@@ -280,6 +307,7 @@ def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=N
     paused_until = 0.0
     retry_until = deadline if deadline is not None else time.monotonic() + chunks.deadline_s()
     pending: set = set()
+    flying: dict = {}  # future -> item id, for the lane's in-flight record
     beat_every = settings.CPRT_RUN_HEARTBEAT_S
     last_beat = time.monotonic()
     stop_deadline = None
@@ -289,7 +317,7 @@ def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=N
 
     def flush() -> bool:
         """Write the buffer in one transaction; False (the buffer kept, to be written again: results
-        are unique per image) when the database is unreachable."""
+        are unique per item) when the database is unreachable."""
         try:
             written, duplicates = write_outcomes(run, buffer, ctx.kind)
         except (DatabaseOperationalError, DatabaseInterfaceError) as exc:
@@ -303,7 +331,8 @@ def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=N
     pool = ThreadPoolExecutor(max_workers=min(width, len(todo)), thread_name_prefix=f"run{run.pk}")
     try:
         while True:
-            while not ctx.stop.is_set() and len(pending) < width:
+            batch: list[kinds.Item] = []
+            while not ctx.stop.is_set() and len(pending) + len(batch) < width:
                 now = time.monotonic()
                 if deadline is not None and now > deadline:
                     break  # the rest goes to the lane's next chunk (run_chunk hands it on)
@@ -315,7 +344,15 @@ def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=N
                     item = fresh.popleft()
                 else:
                     break
-                pending.add(pool.submit(process_image, ctx, item))
+                batch.append(item)
+            if batch and not _reserved(run.pk, lane, [*flying.values(), *(o.item_id for o in buffer), *(i.item_id for i in batch)], stats):
+                again.extendleft(reversed(batch))  # nothing sent: the database is down; try again after a pause
+                paused_until = time.monotonic() + _transient_pause(max(1, failures))
+                batch = []
+            for item in batch:
+                future = pool.submit(process_image, ctx, item)
+                flying[future] = item.item_id
+                pending.add(future)
             if pending:
                 finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
             else:
@@ -329,6 +366,7 @@ def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=N
                 finished = set()
                 ctx.stop.wait(max(0.01, min(paused_until - now, beat_every, 0.5)))
             for future in finished:
+                flying.pop(future, None)
                 out = future.result()
                 if out is None:
                     continue
@@ -379,6 +417,8 @@ def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=N
             flush_failures += 1
             if ctx.stop.wait(_transient_pause(flush_failures)):
                 break
+        if lane is not None and not buffer and not pending:
+            _reserved(run.pk, lane, [], stats)  # a clean end: nothing of this lane is in flight
     finally:
         # Do not wait for abandoned requests: they end at their timeout and nobody writes them.
         pool.shutdown(wait=False, cancel_futures=True)

@@ -5,10 +5,11 @@ from django import forms
 from django.core.validators import RegexValidator
 
 from annotations import taxonomy
+from annotations.datasets import versions as dataset_versions
 from annotations.faces import variants as face_variants
 
 from . import kinds, prompts
-from .models import Run, RunResult
+from .models import Run, RunResult, SpySet
 from .providers import PROVIDERS, availability
 from .selection import Selection
 from .launching import LaunchSpec
@@ -46,6 +47,8 @@ class LaunchForm(forms.Form):
         choices=lambda: [("", "latest")] + [(v, prompts.version_label(v)) for kind in kinds.KINDS.values() for v in kind.versions], required=False
     )
     split = forms.ChoiceField(choices=[("all", "all splits"), ("train", "train"), ("test", "test"), ("other", "other")], initial="all")
+    dataset_version = forms.ChoiceField(required=False, label="Dataset version", help_text="Only the images of this dataset version.",
+                                        error_messages={"invalid_choice": "There is no dataset version named %(value)s."})
     attribute = forms.ChoiceField(required=False, help_text="Only images whose consensus (active profile) has this attribute…")
     attribute_value = forms.TypedChoiceField(choices=[("", "—"), ("1", "= 1"), ("0", "= 0")], coerce=int, required=False, empty_value=None)
     level = forms.TypedChoiceField(choices=[("", "any level")] + [(str(i), f"consensus level {i}") for i in (1, 2, 3, 4)],
@@ -62,6 +65,13 @@ class LaunchForm(forms.Form):
     mode = forms.ChoiceField(choices=Run.MODES, initial=Run.MODE_ONLINE, required=False, help_text=(
         "Batch: the provider's batch API (OpenAI, Gemini; half the price, results within 24 h); "
         "stage 2 of an annotate run goes when stage 1 is back."))
+    # Kind-specific launch options (Run.options, validated by the kind's clean_options): SPY-Bench's.
+    spy_set = forms.IntegerField(required=False, min_value=1, max_value=2**31 - 1, label="SPY-Bench set",
+                                 widget=forms.Select(), help_text="SPY-Bench runs: the imported set whose rows are asked.")
+    distractors = forms.BooleanField(required=False, help_text="SPY-Bench runs: one instruction line per label of other_labels.")
+    judge_model = forms.CharField(required=False, max_length=200, validators=[
+        RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]*\Z", "Letters, digits and . _ : / @ + - only.")],
+        help_text="SPY-Bench runs: the text-only judge, a model of the same provider (blank: the run's model).")
     concurrency = forms.IntegerField(initial=8, min_value=1, max_value=MAX_CONCURRENCY, help_text=(
         "Requests in flight for the whole run (split into lanes of at most CPRT_RUN_LANE_CONCURRENCY, one per worker process)."))
 
@@ -70,9 +80,11 @@ class LaunchForm(forms.Form):
         self.availability = availability()
         unavailable = {name: a.reason for name, a in self.availability.items() if not a.available}
         self.fields["provider"].widget = ProviderSelect(choices=self.fields["provider"].choices, unavailable=unavailable)
+        self.fields["dataset_version"].choices = [("", "— every image")] + dataset_versions.version_choices()
         self.fields["attribute"].choices = [("", "— no attribute filter")] + [(k, k) for k in taxonomy.active().keys]
         self.fields["face_variant"].choices = [("", "the original images")] + [
             (key, f"anonymized: {label}") for key, label, _ in face_variants.available_settings()]
+        self.fields["spy_set"].widget.choices = [("", "—")] + [(s.pk, s.name) for s in SpySet.objects.order_by("name")]
 
     def clean(self):
         data = super().clean()
@@ -83,8 +95,15 @@ class LaunchForm(forms.Form):
             self.add_error("provider", f"{PROVIDERS[provider].label} is unavailable: {self.availability[provider].reason}")
         task = data["task"]
         kind = kinds.get(task)
+        only = PROVIDERS[provider].kinds  # a provider for some kinds only (onnx: binary)
+        if only and task not in only:
+            self.add_error("provider", f"{PROVIDERS[provider].label} runs only {', '.join(only)} runs, not {task} runs.")
         for field, message in kind.launch_errors(data).items():
             self.add_error(field, message)
+        try:
+            data["options"] = kind.clean_options(self.options_of(task, data))
+        except ValueError as exc:
+            self.add_error("spy_set" if task == "spy-bench" else None, str(exc))
         versions = kind.versions
         version = data.get("prompt_version") or kind.default_version()
         if version not in versions:
@@ -130,6 +149,15 @@ class LaunchForm(forms.Form):
             self.add_error("also_from_runs", f"Not judge runs with parsed scores: {', '.join(f'#{i}' for i in missing)}.")
         return ids
 
+    @staticmethod
+    def options_of(task: str, data: dict) -> dict:
+        """The form's kind-specific fields as the kind's options (none for kinds that take none)."""
+        if task == "spy-bench":
+            return {"set": data.get("spy_set"), "distractors": bool(data.get("distractors")), "judge_model": data.get("judge_model") or ""}
+        if task == "multipriv-reid":  # the pairs' seed, and a balanced subset of this many pairs
+            return {"seed": data.get("seed") or 0, "limit": data.get("sample_size")}
+        return {}
+
     def spec(self) -> LaunchSpec:
         d = self.cleaned_data
         return LaunchSpec(
@@ -141,6 +169,7 @@ class LaunchForm(forms.Form):
             prompt_version=d["prompt_version"],
             selection=Selection(
                 split=d["split"],
+                dataset_version=d.get("dataset_version") or "",
                 attribute=d.get("attribute") or "",
                 attribute_value=d.get("attribute_value"),
                 level=d.get("level"),
@@ -153,4 +182,5 @@ class LaunchForm(forms.Form):
             concurrency=d["concurrency"],
             face_variant=face_variants.parse_setting_key(d["face_variant"]) if d.get("face_variant") else {},
             mode=d.get("mode") or Run.MODE_ONLINE,
+            options=d.get("options") or {},
         )

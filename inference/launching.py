@@ -1,6 +1,7 @@
 """Launching a run: what the launch form, the API and `manage.py launch_run` all call.
 
-A launch freezes the image list and the exact prompts, then (on commit) sends its work on the
+A launch freezes the image list, the run's items (its kind's `launch_items` over the images and the
+kind's cleaned `options`) and the exact prompts, then (on commit) sends its work on the
 provider's queue (`api` for OpenAI/Gemini, `gpu` for vLLM) through inference.dispatching: chunk
 messages per lane for an online run, the first batch step for a batch run.
 """
@@ -35,22 +36,33 @@ class LaunchSpec:
     concurrency: int
     face_variant: dict = field(default_factory=dict)  # judge the anonymized variants under this setting
     mode: str = "online"  # or "batch": the provider's batch API (inference.batch)
+    options: dict = field(default_factory=dict)  # kind-specific launch options (Kind.clean_options)
 
 
 def plan(spec: LaunchSpec) -> dict:
-    """What a launch would do: image ids, selection description, prompt texts, estimate."""
-    ids, described = select_image_ids(spec.selection)
+    """What a launch would do: image ids, item ids, cleaned options, selection description, prompt
+    texts, estimate. Raises ValueError for options the kind refuses."""
+    kind = kinds.get(spec.task)
+    options = kind.clean_options(dict(spec.options))
+    if kind.selects_images:
+        ids, described = select_image_ids(spec.selection)
+    else:
+        ids, described = [], {"images": f"not applicable: {kind.label} runs ask about their own data"}
+    item_ids = kind.launch_items(ids, options)
     prompt_text = kinds.render(spec.task, spec.prompt_version, spec.strategy, spec.counterfactual_faces)
-    estimate = pricing.estimate(spec.task, spec.provider, spec.model_name, len(ids), prompt_text, spec.mode)
-    return {"image_ids": ids, "selection": described, "prompt_text": prompt_text, "estimate": estimate}
+    estimate = pricing.estimate(spec.task, spec.provider, spec.model_name, len(item_ids), prompt_text, spec.mode)
+    return {"image_ids": ids, "item_ids": item_ids, "options": options, "selection": described,
+            "prompt_text": prompt_text, "estimate": estimate}
 
 
 def launch_run(user, spec: LaunchSpec, send: bool = True) -> Run:
     """Create the run (audited) and, once it commits, send its work to the workers. `send=False`:
     nothing is sent; the caller works the run itself (`launch_run --here`, inference.inprocess)."""
     planned = plan(spec)
-    if not planned["image_ids"]:
+    if kinds.get(spec.task).selects_images and not planned["image_ids"]:
         raise ValueError("The selection matches no images with stored bytes.")
+    if not planned["item_ids"]:
+        raise ValueError(f"The selection gives no {kinds.get(spec.task).label or spec.task} items (its images have none).")
     if spec.face_variant:
         missing = len(planned["image_ids"]) - len(face_variants.variant_files(planned["image_ids"], spec.face_variant))
         if missing:
@@ -75,18 +87,21 @@ def launch_run(user, spec: LaunchSpec, send: bool = True) -> Run:
             prompt_text=planned["prompt_text"],
             selection=planned["selection"],
             image_ids=planned["image_ids"],
+            item_ids=planned["item_ids"],
+            options=planned["options"],
             concurrency=spec.concurrency,
             mode=spec.mode,
             endpoint=type(provider).endpoint(),
             annotator=annotator,
-            total=len(planned["image_ids"]),
+            total=len(planned["item_ids"]),
             request_params=request_params,
             estimate=planned["estimate"],
             created_by=user if getattr(user, "is_authenticated", False) else None,
         )
         audit(user, "run.launch", run, task=run.task, provider=run.provider, model=run.model_name,
               strategy=run.strategy, counterfactual_faces=run.counterfactual_faces, face_variant=run.face_variant, prompt_version=run.prompt_version,
-              images=run.total_images, selection=run.selection, concurrency=run.concurrency, mode=run.mode, endpoint=run.endpoint)
+              images=len(run.image_ids), items=run.total, options=run.options, selection=run.selection, concurrency=run.concurrency,
+              mode=run.mode, endpoint=run.endpoint)
         if send and run.mode == Run.MODE_ONLINE:
             dispatching.dispatch_on_commit(run.pk)
         elif send:

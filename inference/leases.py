@@ -2,13 +2,18 @@
 
 Why: the broker may deliver a chunk twice (a redelivery after the visibility timeout, a worker lost
 before its ack, a reconciler re-dispatch), and two copies of a chunk running side by side both pay
-the provider for the same images. Rules:
-- Each image belongs to one lane for the run's whole life (image i of the sorted list: lane i mod n),
-  so two messages about one image are always about the same lane.
+the provider for the same items. Rules:
+- Each item belongs to one lane for the run's whole life (item i of the sorted list: lane i mod n),
+  so two messages about one item are always about the same lane.
 - A chunk task claims its lane's lease (`core.jobs.Lease` on `RunLane.owner`) with one conditional
-  UPDATE (free, already its own, or expired) before it reads which images still need a result; a
+  UPDATE (free, already its own, or expired) before it reads which items still need a result; a
   message whose lane is leased by a live worker does nothing. The worker renews the lease with its
   heartbeat and stops when it cannot (it was taken over); it releases the lease when the chunk ends.
+- Before its requests go out, the worker writes the lane's `in_flight` items (those it is about to
+  send, awaits, or holds unwritten answers for); a chunk that ends normally clears it. A worker that
+  stops mid-request leaves it behind: the next claim counts those of its items that have no result as
+  resent (`Run.items_resent`: their requests may have been paid for and are sent again), shown
+  beside the run's cost.
 - The reconciler re-dispatches a lane only when its lease EXPIRED (a worker claimed it and went
   silent for CPRT_RUN_STALE_S). A lane nobody has claimed yet is queued work: it waits for a
   worker, however long, and is never sent again by the reconciler.
@@ -18,12 +23,13 @@ from __future__ import annotations
 import math
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotations.models import Image
 from core.jobs import Lease, expired_condition, live_condition
 
+from . import kinds
 from .models import Run, RunLane, RunResult
 
 OWNER_FIELD = "owner"  # RunLane's lease owner (the job base's default is `lease_owner`)
@@ -45,25 +51,46 @@ def lane_lease(run_id: int, index: int, owner: str | None = None) -> Lease:
     return Lease(RunLane.objects.filter(run_id=run_id, index=index), lease_seconds(), owner, owner_field=OWNER_FIELD)
 
 
+def reserve(run_id: int, index: int, item_ids) -> None:
+    """Write the lane's in-flight items before their requests go out (an empty list when none)."""
+    RunLane.objects.filter(run_id=run_id, index=index).update(in_flight=sorted(item_ids))
+
+
+def count_resent(run_id: int, index: int) -> int:
+    """Called by the lane's new holder right after its claim: the items a stopped worker left in
+    flight that have no result are about to be sent again; count them on the run, clear the list."""
+    left = RunLane.objects.filter(run_id=run_id, index=index).values_list("in_flight", flat=True).first()
+    if not left:
+        return 0
+    answered = set(RunResult.objects.filter(run_id=run_id, item_id__in=left).values_list("item_id", flat=True))
+    resent = len([i for i in left if i not in answered])
+    with transaction.atomic():
+        RunLane.objects.filter(run_id=run_id, index=index).update(in_flight=[])
+        if resent:
+            Run.objects.filter(pk=run_id).update(items_resent=F("items_resent") + resent)
+    return resent
+
+
 def lanes_of(run: Run) -> list[RunLane]:
     """The run's lanes, dealt on first use (idempotent, safe when two dispatches race)."""
     lanes = list(RunLane.objects.filter(run=run).order_by("index"))
     if lanes:
         return lanes
     widths = lane_widths(run.concurrency)
-    ids = sorted(run.image_ids)
+    ids = sorted(run.item_ids)
     RunLane.objects.bulk_create(
-        [RunLane(run=run, index=i, width=w, image_ids=ids[i :: len(widths)]) for i, w in enumerate(widths)],
+        [RunLane(run=run, index=i, width=w, item_ids=ids[i :: len(widths)]) for i, w in enumerate(widths)],
         ignore_conflicts=True,
     )
     return list(RunLane.objects.filter(run=run).order_by("index"))
 
 
 def missing_of(lane: RunLane) -> list[int]:
-    """The lane's images that still exist with bytes and have no result yet, in lane order."""
-    done = set(RunResult.objects.filter(run_id=lane.run_id, image_id__in=lane.image_ids).values_list("image_id", flat=True))
-    existing = set(Image.objects.filter(pk__in=lane.image_ids).exclude(file="").values_list("pk", flat=True))
-    return [i for i in lane.image_ids if i in existing and i not in done]
+    """The lane's items that still exist with image bytes (their kind says) and have no result yet, in lane order."""
+    done = set(RunResult.objects.filter(run_id=lane.run_id, item_id__in=lane.item_ids).values_list("item_id", flat=True))
+    run = Run.objects.get(pk=lane.run_id)
+    existing = kinds.get(run.task)(run).existing([i for i in lane.item_ids if i not in done], with_bytes=True)
+    return [i for i in lane.item_ids if i in existing and i not in done]
 
 
 def mark_dispatched(run_id: int, indexes: list[int], takeover: bool = False) -> None:

@@ -17,6 +17,7 @@ from django.utils import timezone
 from core.audit import audit
 
 from . import dispatching, kinds, leases, pricing
+from .items import missing_item_ids
 from .models import Run, RunLane, RunResult
 
 
@@ -43,7 +44,7 @@ def finish_if_complete(run_id: int) -> str:
     run = Run.objects.get(pk=run_id)
     if run.status == Run.STATUS_CANCELLING:
         mark_cancelled(run_id)
-    elif run.status in (Run.STATUS_QUEUED, Run.STATUS_RUNNING) and not run.missing_image_ids():
+    elif run.status in (Run.STATUS_QUEUED, Run.STATUS_RUNNING) and not missing_item_ids(run):
         if Run.move(run_id, "finish"):
             kinds.get(run.task)(run).finished()  # its metrics hook (sent on commit)
     return Run.objects.values_list("status", flat=True).get(pk=run_id)
@@ -78,23 +79,23 @@ def reconcile() -> dict:
     for run in Run.objects.filter(status__in=[Run.STATUS_QUEUED, Run.STATUS_RUNNING]).exclude(mode=Run.MODE_BATCH):
         if not RunLane.objects.filter(run=run).exists():
             # Dispatched before lanes existed: judged once by its heartbeat (dispatch deals its lanes).
-            if heartbeat_is_stale(run, settings.CPRT_RUN_STALE_S) and run.missing_image_ids():
+            if heartbeat_is_stale(run, settings.CPRT_RUN_STALE_S) and missing_item_ids(run):
                 dispatching.dispatch(run.pk)
-                audit(None, "run.redispatch", run, missing=len(run.missing_image_ids()))
+                audit(None, "run.redispatch", run, missing=len(missing_item_ids(run)))
                 redispatched.append(run.pk)
                 continue
         expired = leases.expired(run)
         if expired:
-            missing = set(run.missing_image_ids())
-            todo = [lane.index for lane in expired if missing.intersection(lane.image_ids)]
+            missing = set(missing_item_ids(run))
+            todo = [lane.index for lane in expired if missing.intersection(lane.item_ids)]
             if todo:
                 dispatching.dispatch(run.pk, sorted(missing), lanes=todo)
-                audit(None, "run.redispatch", run, lanes=todo, missing=sum(len(missing.intersection(x.image_ids)) for x in expired))
+                audit(None, "run.redispatch", run, lanes=todo, missing=sum(len(missing.intersection(x.item_ids)) for x in expired))
                 redispatched.append(run.pk)
             for lane in expired:
                 if lane.index not in todo:
                     leases.lane_lease(run.pk, lane.index, owner=lane.owner).release()
-        if run.pk not in redispatched and not leases.live(run) and not run.missing_image_ids():
+        if run.pk not in redispatched and not leases.live(run) and not missing_item_ids(run):
             if finish_if_complete(run.pk) == Run.STATUS_FINISHED:
                 finished.append(run.pk)
     for run in Run.objects.filter(status=Run.STATUS_CANCELLING).exclude(mode=Run.MODE_BATCH):

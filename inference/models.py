@@ -1,9 +1,12 @@
-"""Model runs (annotate or judge a set of images with one provider/model/prompt) and per-image results.
+"""Model runs (one kind of work over a set of images with one provider/model/prompt) and per-item results.
 
 A run is a job (`core.jobs.Job`: status, timestamps, heartbeat, done/total, scrubbed error; its
 statuses move only through `Run.move` / `Run.moves`). Its progress lives here, where the pages read
-it. Results are unique per (run, image), so a retried or duplicated chunk can neither lose nor
-double a result. Each lane of a run is leased to one worker at a time (`RunLane`, inference.leases).
+it. A run's units of work are ITEMS, whose ids its kind defines at launch (`Kind.launch_items`):
+for annotate and judge an item is an image (item id = image id); for SPY-Bench one expanded
+benchmark row. Results are unique per (run, item), so a retried or duplicated chunk can neither
+lose nor double a result. Each lane of a run is leased to one worker at a time (`RunLane`,
+inference.leases).
 """
 from __future__ import annotations
 
@@ -30,6 +33,10 @@ class Run(Job):
     prompt_text = models.JSONField(default=dict, help_text="The exact prompt texts this run sent.")
     selection = models.JSONField(default=dict, help_text="How the images were chosen (split, sample, seed, filter).")
     image_ids = models.JSONField(default=list, help_text="The frozen list of selected image ids.")
+    item_ids = models.JSONField(default=list, help_text=(
+        "The frozen list of the run's item ids, as its kind defines them at launch (annotate, judge: the image ids)."))
+    options = models.JSONField(default=dict, blank=True, help_text=(
+        "Kind-specific launch options, validated by the kind (e.g. SPY-Bench's set and judge model)."))
     concurrency = models.PositiveSmallIntegerField(default=4)
     MODE_ONLINE, MODE_BATCH = "online", "batch"
     MODES = [(MODE_ONLINE, "online (request by request)"), (MODE_BATCH, "batch (provider batch API, half price, up to 24 h)")]
@@ -39,11 +46,13 @@ class Run(Job):
     stand_in = models.BooleanField(default=False, help_text=(
         "A reply came from a stand-in (the project's fake provider server), not the real provider: not research data."))
     annotator = models.ForeignKey("annotations.Annotator", null=True, blank=True, on_delete=models.PROTECT, related_name="runs")
+    items_resent = models.PositiveIntegerField(default=0, help_text=(
+        "Items whose requests were in flight when a worker stopped, asked again: possibly paid twice."))
     tokens_in = models.BigIntegerField(default=0)
     tokens_out = models.BigIntegerField(default=0)
     estimated_cost_usd = models.DecimalField(max_digits=12, decimal_places=4, default=0)
-    # From the job base: status, created_by, created/started/finished_at, heartbeat_at, done (images
-    # with a result, any outcome), total (selected images), error. Lanes hold the leases (RunLane).
+    # From the job base: status, created_by, created/started/finished_at, heartbeat_at, done (items
+    # with a result, any outcome), total (the run's items), error. Lanes hold the leases (RunLane).
     # Execution bookkeeping (written by workers with targeted UPDATEs, never by saving the whole row).
     request_params = models.JSONField(default=dict, blank=True, help_text="Sampling and image settings sent with every request.")
     estimate = models.JSONField(default=dict, blank=True, help_text="Requests, tokens and cost estimated at launch.")
@@ -66,7 +75,7 @@ class Run(Job):
 
     @property
     def total_images(self) -> int:
-        """Images selected at launch (the job's `total`)."""
+        """Items of the run (the job's `total`; annotate and judge: the images selected at launch)."""
         return self.total
 
     @total_images.setter
@@ -74,22 +83,16 @@ class Run(Job):
         self.total = value
 
     @property
+    def resent_cost_usd(self) -> float | None:
+        """What the resent items may have cost a second time, at the run's mean cost per stored item."""
+        if not self.items_resent or not self.done:
+            return None
+        return float(self.estimated_cost_usd) / self.done * self.items_resent
+
+    @property
     def done_count(self) -> int:
-        """Images with a result (any outcome): the job's `done`, refreshed with `outcome_counts`."""
+        """Items with a result (any outcome): the job's `done`, refreshed with `outcome_counts`."""
         return self.done
-
-    def missing_image_ids(self) -> list[int]:
-        """Selected images that still exist and have no result yet (what a resume re-dispatches)."""
-        from annotations.models import Image
-
-        wanted = set(self.image_ids) - set(self.results.values_list("image_id", flat=True))
-        if not wanted:
-            return []
-        todo = sorted(wanted)
-        existing: set[int] = set()
-        for i in range(0, len(todo), 900):  # stay under SQLite's bound-parameter limit
-            existing.update(Image.objects.filter(pk__in=todo[i : i + 900]).values_list("pk", flat=True))
-        return sorted(existing)
 
 
 class RunResult(models.Model):
@@ -97,7 +100,9 @@ class RunResult(models.Model):
     OUTCOMES = [(o, o) for o in ("ok", "unparseable", "refused", "error")]
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="results")
-    image = models.ForeignKey("annotations.Image", on_delete=models.CASCADE, related_name="run_results")
+    item_id = models.PositiveBigIntegerField(help_text="The item this result is for (its kind defines it; annotate, judge: the image id).")
+    image = models.ForeignKey("annotations.Image", on_delete=models.CASCADE, related_name="run_results", null=True, blank=True,
+                              help_text="The item's primary image (several items of a run may share one).")
     outcome = models.CharField(max_length=16, choices=OUTCOMES)
     score = models.FloatField(null=True, blank=True, help_text="Judge runs: the parsed severity in [0, 1].")
     reasoning = ScrubbedTextField(blank=True)  # the model's words: never holds a configured secret
@@ -110,16 +115,16 @@ class RunResult(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["run", "image"], name="one_result_per_run_image"),
+            models.UniqueConstraint(fields=["run", "item_id"], name="one_result_per_run_item"),
             models.CheckConstraint(condition=Q(score__isnull=True) | Q(score__gte=0, score__lte=1), name="result_score_0_to_1"),
         ]
-        indexes = [models.Index(fields=["run", "outcome"])]
+        indexes = [models.Index(fields=["run", "outcome"]), models.Index(fields=["run", "image"], name="run_result_run_image")]
 
 
 class RunLane(models.Model):
-    """One lane of a run (see inference.leases): its images, and the lease of the worker processing it.
+    """One lane of a run (see inference.leases): its items, and the lease of the worker processing it.
 
-    An image belongs to one lane for the run's whole life, so two copies of a chunk can only meet on
+    An item belongs to one lane for the run's whole life, so two copies of a chunk can only meet on
     the same lane, where the lease lets one of them work at a time. `owner` empty: no worker holds
     the lane (its next message is queued, or it is done); `lease_expires_at` in the past with an
     owner: that worker stopped renewing, and the reconciler re-dispatches the lane.
@@ -127,12 +132,15 @@ class RunLane(models.Model):
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="lanes")
     index = models.PositiveSmallIntegerField()
-    image_ids = models.JSONField(default=list, help_text="The run's images dealt to this lane (fixed at launch).")
+    item_ids = models.JSONField(default=list, help_text="The run's items dealt to this lane (fixed at launch).")
     width = models.PositiveSmallIntegerField(default=1, help_text="Requests this lane keeps in flight.")
     owner = models.CharField(max_length=200, blank=True, help_text="The task holding the lease; empty when none.")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     dispatched_at = models.DateTimeField(null=True, blank=True)
     dispatches = models.PositiveIntegerField(default=0, help_text="How many times the lane was sent to the broker.")
+    in_flight = models.JSONField(default=list, blank=True, help_text=(
+        "Items whose requests the lane's worker is about to send or awaits, written before they go out; "
+        "left behind when a worker stops mid-request (inference.leases.count_resent)."))
 
     class Meta:
         ordering = ["run", "index"]
@@ -143,3 +151,5 @@ class RunLane(models.Model):
 
 
 from .batch.models import BatchRequest, ProviderBatch  # noqa: E402,F401 - batch-mode models live in inference.batch
+from .providers.onnx.models import ClassifierModel  # noqa: E402,F401 - registered local classifiers (issue 26)
+from .spy_models import SpyImport, SpyItem, SpyRow, SpySet  # noqa: E402,F401 - SPY-Bench data (its kind: inference/kinds/spy_bench)

@@ -30,6 +30,7 @@ PRICES: dict[str, dict[str, tuple[float, float]]] = {
         "gemini-2.5-pro": (1.25, 10.00),
     },
     "vllm": {"": (0.0, 0.0)},
+    "onnx": {"": (0.0, 0.0)},  # a local classifier: no fee
 }
 PRICES_AS_OF = "2025-12 (list prices, standard tier)"
 
@@ -37,7 +38,7 @@ PRICES_AS_OF = "2025-12 (list prices, standard tier)"
 BATCH_PRICE_FACTOR = {"openai": 0.5, "gemini": 0.5, "vllm": 1.0}
 
 # Launch-time guess of tokens per image (output tokens per stage: each kind's `output_tokens`).
-IMAGE_TOKENS = {"openai": 800, "gemini": 600, "vllm": 1300}
+IMAGE_TOKENS = {"openai": 800, "gemini": 600, "vllm": 1300, "onnx": 0}
 
 
 def price_for(provider: str, model_name: str) -> tuple[float, float] | None:

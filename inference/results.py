@@ -1,7 +1,7 @@
-"""A run's per-image results: the `Outcome` of one image and how it is stored.
+"""A run's per-item results: the `Outcome` of one item and how it is stored.
 
 Online chunks (inference.execution) and batch ingest (inference.batch.ingest) both write through
-`write_outcome(s)`: a result is unique per (run, image), so a duplicated chunk or a second ingest
+`write_outcome(s)`: a result is unique per (run, item), so a duplicated chunk or a second ingest
 writes nothing twice, and what a kind writes beside a result (annotate: labels) is written in the
 same transaction as the result.
 """
@@ -18,7 +18,8 @@ from .models import Run, RunResult
 
 @dataclass
 class Outcome:
-    image_id: int
+    item_id: int  # the run's item (its kind defines it)
+    image_id: int  # the item's primary image
     outcome: str
     score: float | None = None
     reasoning: str = ""
@@ -33,7 +34,7 @@ class Outcome:
 
 def _result_row(run: Run, out: Outcome) -> RunResult:
     return RunResult(
-        run=run, image_id=out.image_id, outcome=out.outcome, score=out.score, reasoning=out.reasoning, raw=out.raw,
+        run=run, item_id=out.item_id, image_id=out.image_id, outcome=out.outcome, score=out.score, reasoning=out.reasoning, raw=out.raw,
         error=out.error[:10000], tokens_in=out.tokens_in, tokens_out=out.tokens_out, latency_ms=out.latency_ms,
     )
 
@@ -73,14 +74,14 @@ def mark_stand_in(run: Run, outs: list[Outcome]) -> None:
 
 
 def write_outcome(run: Run, out: Outcome, kind) -> bool:
-    """Store one image's result (and what its kind writes beside it, e.g. labels) atomically; False if
+    """Store one item's result (and what its kind writes beside it, e.g. labels) atomically; False if
     already there. `kind`: the run's kind (inference.kinds), whose `write(out)` stores the rest."""
     try:
         with transaction.atomic():
             _result_row(run, out).save(force_insert=True)
             kind.write(out)
     except IntegrityError:
-        return False  # another copy of this chunk wrote this image first
+        return False  # another copy of this chunk wrote this item first
     return True
 
 
@@ -99,13 +100,13 @@ def write_outcomes(run: Run, outs: list[Outcome], kind) -> tuple[int, int]:
     if plain:
         try:
             with transaction.atomic():
-                existing = set(RunResult.objects.filter(run=run, image_id__in=[o.image_id for o in plain]).values_list("image_id", flat=True))
-                new = [o for o in plain if o.image_id not in existing]
+                existing = set(RunResult.objects.filter(run=run, item_id__in=[o.item_id for o in plain]).values_list("item_id", flat=True))
+                new = [o for o in plain if o.item_id not in existing]
                 RunResult.objects.bulk_create([_result_row(run, o) for o in new])
             written += len(new)
             duplicates += len(plain) - len(new)
         except IntegrityError:
-            # A racing copy of this chunk committed some of these images in between: one by one.
+            # A racing copy of this chunk committed some of these items in between: one by one.
             for out in plain:
                 if write_outcome(run, out, kind):
                     written += 1

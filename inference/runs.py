@@ -19,6 +19,7 @@ from core.jobs import FINAL_STATUSES
 from . import dispatching, leases
 from .batch import control as batch_control
 from .lifecycle import finish_if_complete, heartbeat_is_stale, mark_cancelled, refresh_totals
+from .items import missing_item_ids
 from .models import Run, RunResult
 
 
@@ -49,7 +50,7 @@ def can_resume(run: Run) -> bool:
 
 def resume_run(user, run: Run) -> int:
     """Re-dispatch every selected image without a result; returns how many."""
-    missing = run.missing_image_ids()
+    missing = missing_item_ids(run)
     with transaction.atomic():
         if missing:
             Run.move(run.pk, "requeue", error="")
@@ -82,12 +83,12 @@ def retry_failed(user, run: Run, send: bool = True) -> int:
         if not Run.move(run.pk, "requeue", where=Q(status__in=FINAL_STATUSES), error=""):
             return 0  # another retry (or resume) got there first
         failed = RunResult.objects.filter(run_id=run.pk, outcome=RunResult.OUTCOME_ERROR)
-        image_ids = sorted(failed.values_list("image_id", flat=True))
-        RunResult.objects.filter(run_id=run.pk, outcome=RunResult.OUTCOME_ERROR, image_id__in=image_ids).delete()
+        item_ids = sorted(failed.values_list("item_id", flat=True))
+        RunResult.objects.filter(run_id=run.pk, outcome=RunResult.OUTCOME_ERROR, item_id__in=item_ids).delete()
         refresh_totals(run.pk)
-        if image_ids and send:
-            dispatching.dispatch_on_commit(run.pk, image_ids, takeover=True)
-        audit(user, "run.retry_failed", run, images=len(image_ids), previous_status=previous)
-    if not image_ids:
+        if item_ids and send:
+            dispatching.dispatch_on_commit(run.pk, item_ids, takeover=True)
+        audit(user, "run.retry_failed", run, images=len(item_ids), previous_status=previous)
+    if not item_ids:
         finish_if_complete(run.pk)
-    return len(image_ids)
+    return len(item_ids)

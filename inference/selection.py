@@ -1,4 +1,4 @@
-"""Which images a run covers: a split, optional filters, an optional seeded sample. Frozen at launch.
+"""Which images a run covers: a split, a dataset version, optional filters, an optional seeded sample. Frozen at launch.
 
 Filters on consensus use the active scoring profile's ImageScore rows (through inference.hooks, which scoring fills) (e.g. "consensus biometrics =
 1", "consensus level 1"); "from run" keeps images a previous judge run scored at or above a
@@ -10,6 +10,8 @@ from __future__ import annotations
 import random
 from dataclasses import asdict, dataclass
 
+from annotations.datasets.models import DatasetVersion
+from annotations.datasets.versions import dataset_image_ids
 from annotations.models import Image
 
 from . import hooks
@@ -18,6 +20,7 @@ from . import hooks
 @dataclass(frozen=True)
 class Selection:
     split: str = "all"  # all / train / test / other
+    dataset_version: str = ""  # a dataset version's name: only its member images (annotations/datasets)
     attribute: str = ""  # taxonomy key, with attribute_value
     attribute_value: int | None = None
     level: int | None = None  # consensus level 1-4
@@ -39,6 +42,11 @@ def select_image_ids(selection: Selection) -> tuple[list[int], dict]:
     images = Image.objects.exclude(file="")
     if selection.split != "all":
         images = images.filter(split=selection.split)
+    if selection.dataset_version:
+        version = DatasetVersion.objects.filter(name=selection.dataset_version).first()
+        if version is None:
+            raise ValueError(f"There is no dataset version named {selection.dataset_version!r}.")
+        images = images.filter(pk__in=dataset_image_ids(version))
     if selection.attribute or selection.level:
         images, described["profile"] = hooks.filter_by_consensus(
             images, attribute=selection.attribute, attribute_value=selection.attribute_value, level=selection.level

@@ -19,15 +19,15 @@ from .batch import lifecycle as batch_lifecycle
 class ChunkArgs(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
     run_id: PositiveInt
-    image_ids: list[PositiveInt] = Field(min_length=1, max_length=10_000)
+    item_ids: list[PositiveInt] = Field(min_length=1, max_length=10_000)
     concurrency: PositiveInt | None = Field(default=None, le=1024)
     lane: int | None = Field(default=None, ge=0, le=1024)
 
 
 @shared_task(name="inference.run_chunk", acks_late=True)
-def run_chunk(run_id, image_ids, concurrency=None, lane=None) -> dict:
-    args = task_args(ChunkArgs, "inference.run_chunk", run_id=run_id, image_ids=image_ids, concurrency=concurrency, lane=lane)
-    return execution.run_chunk(args.run_id, args.image_ids, args.concurrency, args.lane)
+def run_chunk(run_id, item_ids, concurrency=None, lane=None) -> dict:
+    args = task_args(ChunkArgs, "inference.run_chunk", run_id=run_id, item_ids=item_ids, concurrency=concurrency, lane=lane)
+    return execution.run_chunk(args.run_id, args.item_ids, args.concurrency, args.lane)
 
 
 @shared_task(name="inference.reconcile_runs")

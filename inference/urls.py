@@ -1,6 +1,8 @@
 from django.urls import path
 
 from . import views
+from .providers.onnx import views as classifier_views
+from .kinds.spy_bench import views as spy_views
 
 app_name = "inference"
 urlpatterns = [
@@ -9,10 +11,17 @@ urlpatterns = [
     path("new/", views.run_new, name="run_new"),
     path("estimate/", views.run_estimate, name="run_estimate"),
     path("prompts/", views.prompt_catalogue, name="prompts"),
+    path("classifiers/", classifier_views.classifier_list, name="classifiers"),
     path("<int:run_id>/", views.run_detail, name="run_detail"),
     path("<int:run_id>/progress/", views.run_progress, name="run_progress"),
     path("<int:run_id>/cancel/", views.run_cancel, name="run_cancel"),
     path("<int:run_id>/resume/", views.run_resume, name="run_resume"),
     path("<int:run_id>/retry-failed/", views.run_retry_failed, name="run_retry_failed"),
     path("<int:run_id>/batch-retry/", views.run_batch_retry, name="run_batch_retry"),
+    path("spy-bench/", spy_views.spy_bench, name="spy_bench"),
+    path("spy-bench/sets/", spy_views.spy_set_import, name="spy_set_import"),
+    path("spy-bench/imports/", spy_views.spy_results_import, name="spy_results_import"),
+    path("spy-bench/imports/<int:import_id>/", spy_views.spy_import_detail, name="spy_import_detail"),
+    path("spy-bench/runs/<int:run_id>/", spy_views.spy_run, name="spy_run"),
+    path("spy-bench/runs/<int:run_id>/export.jsonl", spy_views.spy_run_export, name="spy_run_export"),
 ]

@@ -12,6 +12,7 @@ from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from annotations.datasets.models import DatasetVersion
 from core import jobviews
 from core.idempotency import once_per_submission
 from core.roles import ROLE_ADMIN, require_role
@@ -61,7 +62,7 @@ def run_list_rows(request):
 @require_http_methods(["GET", "POST"])
 @once_per_submission
 def run_new(request):
-    form = LaunchForm(request.POST or None)
+    form = LaunchForm(request.POST or None, initial=_initial_scope(request))
     estimate = None
     if request.method == "POST" and form.is_valid():
         if request.POST.get("action") == "estimate":
@@ -78,6 +79,12 @@ def run_new(request):
     return render(request, "inference/run_new.html", {"form": form, "plan": estimate, "limiter": ratelimit.backend_name()}, status=status)
 
 
+def _initial_scope(request) -> dict:
+    """`?dataset_version=NAME` (the version page's link) preselects the version."""
+    name = request.GET.get("dataset_version", "")
+    return {"dataset_version": name} if name and DatasetVersion.objects.filter(name=name).exists() else {}
+
+
 @require_role(ROLE_ADMIN)
 @require_POST
 def run_estimate(request):
@@ -88,8 +95,8 @@ def run_estimate(request):
 
 
 def _detail_context(run: Run, request) -> dict:
-    failures = run.results.exclude(outcome=RunResult.OUTCOME_OK).select_related("image").order_by("image__vispr_id")
-    predictions = run.results.filter(outcome=RunResult.OUTCOME_OK).select_related("image").order_by("image__vispr_id")
+    failures = run.results.exclude(outcome=RunResult.OUTCOME_OK).select_related("image").order_by("image__vispr_id", "item_id")
+    predictions = run.results.filter(outcome=RunResult.OUTCOME_OK).select_related("image").order_by("image__vispr_id", "item_id")
     fail_page = Paginator(failures, 20).get_page(request.GET.get("failures"))
     pred_page = Paginator(predictions, 50).get_page(request.GET.get("predictions"))
     for result in fail_page.object_list:

@@ -13,6 +13,9 @@ Decisions (documented in docs/scoring.md):
   individual pair is still listed with Cohen's kappa, which is symmetric too.
 - The human study population: agreement involving humans is computed on images with at least two
   human labelings (the count is reported).
+- VISPR's own labels (an annotator of kind "dataset", mapped onto the CPRT attributes, no label where
+  nothing maps) are one more annotator: every pair with it is grouped "model vs VISPR labels" or "human
+  vs VISPR labels", and it is compared with the human majority; never mixed into Krippendorff's alpha.
 - Models (and the imported ground truth) are compared with the human majority vote per item
   (an even split gives 0), which exists only where at least two humans labelled the item.
 - Cohen's kappa is undefined (None) when both raters use a single, identical category.
@@ -33,8 +36,9 @@ import numpy as np
 
 from .engine import LEVELS
 
-HUMAN, MODEL, GROUND_TRUTH = "human", "model", "ground_truth"
+HUMAN, MODEL, GROUND_TRUTH, DATASET = "human", "model", "ground_truth", "dataset"
 MAJORITY = "human majority"
+VISPR_GROUP = "VISPR labels"  # how a dataset annotator (VISPR's own labels, mapped) is named in groups
 
 
 def binarise_array(values: np.ndarray) -> np.ndarray:
@@ -143,6 +147,10 @@ class LabelSet:
 
 
 def _group(kind_a: str, kind_b: str) -> str:
+    """"human-model", "model-model"...; a pair with VISPR's labels reads "model vs VISPR labels"."""
+    if DATASET in (kind_a, kind_b):
+        other = kind_b if kind_a == DATASET else kind_a
+        return f"{other} vs {VISPR_GROUP}"
     kinds = sorted((kind_a, kind_b))
     return "-".join(kinds)
 
@@ -195,7 +203,8 @@ def agreement_report(data: LabelSet) -> dict:
         stats_i = breakdown(binary_study[i], majority, None, None, attr_levels, keys)
         majority_kappas[i] = stats_i["overall"]["kappa"]
         if stats_i["overall"]["n"]:
-            vs_majority.append({"a": names[i], "b": MAJORITY, "group": f"{kinds[i]}-human majority", **stats_i})
+            group = f"{VISPR_GROUP} vs human majority" if kinds[i] == DATASET else f"{kinds[i]}-human majority"
+            vs_majority.append({"a": names[i], "b": MAJORITY, "group": group, **stats_i})
 
     humans = in_study[is_human]
     return {

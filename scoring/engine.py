@@ -227,11 +227,16 @@ def level_of_score(score: float, bounds: Bounds) -> int:
 # Vectorised paths (whole datasets)
 
 
-def consensus_array(values: np.ndarray, adjudications: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def consensus_array(values: np.ndarray, adjudications: np.ndarray | None = None,
+                    abstain: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Consensus for many images at once.
 
     `values`: float array (annotators, images, attributes) of labels, NaN where missing.
     `adjudications`: optional float array (images, attributes), NaN where there is none.
+    `abstain`: optional bool array (annotators, attributes): that annotator never labels that attribute
+    (a dataset annotator's attribute its mapping leaves without label, e.g. VISPR on emotion_mental_health).
+    It neither votes nor is waited for there; an attribute on which every annotator abstains is covered
+    only by an adjudication.
     Returns (binary (images, attributes) int8, complete (images,) bool). Rows that are not complete
     hold zeros and must not be used.
     """
@@ -239,8 +244,14 @@ def consensus_array(values: np.ndarray, adjudications: np.ndarray | None = None)
     if values.ndim != 3:
         raise ValueError("values must be (annotators, images, attributes)")
     present = ~np.isnan(values)
-    binary = (values == 1.0).all(axis=0)
-    covered = present.all(axis=0)
+    if abstain is None:
+        binary = (values == 1.0).all(axis=0)
+        covered = present.all(axis=0)
+    else:
+        skip = np.asarray(abstain, dtype=bool)[:, None, :]
+        voters = (~skip).any(axis=0)  # (1, attributes)
+        binary = ((values == 1.0) | skip).all(axis=0) & voters
+        covered = (present | skip).all(axis=0) & voters
     if adjudications is not None:
         adj = np.asarray(adjudications, dtype=float)
         has_adj = ~np.isnan(adj)

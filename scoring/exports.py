@@ -54,7 +54,8 @@ RUNNING, CANCELLING = ExportJob.STATUS_RUNNING, ExportJob.STATUS_CANCELLING
 def start_export(actor, data: dict) -> ExportJob:
     """Store a queued job from the launch form's cleaned data, audit it, and dispatch it on commit.
 
-    `data`: splits (list), profile (ScoringProfile), include_annotations, include_images (bools),
+    `data`: splits (list), profile (ScoringProfile), dataset_version (a DatasetVersion or None: only its
+    images), include_annotations, include_images (bools),
     destination ("zip" or "hub"), repo_id (hub), public (bool; private unless set).
     """
     hub = data["destination"] == ExportJob.DESTINATION_HUB
@@ -67,6 +68,7 @@ def start_export(actor, data: dict) -> ExportJob:
             created_by=actor if getattr(actor, "is_authenticated", False) else None,
             splits=list(data["splits"]),
             profile=data["profile"],
+            dataset_version=data.get("dataset_version"),
             include_annotations=bool(data["include_annotations"]),
             include_images=bool(data["include_images"]),
             face_variant=dict(data.get("face_variant") or {}) if data["include_images"] else {},
@@ -79,6 +81,7 @@ def start_export(actor, data: dict) -> ExportJob:
         audit(
             actor, "export.launch", job, splits=job.splits, profile=job.profile.label, include_annotations=job.include_annotations,
             include_images=job.include_images, face_variant=job.face_variant, destination=job.destination, repo_id=job.repo_id, private=job.private,
+            dataset_version=job.dataset_version.name if job.dataset_version else "",
         )
         send_on_commit(TASK, [job.pk])
     return job
@@ -211,7 +214,7 @@ def job_folder(job: ExportJob) -> Path:
 
 def run_export(job_id: int) -> dict:
     """Build the job's export and deliver it; marks the job finished, failed or cancelled (never raises for export errors)."""
-    job = ExportJob.objects.select_related("profile", "created_by").get(pk=job_id)
+    job = ExportJob.objects.select_related("profile", "created_by", "dataset_version").get(pk=job_id)
     if job.status not in (ExportJob.STATUS_QUEUED, RUNNING):
         return {"job_id": job.pk, "status": job.status}  # a redelivered message, or a cancelled job: nothing to do
     execution = _Execution(job.pk)
@@ -264,7 +267,7 @@ def _build(job: ExportJob, work: Path, progress: Callable[[int, int], None]) -> 
         return build_sft(job, work, progress)
     return cprt_bench.export_dataset(
         work, job.splits, job.profile, include_annotations=job.include_annotations, include_images=job.include_images,
-        face_variant=job.face_variant, progress=progress, actor=job.created_by,
+        face_variant=job.face_variant, progress=progress, actor=job.created_by, dataset_version=job.dataset_version,
     )
 
 

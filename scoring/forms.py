@@ -8,6 +8,7 @@ from django import forms
 from django.conf import settings
 from django.core.validators import RegexValidator
 
+from annotations.datasets import versions as dataset_versions
 from annotations.faces import variants as face_variants
 from annotations.models import Image
 from inference.models import Run
@@ -221,6 +222,9 @@ class ExportJobForm(forms.Form):
         "required": "Choose a scoring profile.",
         "invalid_choice": "Unknown scoring profile: choose one of the list.",
     })
+    dataset_version = forms.ChoiceField(required=False, label="Dataset version", help_text=(
+        "Only the images of this dataset version; the card carries its Hub metadata."),
+        error_messages={"invalid_choice": "There is no dataset version named %(value)s."})
     include_annotations = forms.BooleanField(
         required=False, label="Include annotations and model predictions",
         help_text="Adds the configurations `annotations` (every annotator's raw labels and rationales; people as pseudonyms) "
@@ -257,6 +261,7 @@ class ExportJobForm(forms.Form):
             self.fields["profile"].initial = active.pk
         self.fields["face_variant"].choices = [("", "the original images")] + [
             (key, f"faces removed: {label}") for key, label, _ in face_variants.available_settings()]
+        self.fields["dataset_version"].choices = [("", "— every image")] + dataset_versions.version_choices()
 
     @property
     def hub_available(self) -> bool:
@@ -275,6 +280,7 @@ class ExportJobForm(forms.Form):
         if cleaned.get("face_variant") and not cleaned.get("include_images"):
             self.add_error("face_variant", "Anonymized images are exported only with “Include the images” ticked.")
         cleaned["face_variant"] = face_variants.parse_setting_key(cleaned["face_variant"]) if cleaned.get("face_variant") else {}
+        cleaned["dataset_version"] = dataset_versions.by_name(cleaned["dataset_version"]) if cleaned.get("dataset_version") else None
         return cleaned
 
 
@@ -314,3 +320,16 @@ class ThreeWayForm(forms.Form):
             raise forms.ValidationError("The three runs must use the same provider, model and strategy.")
         cleaned["runs"] = (a, b, c)
         return cleaned
+
+
+class BinaryViewForm(ExportForm):
+    """The binary private/public view: which ground-truth levels count as private (1..threshold)."""
+    table_names = ("classifiers", "judges", "binary", "confusion")
+    threshold = forms.IntegerField(required=False, min_value=min(THRESHOLDS), max_value=max(THRESHOLDS), error_messages={
+        "invalid": "threshold must be a whole level number from 1 to 3 (levels up to it count as private).",
+        "min_value": "threshold must be a level from 1 to 3 (levels up to it count as private).",
+        "max_value": "threshold must be a level from 1 to 3 (levels up to it count as private).",
+    })
+
+    def clean_threshold(self):
+        return self.cleaned_data.get("threshold") or 2

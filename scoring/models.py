@@ -134,6 +134,9 @@ class ExportJob(Job):
     kind = models.CharField(max_length=16, choices=KINDS, default=KIND_DATASET)
     options = models.JSONField(default=dict, blank=True, help_text="Fine-tuning pairs: format, prompt version, training split, faces, stages.")
     splits = models.JSONField(default=list, help_text="The splits exported, e.g. [\"train\", \"test\"].")
+    dataset_version = models.ForeignKey(
+        "annotations.DatasetVersion", null=True, blank=True, on_delete=models.PROTECT, related_name="export_jobs",
+        help_text="Only this dataset version's images (and its Hub metadata on the card); empty: every image.")
     profile = models.ForeignKey(ScoringProfile, on_delete=models.PROTECT, related_name="export_jobs")
     include_annotations = models.BooleanField(
         default=False, help_text="Add the `annotations` (raw labels and rationales) and `predictions` (model runs) configurations."
@@ -166,3 +169,23 @@ class ExportJob(Job):
     @property
     def downloadable(self) -> bool:
         return self.status == self.STATUS_FINISHED and bool(self.zip_path)
+
+
+class ImportJob(Job):
+    """An import started from the browser (/scoring/imports/), run by a worker (scoring/imports.py) on
+    the job base: a VISPR folder (annotations.services.vispr_release) or a CPRT-Bench file
+    (scoring.cprt_bench), read from under settings.CPRT_IMPORT_ROOT only."""
+
+    KIND_VISPR, KIND_CPRT_BENCH = "vispr", "cprt_bench"
+    KINDS = [(KIND_VISPR, "VISPR release folder"), (KIND_CPRT_BENCH, "CPRT-Bench file")]
+
+    kind = models.CharField(max_length=16, choices=KINDS)
+    path = models.CharField(max_length=500, help_text="Relative to CPRT_IMPORT_ROOT.")
+    options = models.JSONField(default=dict, blank=True, help_text="vispr: vispr_splits; cprt_bench: split.")
+    result = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"import #{self.pk} {self.kind} {self.path} ({self.status})"

@@ -133,7 +133,7 @@ def _label_filter():
     submitted = Labeling.objects.filter(
         image_id=OuterRef("image_id"), annotator_id=OuterRef("annotator_id"), status=Labeling.STATUS_SUBMITTED
     )
-    return Q(annotator__kind__in=[Annotator.KIND_MODEL, Annotator.KIND_GROUND_TRUTH]) | Q(Exists(submitted))
+    return Q(annotator__kind__in=[Annotator.KIND_MODEL, Annotator.KIND_GROUND_TRUTH, Annotator.KIND_DATASET]) | Q(Exists(submitted))
 
 
 def label_fingerprint(split: str = "") -> str:

@@ -1,6 +1,6 @@
 """How scoring plugs into the apps below it (connected in ScoringConfig.ready()).
 
-- annotations.signals.labels_changed -> rescore those images under every profile;
+- annotations.signals.labels_changed -> rescore those images under every profile whose consensus they concern;
 - inference.signals.annotate_run_finished -> rescore the profiles whose consensus includes the model;
 - inference.signals.judge_run_finished -> precompute the run's metrics (a Celery task);
 - annotations.hooks consensus scores -> the home page and image API show consensus level and score;
@@ -15,11 +15,18 @@ from core.dispatch import send_on_commit
 log = logging.getLogger(__name__)
 
 
-def on_labels_changed(sender, image_ids, **kwargs) -> None:
-    from .services.scores import rescore_image
+def on_labels_changed(sender, image_ids, annotator_ids=None, **kwargs) -> None:
+    """Rescore the images under every profile whose consensus may have changed: all profiles with a
+    consensus set, or, when the sender names the annotators whose labels changed, those that include one
+    (one recompute per profile for all the images: an import changes thousands at once)."""
+    from .models import ScoringProfile
+    from .services.scores import recompute_scores
 
-    for image_id in image_ids:
-        rescore_image(image_id)
+    profiles = ScoringProfile.objects.filter(consensus_annotators__isnull=False)
+    if annotator_ids is not None:
+        profiles = profiles.filter(consensus_annotators__in=annotator_ids)
+    for profile in profiles.distinct().order_by("id"):
+        recompute_scores(profile, image_ids)
 
 
 def on_annotate_run_finished(sender, run, **kwargs) -> None:

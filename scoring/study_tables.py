@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
+from .agreement import VISPR_GROUP
 from .tables import Link, Table, paper_reference
 
 
@@ -35,7 +36,7 @@ def agreement_tables(report: dict, level_of: dict) -> list[Table]:
                         "agreement": row["overall"]["agreement"], "agreement_kind": "percent agreement",
                         "kappa": row["overall"]["kappa"], "kappa_kind": "Cohen's κ"})
     for row in report["pairs"]:
-        if row["group"] == "model-model":
+        if row["group"] == "model-model" or VISPR_GROUP in row["group"]:
             summary.append({"source": "ours", "a": row["a"], "b": row["b"], "group": row["group"], "n": row["overall"]["n"],
                             "agreement": row["overall"]["agreement"], "agreement_kind": "percent agreement",
                             "kappa": row["overall"]["kappa"], "kappa_kind": "Cohen's κ"})
@@ -80,6 +81,19 @@ def agreement_tables(report: dict, level_of: dict) -> list[Table]:
     tables.append(Table("per_attribute", "Agreement per attribute",
                         [("comparison", "comparison"), ("attribute", "attribute"), ("level", "level")] + AGREEMENT_COLUMNS, per_attr))
     tables.append(Table("per_level", "Agreement per level", [("comparison", "comparison"), ("level", "level")] + AGREEMENT_COLUMNS, per_level))
+
+    vispr = [(name, data) for name, data in comparisons if VISPR_GROUP in data["group"]]
+    vispr_rows = []
+    for name, data in vispr:
+        vispr_rows.append({"comparison": name, "group": data["group"], "attribute": "all attributes", "level": None, **data["overall"]})
+        vispr_rows += [{"comparison": name, "group": data["group"], "attribute": key, "level": level_of.get(key), **s_}
+                       for key, s_ in data["attributes"].items() if s_["n"]]
+    tables.append(Table("vispr", "Against VISPR's own labels (model vs VISPR, human vs VISPR), per attribute",
+                        [("comparison", "comparison"), ("group", "group"), ("attribute", "attribute"), ("level", "level")] + AGREEMENT_COLUMNS,
+                        vispr_rows,
+                        note="VISPR's labels mapped onto the CPRT attributes by the project's mapping file (the VISPR mapping page); "
+                             "an attribute no VISPR attribute covers has no VISPR label and no row. Pairs with a human use the human "
+                             "study images only."))
 
     sc = report["strict_consensus"]
     strict = [{"scope": "all items", **sc["overall"]}]

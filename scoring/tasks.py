@@ -33,3 +33,12 @@ def run_export(job_id) -> dict:
 def reconcile_exports() -> dict:
     """Fail exports whose worker went silent (scoring.exports.reconcile)."""
     return {"failed": exports.reconcile()}
+
+
+@shared_task(name="scoring.run_import", acks_late=True)
+def run_import(job_id) -> dict:
+    """Run one import started from the page (scoring.imports.run_import); the job row holds progress and outcome."""
+    from . import imports
+
+    args = task_args(JobIdArgs, "scoring.run_import", job_id=job_id)
+    return imports.run_import(args.job_id)

@@ -14,6 +14,7 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -171,6 +172,9 @@ def run_detail(request, run_id: int):
     profile = ScoringProfile.active()
     context = {"run": run, "profile": profile, "form": form, "prompt": json.dumps(run.prompt_text, indent=2, ensure_ascii=False)}
     meta = {"run": run.pk, "task": run.task, "profile": profile.label}
+    if run.task == "binary":  # a local classifier: its own page (scoring/binary_views.py), never severity metrics
+        query = request.GET.urlencode()
+        return redirect(reverse("scoring:binary_run", args=[run.pk]) + (f"?{query}" if query else ""))
     if run.task != run.TASK_JUDGE:
         data = annotate_run_agreement(run)
         context["annotate"] = data
@@ -318,12 +322,13 @@ EXPORT_CARD = jobviews.JobCard(
 @require_http_methods(["GET", "POST"])
 @once_per_submission
 def export_list(request):
-    form = ExportJobForm(request.POST if request.method == "POST" else None)
+    scope = request.GET.get("dataset_version", "")  # the version page's link preselects it
+    form = ExportJobForm(request.POST if request.method == "POST" else None, initial={"dataset_version": scope} if scope else None)
     if request.method == "POST" and form.is_valid():
         job = exports.start_export(request.user, form.cleaned_data)
         messages.success(request, f"Export #{job.pk} queued; a worker builds it.")
         return redirect("scoring:export", job_id=job.pk)
-    page = Paginator(ExportJob.objects.select_related("profile", "created_by"), EXPORTS_PAGE).get_page(request.GET.get("page"))
+    page = Paginator(ExportJob.objects.select_related("profile", "created_by", "dataset_version"), EXPORTS_PAGE).get_page(request.GET.get("page"))
     status = 400 if form.is_bound else 200
     return render(request, "scoring/exports.html", {"form": form, "page": page}, status=status)
 

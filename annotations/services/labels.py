@@ -83,8 +83,9 @@ def write_label_sets(sets: Iterable[LabelSet], *, user=None, notify: bool = Fals
             _write_chunk({key: merged[key] for key in keys[start : start + IMAGES_PER_STATEMENT]}, getattr(user, "pk", None), written)
         if notify and keys:
             image_ids = sorted({image_id for image_id, _ in keys})
+            annotator_ids = sorted({annotator_id for _, annotator_id in keys})
             # robust: the labels are committed either way; a failed rescore is logged, not shown as a failed save.
-            transaction.on_commit(partial(labels_changed.send, sender=Labeling, image_ids=image_ids), robust=True)
+            transaction.on_commit(partial(labels_changed.send, sender=Labeling, image_ids=image_ids, annotator_ids=annotator_ids), robust=True)
     return written
 
 

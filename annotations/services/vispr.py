@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,15 +51,21 @@ def as_text(name: str) -> str:
     return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
-def check_folder(folder: Path, split: str, parking: Path) -> tuple[list[Accepted], list[tuple[str, str]], list[tuple[str, str]]]:
-    """Validate every file of `folder`; returns (accepted, [(file name, reason skipped)], [(file name, reason refused)])."""
+def check_folder(folder: Path, split: str, parking: Path, progress: Callable[[int], None] | None = None,
+                 seen_hashes: dict[str, str] | None = None) -> tuple[list[Accepted], list[tuple[str, str]], list[tuple[str, str]]]:
+    """Validate every file of `folder`; returns (accepted, [(file name, reason skipped)], [(file name, reason refused)]).
+
+    `progress(1)` is called after each entry; `seen_hashes` (sha256 -> file name) is shared between the
+    folders of one import so that the same picture in two of them is stored once."""
     accepted: list[Accepted] = []
     skipped: list[tuple[str, str]] = []
     refused: list[tuple[str, str]] = []
     known = {vid: (pk, s, bool(f)) for vid, pk, s, f in Image.objects.values_list("vispr_id", "id", "split", "file")}
     seen_ids: dict[str, str] = {}
-    seen_hashes: dict[str, str] = {}
+    seen_hashes = {} if seen_hashes is None else seen_hashes
     for path in sorted(folder.iterdir()):
+        if progress is not None:
+            progress(1)
         name = as_text(path.name)
         if path.is_symlink():
             skipped.append((name, "a symbolic link (not followed)"))

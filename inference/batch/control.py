@@ -28,13 +28,13 @@ def end_unsent(batch: ProviderBatch, message: str) -> None:
 
 
 def next_stage_due(run: Run) -> tuple[str, list[int]]:
-    """(stage, images) of the kind's next stage whose earlier answers are back and valid, with no
+    """(stage, item ids) of the kind's next stage whose earlier answers are back and valid, with no
     request of that stage yet; ("", []) when none (one-stage kinds: never)."""
     stages = kinds.get(run.task).stages
     for earlier, stage in zip(stages, stages[1:]):
-        asked = BatchRequest.objects.filter(run=run, stage=stage).values("image_id")
+        asked = BatchRequest.objects.filter(run=run, stage=stage).values("item_id")
         ids = list(BatchRequest.objects.filter(run=run, stage=earlier, state=BatchRequest.DONE).exclude(reply={})
-                   .exclude(image_id__in=asked).values_list("image_id", flat=True))
+                   .exclude(item_id__in=asked).values_list("item_id", flat=True))
         if ids:
             return stage, ids
     return "", []
@@ -110,11 +110,11 @@ def retry(user, run: Run, how: str) -> int:
         raise ValueError("Retry how? Choose online or batch.")
     if not can_retry(run):
         raise ValueError(f"Run #{run.pk} has no failed batch requests to retry (or batches are still open).")
-    failed = list(BatchRequest.objects.filter(run=run, state=BatchRequest.FAILED).values_list("image_id", "stage"))
+    failed = list(BatchRequest.objects.filter(run=run, state=BatchRequest.FAILED).values_list("item_id", "stage"))
     with transaction.atomic():
         Run.objects.filter(pk=run.pk).update(error="")
         if how == "online":
-            ids = sorted({image_id for image_id, _ in failed})
+            ids = sorted({item_id for item_id, _ in failed})
             BatchRequest.objects.filter(run=run, state=BatchRequest.FAILED).update(state=BatchRequest.ONLINE)
             dispatching.dispatch_on_commit(run.pk, ids)
         else:

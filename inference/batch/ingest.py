@@ -48,12 +48,12 @@ class Report:
 def ingest_lines(batch: ProviderBatch, lines: Iterable[ResultLine]) -> Report:
     run = Run.objects.get(pk=batch.run_id)
     kind = kinds.bind(run)
-    expected = set(BatchRequest.objects.filter(batch=batch).values_list("image_id", flat=True))
+    expected = set(BatchRequest.objects.filter(batch=batch).values_list("item_id", flat=True))
     report, seen, group = Report(), {}, []
     for line in lines:
-        image_id = _check(batch, line, expected, seen, report)
-        if image_id is not None:
-            group.append((image_id, line))
+        item_id = _check(batch, line, expected, seen, report)
+        if item_id is not None:
+            group.append((item_id, line))
         if len(group) >= GROUP:
             _store(run, kind, batch, group, report)
             group = []
@@ -78,23 +78,23 @@ def _check(batch: ProviderBatch, line: ResultLine, expected: set, seen: dict, re
 
 
 def _store(run: Run, kind: kinds.Kind, batch: ProviderBatch, group: list, report: Report) -> None:
-    ids = [image_id for image_id, _ in group]
+    ids = [item_id for item_id, _ in group]
     earlier = previous_stage(run, batch.stage)
     with transaction.atomic():
         rows = {
-            r.image_id: r
-            for r in BatchRequest.objects.select_for_update().filter(batch=batch, state=BatchRequest.SUBMITTED, image_id__in=ids)
+            r.item_id: r
+            for r in BatchRequest.objects.select_for_update().filter(batch=batch, state=BatchRequest.SUBMITTED, item_id__in=ids)
         }
         kept_rows = {}
         if earlier:  # a later stage: the earlier stage's kept answers and tokens
             kept_rows = {
                 i: (reply, t_in, t_out)
-                for i, reply, t_in, t_out in BatchRequest.objects.filter(run=run, stage=earlier, image_id__in=list(rows)).values_list(
-                    "image_id", "reply", "tokens_in", "tokens_out")
+                for i, reply, t_in, t_out in BatchRequest.objects.filter(run=run, stage=earlier, item_id__in=list(rows)).values_list(
+                    "item_id", "reply", "tokens_in", "tokens_out")
             }
         outs, changed = [], []
-        for image_id, line in group:
-            row = rows.pop(image_id, None)
+        for item_id, line in group:
+            row = rows.pop(item_id, None)
             if row is None:
                 report.already += 1
                 continue
@@ -103,12 +103,12 @@ def _store(run: Run, kind: kinds.Kind, batch: ProviderBatch, group: list, report
                 report.failed += 1
                 changed.append(row)
                 continue
-            out = Outcome(image_id=image_id, outcome="error")
+            out = Outcome(item_id=item_id, image_id=row.image_id, outcome="error")
             row.state, row.error = BatchRequest.DONE, ""
             row.tokens_in, row.tokens_out = line.reply.tokens_in, line.reply.tokens_out
             carry = None
             if earlier:
-                carry, out.tokens_in, out.tokens_out = kept_rows[image_id]
+                carry, out.tokens_in, out.tokens_out = kept_rows[item_id]
             carry = kind.apply(batch.stage, out, line.reply, carry)
             if carry is None:
                 outs.append(scrub_outcome(out))

@@ -24,6 +24,7 @@ from core.audit import audit
 from core.jobs import Lease
 
 from .. import kinds
+from ..items import missing_item_ids
 from ..models import Run
 from ..providers import ProviderError, ProviderUnavailable
 from ..lifecycle import fail_run
@@ -39,15 +40,24 @@ log = logging.getLogger(__name__)
 
 # --- submission --------------------------------------------------------------------------------
 
-def submit(run: Run, stage: str, image_ids: list[int], client=None, retry: bool = False) -> list[ProviderBatch]:
-    """Build the request files for `image_ids` at `stage`, split by the provider's limits, record and send them.
+def stage_client(run: Run, stage: str, client=None):
+    """The batch client for `stage`: the run's (`client` when given), or one for the other model of
+    the same provider that the kind sends this stage to (`Kind.model_for`)."""
+    model = kinds.get(run.task)(run).model_for(stage)
+    if model != run.model_name:
+        return client_for(run.provider, model)
+    return client or client_for(run.provider, run.model_name)
+
+
+def submit(run: Run, stage: str, item_ids: list[int], client=None, retry: bool = False) -> list[ProviderBatch]:
+    """Build the request files for `item_ids` at `stage`, split by the provider's limits, record and send them.
     `retry`: the requests exist and failed; they move to the new batches (only if still failed)."""
-    if not image_ids:
+    if not item_ids:
         return []
-    client = client or client_for(run.provider, run.model_name)
+    client = stage_client(run, stage, client)
     sent = []
     with tempfile.TemporaryDirectory(prefix="cprt-batch-") as directory:
-        parts = write_parts(run, stage, model_requests(run, stage, image_ids), client.line, directory)
+        parts = write_parts(run, stage, model_requests(run, stage, item_ids), client.line, directory)
         next_round = (ProviderBatch.objects.filter(run=run, stage=stage).aggregate(r=Max("round"))["r"] + 1
                       if ProviderBatch.objects.filter(run=run, stage=stage).exists() else 0)
         try:
@@ -64,15 +74,16 @@ def submit(run: Run, stage: str, image_ids: list[int], client=None, retry: bool 
 
 def record(run: Run, stage: str, round_: int, index: int, part, retry: bool) -> ProviderBatch:
     batch = ProviderBatch.objects.create(run=run, stage=stage, round=round_, part=index,
-                                         request_count=len(part.image_ids), input_bytes=part.bytes)
+                                         request_count=len(part.item_ids), input_bytes=part.bytes)
     if retry:
-        moved = BatchRequest.objects.filter(run=run, stage=stage, image_id__in=part.image_ids, state=BatchRequest.FAILED).update(
+        moved = BatchRequest.objects.filter(run=run, stage=stage, item_id__in=part.item_ids, state=BatchRequest.FAILED).update(
             batch=batch, state=BatchRequest.SUBMITTED, error="", attempts=F("attempts") + 1)
-        if moved != len(part.image_ids):
+        if moved != len(part.item_ids):
             raise IntegrityError("these failed requests were retried by someone else")
     else:
-        for i in range(0, len(part.image_ids), 500):  # 500 rows at a time: memory stays flat
-            BatchRequest.objects.bulk_create([BatchRequest(run=run, image_id=k, stage=stage, batch=batch) for k in part.image_ids[i : i + 500]])
+        pairs = list(zip(part.item_ids, part.image_ids))
+        for i in range(0, len(pairs), 500):  # 500 rows at a time: memory stays flat
+            BatchRequest.objects.bulk_create([BatchRequest(run=run, item_id=k, image_id=m, stage=stage, batch=batch) for k, m in pairs[i : i + 500]])
     return batch
 
 
@@ -107,14 +118,15 @@ def _resend_stale(run: Run, client) -> None:
     ):
         if not ProviderBatch.objects.filter(pk=batch.pk, submit_claimed_at=batch.submit_claimed_at).update(submit_claimed_at=None):
             continue
-        ids = list(BatchRequest.objects.filter(batch=batch, state=BatchRequest.SUBMITTED).values_list("image_id", flat=True))
+        ids = list(BatchRequest.objects.filter(batch=batch, state=BatchRequest.SUBMITTED).values_list("item_id", flat=True))
+        stage_batch_client = stage_client(run, batch.stage, client)
         with tempfile.TemporaryDirectory(prefix="cprt-batch-") as directory:
-            parts = write_parts(run, batch.stage, model_requests(run, batch.stage, ids), client.line, directory,
+            parts = write_parts(run, batch.stage, model_requests(run, batch.stage, ids), stage_batch_client.line, directory,
                                 max_requests=max(1, len(ids)), max_bytes=2**62)
             if parts:
-                send(batch, client, parts[0].path)
+                send(batch, stage_batch_client, parts[0].path)
             else:
-                end_unsent(batch, "none of its images is left")
+                end_unsent(batch, "none of its items is left")
 
 
 # --- polling and ingest ------------------------------------------------------------------------
@@ -182,7 +194,7 @@ def step(run_id: int) -> dict:
         return {"run": run_id, "status": settle(run_id), "offline": True}
     if run.status == Run.STATUS_RUNNING and not BatchRequest.objects.filter(run=run).exists():
         try:
-            submit(run, first_stage(run), run.missing_image_ids(), client)
+            submit(run, first_stage(run), missing_item_ids(run), client)
         except ValueError as exc:  # a request over the provider's per-file limit: no file can carry it
             fail_run(run_id, f"batch submission impossible: {exc}")
             return {"run": run_id, "failed": str(exc)}
@@ -214,6 +226,6 @@ def resubmit_failed(run_id: int) -> int:
     run = Run.objects.get(pk=run_id)
     sent = 0
     for stage in kinds.get(run.task).stages:
-        ids = list(BatchRequest.objects.filter(run=run, stage=stage, state=BatchRequest.FAILED).values_list("image_id", flat=True))
+        ids = list(BatchRequest.objects.filter(run=run, stage=stage, state=BatchRequest.FAILED).values_list("item_id", flat=True))
         sent += sum(b.request_count for b in submit(run, stage, ids, retry=True))
     return sent

@@ -3,7 +3,7 @@
 `ProviderBatch` is one batch at the provider (one uploaded file or one inline list). Its ingest is
 claimed with a lease (`core.jobs.Lease` on `ingest_owner` / `ingest_expires_at`), so that two
 pollers, a redelivered task or a restarted worker never ingest the same output twice; a claim whose
-worker died expires after CPRT_BATCH_INGEST_STALE_S and may be taken over. `BatchRequest` is one (run, image, stage)
+worker died expires after CPRT_BATCH_INGEST_STALE_S and may be taken over. `BatchRequest` is one (run, item, stage)
 request: it moves submitted -> done | failed in the same transaction as the result it produces,
 from the batch it was last submitted in only. The RunResult unique constraint is the last guard.
 """
@@ -57,7 +57,8 @@ class BatchRequest(models.Model):
     STATES = [(s, s) for s in (SUBMITTED, DONE, FAILED, ONLINE)]
 
     run = models.ForeignKey("inference.Run", on_delete=models.CASCADE, related_name="batch_requests")
-    image = models.ForeignKey("annotations.Image", on_delete=models.CASCADE, related_name="+")
+    item_id = models.PositiveBigIntegerField(help_text="The run's item (its kind defines it; annotate, judge: the image id).")
+    image = models.ForeignKey("annotations.Image", on_delete=models.CASCADE, related_name="+", help_text="The item's primary image.")
     stage = models.CharField(max_length=8, choices=ProviderBatch.STAGES)
     batch = models.ForeignKey(ProviderBatch, on_delete=models.CASCADE, related_name="requests")
     state = models.CharField(max_length=10, choices=STATES, default=SUBMITTED)
@@ -70,5 +71,5 @@ class BatchRequest(models.Model):
     tokens_out = models.PositiveIntegerField(default=0)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["run", "image", "stage"], name="one_batch_request_per_stage")]
+        constraints = [models.UniqueConstraint(fields=["run", "item_id", "stage"], name="one_batch_request_per_item_stage")]
         indexes = [models.Index(fields=["batch", "state"]), models.Index(fields=["run", "stage", "state"])]

@@ -18,9 +18,9 @@ from django.utils import timezone
 from core.audit import audit
 
 from .. import kinds
+from ..items import missing_item_ids
 from ..models import Run
 from . import conf, control, lifecycle
-from .clients import client_for
 from .models import BatchRequest, ProviderBatch
 from .requests import first_stage, model_requests, write_parts
 
@@ -32,14 +32,14 @@ def is_offline(run: Run) -> bool:
 
 
 def due(run: Run) -> tuple[str, list[int], bool]:
-    """(stage, image ids, retry) of the next request file this run needs."""
+    """(stage, item ids, retry) of the next request file this run needs."""
     if not BatchRequest.objects.filter(run=run).exists():
-        return first_stage(run), run.missing_image_ids(), False
+        return first_stage(run), missing_item_ids(run), False
     stage, ids = control.next_stage_due(run)
     if ids:
         return stage, ids, False
     for stage in kinds.get(run.task).stages:
-        failed = list(BatchRequest.objects.filter(run=run, stage=stage, state=BatchRequest.FAILED).values_list("image_id", flat=True))
+        failed = list(BatchRequest.objects.filter(run=run, stage=stage, state=BatchRequest.FAILED).values_list("item_id", flat=True))
         if failed:
             return stage, failed, True
     return "", [], False
@@ -52,7 +52,7 @@ def export_file(run: Run, out_path: str) -> ProviderBatch | None:
     stage, ids, retry = due(run)
     if not ids:
         return None
-    client = client_for(run.provider, run.model_name)
+    client = lifecycle.stage_client(run, stage)
     with tempfile.TemporaryDirectory(dir=os.path.dirname(os.path.abspath(out_path))) as directory:
         parts = write_parts(run, stage, model_requests(run, stage, ids), client.line, directory, max_requests=10**9, max_bytes=2**62)
         if not parts:

@@ -1,4 +1,4 @@
-"""Request files: one JSON line per (item, stage), custom_id = run/image/stage, split by the
+"""Request files: one JSON line per (item, stage), custom_id = run/item/stage, split by the
 provider's per-file limits. Lines are streamed to temporary files, so memory stays flat. The requests
 are the run kind's (`inference.kinds`): exactly what the online run would send."""
 from __future__ import annotations
@@ -18,15 +18,16 @@ from ..providers import ModelRequest
 from . import conf
 from .models import BatchRequest
 
-_CUSTOM_ID = re.compile(r"^run(\d{1,12})-img(\d{1,12})-([a-z][a-z0-9_]{0,7})\Z")  # a kind's stage
+# "item" since items became the run's units; "img" (older files, whose items were their images) is still read.
+_CUSTOM_ID = re.compile(r"^run(\d{1,12})-(?:item|img)(\d{1,15})-([a-z][a-z0-9_]{0,7})\Z")  # a kind's stage
 
 
-def custom_id(run_id: int, image_id: int, stage: str) -> str:
-    return f"run{run_id}-img{image_id}-{stage}"
+def custom_id(run_id: int, item_id: int, stage: str) -> str:
+    return f"run{run_id}-item{item_id}-{stage}"
 
 
 def parse_custom_id(value) -> tuple[int, int, str] | None:
-    """(run id, image id, stage), or None when `value` is not one of ours."""
+    """(run id, item id, stage), or None when `value` is not one of ours."""
     match = _CUSTOM_ID.match(value) if isinstance(value, str) else None
     return (int(match.group(1)), int(match.group(2)), match.group(3)) if match else None
 
@@ -49,21 +50,23 @@ def _read_image(file_name: str) -> tuple[bytes, str]:
     return data, mime_type(file_name)
 
 
-def model_requests(run: Run, stage: str, image_ids: Iterable[int]) -> Iterator[tuple[int, ModelRequest]]:
-    """(image id, ModelRequest) for each item, exactly what the online run would send. A later stage
-    follows from the answers the earlier stage's requests kept (`BatchRequest.reply`, the kind's carry)."""
+def model_requests(run: Run, stage: str, item_ids: Iterable[int]) -> Iterator[tuple[int, int, ModelRequest]]:
+    """(item id, primary image id, ModelRequest) for each item, exactly what the online run would send.
+    A later stage follows from the answers the earlier stage's requests kept (`BatchRequest.reply`,
+    the kind's carry)."""
     kind = kinds.bind(run)
-    ids = sorted(image_ids)
+    ids = sorted(item_ids)
     earlier = previous_stage(run, stage)
     if earlier:
-        carries = dict(BatchRequest.objects.filter(run=run, stage=earlier, image_id__in=ids).values_list("image_id", "reply"))
-        for image_id in ids:
-            yield image_id, kind.request(stage, (), carries[image_id])
+        for i in range(0, len(ids), 500):
+            kept = BatchRequest.objects.filter(run=run, stage=earlier, item_id__in=ids[i : i + 500]).order_by("item_id")
+            for item_id, image_id, carry in kept.values_list("item_id", "image_id", "reply"):
+                yield item_id, image_id, kind.request(stage, (), carry)
         return
     for i in range(0, len(ids), 500):
-        # Images deleted since launch, or whose bytes are gone, have no item: the online run skips them too.
+        # Items deleted since launch, or whose image bytes are gone, are not built: the online run skips them too.
         for item in kind.items(ids[i : i + 500]):
-            yield item.image_id, kind.request(stage, tuple(_read_image(name) for name in item.files), None)
+            yield item.item_id, item.image_id, kind.request(stage, tuple(_read_image(name) for name in item.files), None, item)
 
 
 @dataclass
@@ -71,11 +74,12 @@ class Part:
     """One request file within the provider's limits."""
 
     path: str
-    image_ids: list[int] = field(default_factory=list)
+    item_ids: list[int] = field(default_factory=list)
+    image_ids: list[int] = field(default_factory=list)  # each item's primary image, in the same order
     bytes: int = 0
 
 
-def write_parts(run: Run, stage: str, requests: Iterable[tuple[int, ModelRequest]], line_for, directory: str,
+def write_parts(run: Run, stage: str, requests: Iterable[tuple[int, int, ModelRequest]], line_for, directory: str,
                 max_requests: int | None = None, max_bytes: int | None = None) -> list[Part]:
     """Stream one JSONL line per request into files of at most `max_requests` lines and `max_bytes` bytes."""
     max_requests = max_requests or conf.max_requests(run.provider)
@@ -83,18 +87,19 @@ def write_parts(run: Run, stage: str, requests: Iterable[tuple[int, ModelRequest
     parts: list[Part] = []
     fh = None
     try:
-        for image_id, request in requests:
-            data = (json.dumps(line_for(custom_id(run.pk, image_id, stage), request), ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        for item_id, image_id, request in requests:
+            data = (json.dumps(line_for(custom_id(run.pk, item_id, stage), request), ensure_ascii=False, separators=(",", ":")) + "\n").encode()
             if len(data) > max_bytes:
-                raise ValueError(f"image {image_id}: one request is {len(data)} bytes, over the per-file limit of {max_bytes}")
+                raise ValueError(f"item {item_id} (image {image_id}): one request is {len(data)} bytes, over the per-file limit of {max_bytes}")
             current = parts[-1] if parts else None
-            if current is None or len(current.image_ids) >= max_requests or current.bytes + len(data) > max_bytes:
+            if current is None or len(current.item_ids) >= max_requests or current.bytes + len(data) > max_bytes:
                 if fh is not None:
                     fh.close()
                 fh = tempfile.NamedTemporaryFile("wb", dir=directory, suffix=".jsonl", delete=False)
                 current = Part(path=fh.name)
                 parts.append(current)
             fh.write(data)
+            current.item_ids.append(item_id)
             current.image_ids.append(image_id)
             current.bytes += len(data)
     finally:

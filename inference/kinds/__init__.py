@@ -6,11 +6,19 @@ from __future__ import annotations
 
 from .annotate import AnnotateKind
 from .base import Item, Kind
+from .binary import BinaryKind
 from .judge import JudgeKind
+from .multipriv_profile import MultiprivProfileKind
+from .multipriv_reid import MultiprivReidKind
+from .spy_bench import SpyBenchKind
 
 KINDS: dict[str, type[Kind]] = {
     AnnotateKind.key: AnnotateKind,
     JudgeKind.key: JudgeKind,
+    MultiprivReidKind.key: MultiprivReidKind,
+    MultiprivProfileKind.key: MultiprivProfileKind,
+    BinaryKind.key: BinaryKind,
+    SpyBenchKind.key: SpyBenchKind,
 }
 
 __all__ = ["KINDS", "Item", "Kind", "bind", "catalogue", "choices", "get", "render"]

@@ -7,12 +7,17 @@ kinds only through this class:
 - `key`, `label`: `Run.task` holds the key; the label is what the launch form offers.
 - launch: `render()` the exact texts and JSON schemas a run stores (`Run.prompt_text`), the prompt
   `versions`, `launch_errors()` for the launch form, `token_estimate()` for the cost estimate.
-- `items()`: the units of work a run expands from the stored data. An item is keyed by one image
-  (a run stores one result per image) and sends any number of image files.
+- items: the units of work. At launch `launch_items()` turns the selected images (and the run's
+  validated `options`, see `clean_options()`) into the run's item ids (`Run.item_ids`; annotate and
+  judge: the image ids; SPY-Bench: expanded benchmark rows). A run stores one result per item.
+  `items()` builds `Item`s (item id, primary image id, the image files its first request sends);
+  `existing()` says which item ids can still be worked on (their data was not deleted since).
 - `stages`: the requests made for one item, in order. The first stage sends the item's images; a
   later stage is text only and follows from what the earlier one answered (`carry`, JSON, which
   provider batches keep between their stages).
-- `request()`: one stage's request (system text, user text, images, the answer's JSON schema).
+- `request()`: one stage's request (system text, user text, images, the answer's JSON schema);
+  `model_for()`: the model a stage is sent to (default the run's; SPY-Bench's judge stage may name
+  another model of the same provider).
 - `apply()`: parse and validate one reply into the item's `Outcome` (score, labels, reasoning, raw,
   error); return the carry when a further stage follows, None when the outcome is final.
 - `writes()` / `write()`: what the kind stores beside the `RunResult` (annotate: the model's labels),
@@ -36,10 +41,15 @@ from ..providers import ModelRequest, ProviderReply
 
 @dataclass(frozen=True)
 class Item:
-    """One unit of work: the image its result is stored under, and the image files its request sends."""
+    """One unit of work: its id (unique in the run; the kind defines it), the primary image its result
+    is stored under (several items may share one), the image files its first request sends (N >= 0),
+    and `context`, anything the kind's `request()` needs for this item (JSON-able: batch requests
+    are built from it too)."""
 
+    item_id: int
     image_id: int
     files: tuple[str, ...]
+    context: dict | None = None
 
 
 class Kind:
@@ -50,7 +60,10 @@ class Kind:
     strategies: ClassVar[tuple[str, ...]] = ()  # the strategies a run may take ("" only when empty)
     default_strategy: ClassVar[str] = ""  # taken when the launch leaves the strategy blank ("": one must be chosen)
     output_tokens: ClassVar[dict[str, int]] = {}  # launch-time guess of output tokens per stage
-    writes_labels: ClassVar[bool] = False  # a run gets a model annotator at launch; `write` stores labels under it
+    writes_labels: ClassVar[bool] = False
+    # True: a run asks about the CPRT images its selection chooses (split, filters, sample). False: its
+    # items come from the kind's own data (MultiPriv's persons), and the image selection does not apply.
+    selects_images: ClassVar[bool] = True  # a run gets a model annotator at launch; `write` stores labels under it
     predictions_template: ClassVar[str] = "kinds/_predictions.html"
 
     def __init__(self, run):
@@ -99,23 +112,54 @@ class Kind:
         """The prompts page's entries: {"title", "version", "texts": [(name, text)]}."""
         return []
 
+    @classmethod
+    def clean_options(cls, options: dict) -> dict:
+        """The run's kind-specific launch options, validated (stored in `Run.options`); raises
+        ValueError with a clear message for what this kind refuses. Default: none are taken."""
+        if options:
+            raise ValueError(f"{cls.label or cls.key} runs take no options (got {', '.join(sorted(options))}).")
+        return {}
+
+    @classmethod
+    def launch_items(cls, image_ids: list[int], options: dict) -> list[int]:
+        """The run's item ids for the selected images and its cleaned options, sorted (frozen in
+        `Run.item_ids`). Default: one item per image, the item id being the image id."""
+        return sorted(image_ids)
+
     # --- execution (bound to one run) ------------------------------------------------------------
 
     def prepare(self) -> "Kind":
         """Read what the worker threads need (main thread, may query); returns self."""
         return self
 
-    def items(self, image_ids) -> list[Item]:
-        """The items for these of the run's images (those whose bytes are still stored), in id order.
-        A run on face-anonymized variants sends the variant instead (empty: no variant, an error)."""
-        todo = list(Image.objects.filter(pk__in=list(image_ids)).exclude(file="").order_by("pk").values_list("pk", "file"))
+    def existing(self, item_ids, with_bytes: bool = False) -> set[int]:
+        """Which of these item ids can still be worked on (their data exists; `with_bytes`: and the
+        image bytes are stored). Default: items are images."""
+        found: set[int] = set()
+        todo = sorted(item_ids)
+        for i in range(0, len(todo), 900):  # stay under SQLite's bound-parameter limit
+            images = Image.objects.filter(pk__in=todo[i : i + 900])
+            found.update((images.exclude(file="") if with_bytes else images).values_list("pk", flat=True))
+        return found
+
+    def items(self, item_ids) -> list[Item]:
+        """The items for these of the run's item ids (those whose image bytes are still stored), in id
+        order. Default: items are images; a run on face-anonymized variants sends the variant instead
+        (empty: no variant, an error)."""
+        todo = list(Image.objects.filter(pk__in=list(item_ids)).exclude(file="").order_by("pk").values_list("pk", "file"))
         if self.run.face_variant:  # the pixel-level counterfactual: the model sees the anonymized variant
             files = face_variants.variant_files([pk for pk, _ in todo], self.run.face_variant)
             todo = [(pk, files.get(pk, "")) for pk, _ in todo]
-        return [Item(pk, (file,)) for pk, file in todo]
+        return [Item(pk, pk, (file,)) for pk, file in todo]
 
-    def request(self, stage: str, images: tuple, carry: dict | None) -> ModelRequest:
-        """One stage's request; `images` ((bytes, mime), ...) for the first stage, () for later ones."""
+    def model_for(self, stage: str) -> str:
+        """The model this stage's requests go to (of the run's provider)."""
+        return self.run.model_name
+
+    def request(self, stage: str, images: tuple, carry: dict | None, item: Item | None = None) -> ModelRequest:
+        """One stage's request. The first stage gets the `item` and its `images` ((bytes, mime), ...);
+        a later stage gets images=(), item=None and follows from `carry` alone (what the earlier
+        stage's `apply` returned: batch mode keeps only that between stages)."""
         texts = self.prompt_text[stage]
         return ModelRequest(texts["system"], texts["user"], stage, self.prompt_text["schemas"][stage], tuple(images))
 

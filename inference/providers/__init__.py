@@ -1,4 +1,4 @@
-"""Model providers: one sub-package each (openai, gemini, vllm), all with the interface in `base`."""
+"""Model providers: one sub-package each (openai, gemini, vllm, onnx), all with the interface in `base`."""
 from __future__ import annotations
 
 from .base import (  # noqa: F401 - re-exported for callers
@@ -13,10 +13,11 @@ from .base import (  # noqa: F401 - re-exported for callers
     RetryableError,
 )
 from .gemini import GeminiProvider
+from .onnx import OnnxProvider
 from .openai import OpenAIProvider
 from .vllm import VLLMProvider
 
-PROVIDERS: dict[str, type[Provider]] = {p.name: p for p in (OpenAIProvider, GeminiProvider, VLLMProvider)}
+PROVIDERS: dict[str, type[Provider]] = {p.name: p for p in (OpenAIProvider, GeminiProvider, VLLMProvider, OnnxProvider)}
 
 
 def get_provider(name: str, model_name: str) -> Provider:

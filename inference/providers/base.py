@@ -165,6 +165,7 @@ class Provider:
     name: str = ""
     label: str = ""
     queue: str = "api"
+    kinds: tuple[str, ...] = ()  # the run kinds it serves; empty: every kind (the launch form refuses the others)
     default_base_url: str = ""  # where the SDK goes when no base URL is configured
 
     @classmethod

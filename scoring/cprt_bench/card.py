@@ -1,10 +1,12 @@
-"""The dataset card (README.md) of an export: YAML configs, the profile, annotators, predictions.
+"""The dataset card (README.md) of an export: the Hub's YAML metadata and configs, the dataset
+version, the profile, annotators, predictions.
 """
 from __future__ import annotations
 
-
+import json
 
 from annotations import taxonomy
+from annotations.datasets.models import DatasetVersion
 from annotations.faces.detector import detector_name
 from annotations.models import Annotator
 
@@ -16,8 +18,49 @@ from .common import CONFIGS, EXPORT_MARKER, public_annotator
 FACE_METHOD_VERBS = {"blur": "blurred", "pixelate": "pixelated", "fill": "filled with black"}
 
 
-def dataset_card(profile: ScoringProfile, tax: taxonomy.Taxonomy, summary: dict, include_annotations: bool, include_images: bool = False) -> str:
-    lines = ["---", "pretty_name: CPRT-Bench (CPRT Workbench export)", "configs:"]
+# The Hub's metadata of an export that is not scoped to a dataset version (a version's recipe may
+# replace any of them in its `hub` block; size_categories is always counted from the rows).
+DEFAULT_HUB = {
+    "pretty_name": "CPRT-Bench (CPRT Workbench export)",
+    "license": "other",
+    "task_categories": ["image-classification"],
+    "language": ["en"],
+    "tags": ["privacy", "vispr", "cprt-bench"],
+}
+
+
+def size_category(rows: int) -> str:
+    """The Hub's size bucket of a dataset of `rows` rows."""
+    for bound, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")):
+        if rows < bound:
+            return label
+    return "1M<n<10M"
+
+
+def hub_metadata(summary: dict, version: DatasetVersion | None = None) -> dict:
+    """license, task_categories, language, tags, size_categories, pretty_name of the card: the
+    defaults, the version's name and its recipe's `hub` block when the export is scoped to one."""
+    meta = {key: (list(value) if isinstance(value, list) else value) for key, value in DEFAULT_HUB.items()}
+    if version is not None:
+        meta["pretty_name"] = f"CPRT-Bench: {version.name}"
+        meta["tags"] = [*meta["tags"], "cprt-dataset-version"]
+        for key, value in (version.recipe.get("hub") or {}).items():
+            if value not in (None, [], ""):
+                meta[key] = value
+    meta["size_categories"] = [size_category(sum(s["rows"] for s in summary["splits"].values()))]
+    return meta
+
+
+def _yaml(key: str, value) -> str:
+    """One YAML line; strings and lists written as JSON, which YAML reads as flow scalars and sequences."""
+    return f"{key}: {json.dumps(value, ensure_ascii=False)}"
+
+
+def dataset_card(profile: ScoringProfile, tax: taxonomy.Taxonomy, summary: dict, include_annotations: bool, include_images: bool = False,
+                 version: DatasetVersion | None = None) -> str:
+    meta = hub_metadata(summary, version)
+    lines = ["---", *(_yaml(k, meta[k]) for k in ("pretty_name", "license", "task_categories", "language", "tags", "size_categories")),
+             "configs:"]
     for config, (_, files_key) in CONFIGS.items():
         files = summary.get(files_key) or {}
         if files:
@@ -34,9 +77,12 @@ def dataset_card(profile: ScoringProfile, tax: taxonomy.Taxonomy, summary: dict,
         ]
     lines += [
         "One row per image: `id` (the VISPR file id), `binary_labels` (`level1`..`level4`, each a mapping of that",
-        "level's attribute keys to 0/1), `level` (1 = most severe) and `score` in [0, 1].",
+        "level's attribute keys to 0/1), `level` (1 = most severe; a `ClassLabel` whose values are the levels 1-4,",
+        "index 0 unused) and `score` in [0, 1].",
         "",
     ]
+    if version is not None:
+        lines += _version_section(version)
     if include_images and summary.get("face_variant"):
         fv = summary["face_variant"]
         lines += [
@@ -157,4 +203,25 @@ def _annotator_section(consensus: list[dict], summary: dict, include_annotations
             )
         if not summary["prediction_runs"]:
             lines.append("| (none) | | | | | | | |")
+    return lines
+
+
+def _version_section(version: DatasetVersion) -> list[str]:
+    """The dataset version the export is scoped to: how its images were chosen."""
+    lines = [
+        "## Dataset version",
+        "",
+        f"Only the images of the dataset version `{version.name}` (VISPR {', '.join(version.vispr_splits)}, seed {version.seed}),",
+        "chosen from VISPR's attribute labels by the recipe below; its members never change.",
+        "",
+        "| rule | any of | none of | selected |",
+        "|---|---|---|---|",
+    ]
+    for rule in version.recipe.get("rules", []):
+        only = " (and nothing else)" if rule.get("only") else ""
+        lines.append(f"| {rule['name']} | {', '.join(rule['any'])}{only} | {', '.join(rule['none']) or '—'} "
+                     f"| {version.rule_counts.get(rule['name'], 0)} |")
+    if version.overlaps:
+        lines += ["", "Overlaps: " + "; ".join(f"{pair}: {n}" for pair, n in version.overlaps.items()) + "."]
+    lines += ["", "Checksums (sha256):", ""] + [f"- {what}: `{digest}`" for what, digest in version.checksums.items()] + [""]
     return lines

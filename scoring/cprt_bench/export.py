@@ -9,10 +9,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Sequence
 
+import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from annotations import taxonomy
+from annotations.datasets.models import DatasetVersion
+from annotations.datasets.versions import dataset_image_ids
 from annotations.faces.variants import variant_files
 from annotations.models import Annotator, Image, Label, Labeling
 from core.audit import audit
@@ -36,11 +39,24 @@ IMAGE_CHUNK = 50  # images per parquet write: bounds the memory held by image by
 # `datasets` reads a parquet file's features from this schema metadata key; it is how the `image`
 # column loads as an Image feature (decoded to PIL) instead of a plain struct of bytes and path.
 HF_FEATURES_KEY = b"huggingface"
+def level_names(tax: taxonomy.Taxonomy) -> list[str]:
+    """The `level` ClassLabel's names. Index 0 is unused so that the stored values stay the published
+    levels 1-4 (a ClassLabel's values are 0..n-1): `ds.features["level"].int2str(1)` names level 1."""
+    return ["0: (unused)"] + [f"{level}: {tax.level_names.get(level, f'level {level}')}" for level in engine.LEVELS]
+
+
+def bench_features(tax: taxonomy.Taxonomy) -> datasets.Features:
+    labels = {f"level{level}": {key: datasets.Value("int64") for key in tax.keys_of_level(level)} for level in engine.LEVELS}
+    return datasets.Features({
+        "id": datasets.Value("string"), "binary_labels": labels,
+        "level": datasets.ClassLabel(names=level_names(tax)), "score": datasets.Value("float64"),
+    })
+
+
 def bench_schema(tax: taxonomy.Taxonomy) -> pa.Schema:
-    labels = pa.struct(
-        [(f"level{level}", pa.struct([(key, pa.int64()) for key in tax.keys_of_level(level)])) for level in engine.LEVELS]
-    )
-    return pa.schema([("id", pa.string()), ("binary_labels", labels), ("level", pa.int64()), ("score", pa.float64())])
+    """The `default` configuration's parquet schema, with the `datasets` features in its metadata
+    (`level` loads as a ClassLabel; its stored values are the levels 1-4, int64 as before)."""
+    return bench_features(tax).arrow_schema
 
 
 def annotations_schema(tax: taxonomy.Taxonomy) -> pa.Schema:
@@ -144,6 +160,7 @@ def export_dataset(
     *,
     include_images: bool = False,
     face_variant: dict | None = None,
+    dataset_version: DatasetVersion | None = None,
 ) -> dict:
     """Write the CPRT-Bench layout (parquet per configuration and split + dataset card) into `out_dir`; return a summary.
 
@@ -151,7 +168,8 @@ def export_dataset(
     ImageScore under `profile` (default: the active one); images with neither are skipped and
     counted. `include_annotations` adds the `annotations` and `predictions` configurations,
     `include_images` the `images` configuration (with `face_variant`, a face-anonymization setting, the
-    anonymized variants instead of the originals; images without one are left out). The export is built in a sibling folder and swapped
+    anonymized variants instead of the originals; images without one are left out). With `dataset_version`, only
+    that version's images are exported and the card carries its Hub metadata. The export is built in a sibling folder and swapped
     in at the end, so a failure leaves a previous export untouched. `progress(done, total)` is called
     after every chunk of images of every pass.
     """
@@ -163,7 +181,8 @@ def export_dataset(
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-export-", dir=out_dir.parent))
     try:
-        summary = _write_export(staging, splits, profile, tax, include_annotations, include_images, progress, face_variant or {})
+        summary = _write_export(staging, splits, profile, tax, include_annotations, include_images, progress, face_variant or {},
+                                dataset_version)
         swap_in(staging, out_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -178,6 +197,7 @@ def export_dataset(
         include_annotations=include_annotations,
         include_images=include_images,
         face_variant=face_variant or {},
+        dataset_version=dataset_version.name if dataset_version else "",
     )
     return summary
 
@@ -212,11 +232,16 @@ def _write_config(root: Path, summary: dict, config: str, split: str, schema, id
     return count
 
 
-def _write_export(root: Path, splits, profile, tax, include_annotations, include_images, progress, face_variant: dict) -> dict:
+def _write_export(root: Path, splits, profile, tax, include_annotations, include_images, progress, face_variant: dict,
+                  dataset_version: DatasetVersion | None = None) -> dict:
     attr_ids = taxonomy.attribute_ids()
     key_of = {pk: key for key, pk in attr_ids.items()}
     preferred = set(profile.consensus_annotators.filter(kind=Annotator.KIND_GROUND_TRUTH).values_list("id", flat=True))
-    ids_by_split = {s: list(Image.objects.filter(split=s).order_by("vispr_id").values_list("id", flat=True)) for s in splits}
+    members = set(dataset_image_ids(dataset_version)) if dataset_version is not None else None
+    ids_by_split = {
+        s: [i for i in Image.objects.filter(split=s).order_by("vispr_id").values_list("id", flat=True) if members is None or i in members]
+        for s in splits
+    }
     passes = 1 + (2 if include_annotations else 0) + (1 if include_images else 0)
     total = sum(len(ids) for ids in ids_by_split.values()) * passes
     done = 0
@@ -232,6 +257,7 @@ def _write_export(root: Path, splits, profile, tax, include_annotations, include
         "include_annotations": include_annotations,
         "include_images": include_images,
         "face_variant": dict(face_variant) if include_images else {},
+        "dataset_version": dataset_version.name if dataset_version is not None else "",
         "splits": {},
         "annotators": {},  # public name -> kind, provider, model, prompt version, rows (annotations config)
         "prediction_runs": {},  # run id -> provider, model, prompt version, strategy, rows (predictions config)
@@ -245,7 +271,8 @@ def _write_export(root: Path, splits, profile, tax, include_annotations, include
         _write_config(root, summary, "default", split, bench_schema(tax), ids_by_split[split], make_rows, advance)
         summary["splits"][split] = stats
     if not summary["files"]:
-        raise ExportError(f"Nothing to export: no image of {', '.join(splits)} has a published or computed score under {profile.label}.")
+        scope = f" in dataset version {dataset_version.name}" if dataset_version is not None else ""
+        raise ExportError(f"Nothing to export: no image of {', '.join(splits)}{scope} has a published or computed score under {profile.label}.")
     if include_annotations:
         annotators = {a["id"]: a for a in Annotator.objects.values("id", "name", "kind", "provider", "model_name", "prompt_version")}
         for split in splits:
@@ -262,7 +289,8 @@ def _write_export(root: Path, splits, profile, tax, include_annotations, include
             count = _write_config(root, summary, "images", split, images_schema(), ids_by_split[split], make_rows, advance, IMAGE_CHUNK)
             summary["splits"][split]["image_rows"] = count
             summary["splits"][split]["rows_without_image"] = summary["splits"][split]["rows"] - count
-    (root / "README.md").write_text(dataset_card(profile, tax, summary, include_annotations, include_images), encoding="utf-8")
+    (root / "README.md").write_text(dataset_card(profile, tax, summary, include_annotations, include_images, dataset_version),
+                                    encoding="utf-8")
     return summary
 
 

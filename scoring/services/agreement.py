@@ -22,8 +22,8 @@ def agreement_study(split: str = "") -> dict:
 
 
 def annotate_run_agreement(run: Run) -> dict:
-    """For an annotate run: its model annotator vs each imported ground truth and vs the human
-    majority, per attribute, over the run's images."""
+    """For an annotate run: its model annotator vs each imported ground truth, VISPR's mapped labels
+    (the `vispr` annotator) and the human majority, per attribute, over the run's images."""
     if run.annotator_id is None:
         return {"annotator": None, "comparisons": []}
     image_ids = list(run.image_ids or [])
@@ -36,7 +36,7 @@ def annotate_run_agreement(run: Run) -> dict:
     me = data.annotator_ids.index(run.annotator_id)
     comparisons = []
     for i, kind in enumerate(data.kinds):
-        if kind == agreement_lib.GROUND_TRUTH and i != me:
+        if kind in (agreement_lib.GROUND_TRUTH, agreement_lib.DATASET) and i != me:  # imported truth, VISPR's labels
             comparisons.append({"against": data.names[i], **agreement_lib.breakdown(binary[me], binary[i], None, None, attr_levels, data.keys)})
     is_human = [k == agreement_lib.HUMAN for k in data.kinds]
     if any(is_human):

@@ -9,7 +9,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from annotations import taxonomy
-from annotations.models import Adjudication, Image, Label
+from annotations.models import Adjudication, Annotator, Image, Label
+from annotations.services import vispr_labels
 
 from .. import engine
 from ..models import ImageScore, ScoringProfile
@@ -46,6 +47,7 @@ def recompute_scores(profile: ScoringProfile, image_ids: Iterable[int] | None = 
     if not consensus_ids:
         raise ValueError(f"Scoring profile {profile.name!r} has no consensus annotators.")
     ann_index = {a: i for i, a in enumerate(consensus_ids)}
+    abstain = dataset_abstentions(consensus_ids, keys)
     if image_ids is None:
         ids = list(Image.objects.order_by("id").values_list("id", flat=True))
     else:
@@ -67,7 +69,7 @@ def recompute_scores(profile: ScoringProfile, image_ids: Iterable[int] | None = 
             key = attr_key_by_id.get(attribute_id)
             if key is not None:
                 adjudications[pos[image_id], key_index[key]] = value
-        binary, complete = engine.consensus_array(values, adjudications)
+        binary, complete = engine.consensus_array(values, adjudications, abstain)
         counts = engine.level_counts_array(binary, attr_levels)
         levels, scores = engine.severity_array(counts, profile.bounds, profile.weights or engine.WEIGHTS)
         # Plain-value rows and one upsert per chunk: building an ImageScore instance per image cost more
@@ -88,6 +90,16 @@ def recompute_scores(profile: ScoringProfile, image_ids: Iterable[int] | None = 
         stored += len(rows)
         incomplete += len(chunk) - len(rows)
     return {"scored": stored, "incomplete": incomplete}
+
+
+def dataset_abstentions(annotator_ids: list[int], keys) -> np.ndarray | None:
+    """(annotators, attributes) bool: a dataset annotator (VISPR's mapped labels) never labels the
+    attributes its mapping file leaves without a VISPR attribute; None when the set holds none."""
+    datasets = set(Annotator.objects.filter(id__in=annotator_ids, kind=Annotator.KIND_DATASET).values_list("id", flat=True))
+    if not datasets:
+        return None
+    unlabeled = {key for key, ids in vispr_labels.read_mapping().by_attribute.items() if not ids}
+    return np.array([[a in datasets and k in unlabeled for k in keys] for a in annotator_ids], dtype=bool)
 
 
 def rescore_image(image_id: int) -> None:

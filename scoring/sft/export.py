@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from annotations import taxonomy
+from annotations.datasets.versions import dataset_image_ids
 from annotations.models import Image
 from core.audit import audit
 from inference import prompts
@@ -80,8 +81,11 @@ def export_sft(
     faces: str = FACES_ORIGINAL,
     progress: Callable[[int, int], None] | None = None,
     actor=None,
+    dataset_version=None,
 ) -> dict:
-    """Write fine-tuning pairs in `fmt` into `out_dir`; return a summary (JSON-able)."""
+    """Write fine-tuning pairs in `fmt` into `out_dir`; return a summary (JSON-able). With
+    `dataset_version` (a DatasetVersion), only its images make pairs, on both sides; the leak check
+    still compares the training pairs with every image of the evaluation split."""
     out_dir = Path(out_dir).resolve()
     version = check_options(fmt, prompt_version, split, include_images, faces)
     profile = profile or ScoringProfile.active()
@@ -95,6 +99,9 @@ def export_sft(
     annotate = annotate_instructions(prompts.DEFAULT_VERSION["annotate"], tax) if annotation_stages else None
 
     train_ids, eval_ids = selection.split_image_ids(split), selection.split_image_ids(EVALUATION_SPLIT)
+    if dataset_version is not None:
+        members = set(dataset_image_ids(dataset_version))
+        train_ids, eval_ids = [i for i in train_ids if i in members], [i for i in eval_ids if i in members]
     total = 2 * (len(train_ids) + len(eval_ids))
     done = 0
 
@@ -110,7 +117,8 @@ def export_sft(
         EVALUATION: list(selection.ground_truth(eval_ids, profile, tax, stats[EVALUATION_SPLIT], advance)),
     }
     if not items[TRAIN]:
-        raise SFTError(f"Nothing to export: no image of the {split} split has a ground-truth score under {profile.label}.")
+        scope = f" in dataset version {dataset_version.name}" if dataset_version is not None else ""
+        raise SFTError(f"Nothing to export: no image of the {split} split{scope} has a ground-truth score under {profile.label}.")
     training_refs = [ImageRef(i.image_id, i.vispr_id, i.split, i.sha256) for i in items[TRAIN]]
     check_disjoint(training_refs, selection.image_refs(EVALUATION_SPLIT))
 
@@ -118,6 +126,7 @@ def export_sft(
         "kind": "sft", "format": fmt, "prompt_version": version, "strategy": JUDGE_STRATEGY,
         "annotate_prompt_version": prompts.DEFAULT_VERSION["annotate"] if annotation_stages else "",
         "profile": profile.label, "profile_name": profile.name, "profile_version": profile.version, "provisional": profile.provisional,
+        "dataset_version": dataset_version.name if dataset_version is not None else "",
         "training_split": split, "evaluation_split": EVALUATION_SPLIT, "include_images": include_images, "faces": faces,
         "annotation_stages": annotation_stages, "splits": stats, "files": {}, "pairs": {}, "levels": {}, "excluded": {},
         "excluded_count": {}, "images": {"original": 0, "anonymized": 0},

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from django import forms
 
+from annotations.datasets import versions as dataset_versions
 from annotations.models import Image
 from inference import prompts
 from scoring.models import ScoringProfile
@@ -31,6 +32,8 @@ class SFTExportForm(forms.Form):
     faces = forms.ChoiceField(choices=(), initial=FACES_ORIGINAL, label="Faces", error_messages={
         "invalid_choice": "Unknown faces option %(value)s: choose the originals or an anonymization setting that has variants."})
     annotation_stages = forms.BooleanField(required=False, label="Also pairs for the two annotation stages")
+    dataset_version = forms.ChoiceField(required=False, label="Dataset version", help_text="Only this version's images, on both sides.",
+                                        error_messages={"invalid_choice": "There is no dataset version named %(value)s."})
 
     def __init__(self, data=None, **kwargs):
         super().__init__(data, prefix="sft", **kwargs)
@@ -42,6 +45,7 @@ class SFTExportForm(forms.Form):
         self.fields["faces"].choices = [(FACES_ORIGINAL, "original images")] + [
             (key, f"face-anonymized variants: {label}") for key, label in face_settings()
         ]
+        self.fields["dataset_version"].choices = [("", "— every image")] + dataset_versions.version_choices()
         active = ScoringProfile.objects.filter(is_active=True).first()
         if active is not None:
             self.fields["profile"].initial = active.pk
@@ -56,4 +60,5 @@ class SFTExportForm(forms.Form):
                 ImageReader(cleaned["faces"])
         except (export.SFTError, ImageUnavailable) as exc:
             raise forms.ValidationError(str(exc)) from None
+        cleaned["dataset_version"] = dataset_versions.by_name(cleaned["dataset_version"]) if cleaned.get("dataset_version") else None
         return cleaned

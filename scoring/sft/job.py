@@ -20,7 +20,8 @@ from .images import FACES_ORIGINAL, face_variants
 def start_sft_export(actor, data: dict) -> ExportJob:
     """Store a queued SFT job from the form's cleaned data, audit it, and dispatch it on commit.
 
-    `data`: format, prompt_version, split, profile (ScoringProfile), include_images, faces, annotation_stages.
+    `data`: format, prompt_version, split, profile (ScoringProfile), include_images, faces, annotation_stages,
+    dataset_version (a DatasetVersion or None: only its images).
     """
     if not isinstance(data["profile"], ScoringProfile):
         raise ValueError("profile must be a scoring profile.")
@@ -29,6 +30,8 @@ def start_sft_export(actor, data: dict) -> ExportJob:
         "format": data["format"], "prompt_version": version, "split": data["split"], "faces": data["faces"],
         "annotation_stages": bool(data["annotation_stages"]),
     }
+    if data.get("dataset_version"):
+        options["dataset_version"] = data["dataset_version"].name
     with transaction.atomic():
         job = ExportJob(
             created_by=actor if getattr(actor, "is_authenticated", False) else None,
@@ -38,6 +41,7 @@ def start_sft_export(actor, data: dict) -> ExportJob:
             profile=data["profile"],
             include_images=bool(data["include_images"]),
             face_variant=face_variant_setting(data["faces"]),
+            dataset_version=data.get("dataset_version"),
             destination=ExportJob.DESTINATION_ZIP,
         )
         job.full_clean()
@@ -62,6 +66,7 @@ def build(job: ExportJob, folder: Path, progress) -> dict:
         return export.export_sft(
             folder, o["format"], o["prompt_version"], o["split"], job.profile, include_images=job.include_images,
             annotation_stages=o.get("annotation_stages", False), faces=o.get("faces", "original"), progress=progress, actor=job.created_by,
+            dataset_version=job.dataset_version,
         )
     except LeakError as exc:
         raise export.SFTError(str(exc)) from None

@@ -229,7 +229,7 @@ def test_cancel_and_resume(api, admin_user, monkeypatch, django_capture_on_commi
     images = make_images(3, prefix="2017_c")
     run = make_run(status="running")
     add_results(run, [(images[0], "ok", 0.5)])
-    Run.objects.filter(pk=run.pk).update(image_ids=[i.pk for i in images], total=3)
+    Run.objects.filter(pk=run.pk).update(image_ids=[i.pk for i in images], item_ids=[i.pk for i in images], total=3)
     client = api(admin_user)
     assert client.post(f"/api/runs/{run.pk}/cancel/", {"now": True}, format="json").status_code == 400
     assert Run.objects.get(pk=run.pk).status == "running"
@@ -238,7 +238,7 @@ def test_cancel_and_resume(api, admin_user, monkeypatch, django_capture_on_commi
     again = client.post(f"/api/runs/{run.pk}/cancel/")
     assert again.status_code == 409 and "nothing to cancel" in again.json()["detail"]
     sent = []
-    monkeypatch.setattr(dispatching, "dispatch", lambda run_id, image_ids=None, **options: sent.append(sorted(image_ids)) or 1)
+    monkeypatch.setattr(dispatching, "dispatch", lambda run_id, item_ids=None, **options: sent.append(sorted(item_ids)) or 1)
     with django_capture_on_commit_callbacks(execute=True):
         resumed = client.post(f"/api/runs/{run.pk}/resume/")
     assert resumed.status_code == 200 and resumed.json()["redispatched"] == 2 and resumed.json()["run"]["status"] == "queued"

@@ -60,8 +60,9 @@ def world(admin_user, reviewer_a, adjudicator, make_image, settings, monkeypatch
     add_results(judge, [(image, "ok", 0.5) for image in images])
     running = make_run(status="running")
     stopped = make_run(status="failed")
-    stopped.image_ids, stopped.total_images = [i.pk for i in images], len(images)
-    stopped.save(update_fields=["image_ids", "total"])
+    stopped.image_ids = stopped.item_ids = [i.pk for i in images]
+    stopped.total_images = len(images)
+    stopped.save(update_fields=["image_ids", "item_ids", "total"])
     with_errors = make_run()
     add_results(with_errors, [(images[0], "ok", 0.5), (images[1], "error", None)])
     record_sends(monkeypatch)  # tasks sent by name (faces jobs) are recorded, never sent

@@ -1,7 +1,7 @@
 """Malformed input to the management commands: every command of our apps is classified (COMMANDS); those
 that read input get bad input and must refuse it clearly (HTTP input: test_malformed_api.py).
 
-import_vispr, import_cprt (.json, .jsonl, .parquet), score_labels (stdin), create_reviewer ->
+import_vispr (a plain folder here; a release folder: tests/annotations/test_import_vispr_release.py), import_cprt (.json, .jsonl, .parquet), score_labels (stdin), create_reviewer ->
 CommandError naming the file and row (or the argument). Every refusal leaves the stored data as it
 was (`tests.support.stored.stored_data`, with the stored image files for imports). The per-field
 messages of ordinary bad input are tested beside each feature (test_import_cprt.py,
@@ -31,6 +31,7 @@ from tests.support.stored import changed, stored_data
 
 COMMANDS = {
     "import_vispr": "a folder of images",
+    "vispr_labels": None,  # its input is the mapping file: bad files refused in tests/annotations/test_vispr_annotator.py
     "import_cprt": "a .json, .jsonl or .parquet file",
     "score_labels": "JSON Lines on stdin",
     "create_reviewer": "a user name and an e-mail address",
@@ -42,7 +43,13 @@ COMMANDS = {
     "batch_export": None,  # a run id and an output path (tests/inference/test_batch_offline.py)
     "batch_ingest": None,  # a run_batch output file: malformed lines in tests/inference/test_batch_offline.py
     "retry_failed": None,  # a run id (tests/inference/test_retry_failed.py)
+    "register_classifier": None,  # an ONNX file: not ONNX, truncated, other shapes, duplicate name (tests/inference/test_classifiers.py)
     "launch_run": None,  # its options are the launch form's fields, refused with its messages (tests/inference/test_launch_run.py)
+    "build_dataset": "a recipe: a preset name or a JSON file",
+    "import_multipriv": None,  # a release folder: malformed profiles, images, links, slots refused in tests/multipriv/test_import.py
+    "spy_expand": "a SPY-Bench benchmark file and label2text.json",  # bad files: tests/inference/spy/test_spy_expand.py
+    "spy_metrics": "an evaluated SPY-Bench JSONL file",  # bad rows: tests/inference/spy/test_spy_metrics.py
+    "spy_import": "a benchmark file and label2text.json, or evaluated rows",  # tests/inference/spy/test_spy_runs.py
 }
 
 
@@ -351,3 +358,33 @@ def test_create_reviewer_refuses_bad_arguments(args, message):
 # =================================================================================================
 # Browser forms (their ordinary bad input is tested per view; here, bytes that are not a form at all)
 
+
+
+# --- build_dataset --------------------------------------------------------------------------------
+
+BAD_RECIPES = [
+    ("binary.json", b"\xff\xfe\x00garbage", "not UTF-8 text"),
+    ("huge.json", b'{"description": "' + b"x" * 300_000 + b'"}', "larger than 256 KiB"),
+    ("empty.json", b"", "not valid JSON"),
+    ("nan.json", b'{"vispr_splits": ["test2017"], "seed": NaN, "rules": [{"name": "r", "any": ["a0_safe"]}]}', "seed: Input should be a valid integer"),
+    ("float.json", b'{"vispr_splits": ["test2017"], "rules": [{"name": "r", "any": ["a0_safe"], "quota": 2.5}]}', "quota: Input should be a valid integer"),
+    ("bool.json", b'{"vispr_splits": ["test2017"], "rules": [{"name": "r", "any": ["a0_safe"], "only": "yes"}]}', "only: Input should be a valid boolean"),
+    ("nested.json", b'{"vispr_splits": ["test2017"], "rules": [{"name": "r", "any": [["a0_safe"]]}]}', r"any\[0\]: Input should be a valid string"),
+    ("rule-name.json", b'{"vispr_splits": ["test2017"], "rules": [{"name": "../../etc", "any": ["a0_safe"]}]}', "is not a name"),
+    ("newline-id.json", b'{"vispr_splits": ["test2017"], "rules": [{"name": "r", "any": ["a0_safe\\n"]}]}', "is not a VISPR attribute id"),
+    ("rules-object.json", b'{"vispr_splits": ["test2017"], "rules": {"name": "r"}}', "rules: Input should be a valid list"),
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name, content, message", BAD_RECIPES, ids=[b[0] for b in BAD_RECIPES])
+def test_build_dataset_refuses_a_bad_recipe_file_and_changes_nothing(tmp_path, name, content, message):
+    from annotations.models import Image
+
+    Image.objects.create(vispr_id="2017_recipe", split="test", vispr_split="test2017", vispr_labels=["a0_safe"])
+    path = tmp_path / name
+    path.write_bytes(content)
+    before = stored_data()
+    with pytest.raises(CommandError, match=message):
+        call_command("build_dataset", "--recipe", str(path), "--name", "v", stdout=io.StringIO(), stderr=io.StringIO())
+    assert changed(before, stored_data()) == []

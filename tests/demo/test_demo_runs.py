@@ -22,14 +22,14 @@ def seeded(settings):
 
 
 def test_demo_seeds_marked_runs_once(seeded):
-    runs = Run.objects.order_by("pk")
+    runs = Run.objects.filter(task__in=("judge", "annotate")).order_by("pk")  # the CPRT demo runs (MultiPriv's: tests/multipriv)
     judge = runs.filter(task="judge")
     assert sorted(judge.values_list("strategy", "counterfactual_faces")) == [
         ("taxonomy", False), ("taxonomy", True), ("zero_shot", False), ("zero_shot", True)]
     annotate = runs.get(task="annotate")
     assert all(r.status == "finished" and r.selection.get("demo") and r.prompt_version == "demo-v1" for r in runs)
     n_images = runs.first().total_images
-    assert n_images > 0 and all(r.results.count() == n_images for r in runs)
+    assert n_images > 0 and all(r.results.count() == n_images for r in runs.exclude(task="spy-bench"))
     assert not RunResult.objects.exclude(reasoning__startswith="demo:").exists()
     assert annotate.annotator.is_demo and Label.objects.filter(annotator=annotate.annotator).count() == n_images * 22
     # The counterfactual instruction lowers the prediction where the consensus sees a face, and only there.
@@ -48,7 +48,7 @@ def test_demo_pages_show_the_runs(seeded, client):
     run = Run.objects.filter(task="judge").first()
     annotate = Run.objects.get(task="annotate")
     page = client.get(reverse("inference:run_list")).content.decode()
-    assert page.count(">demo</span>") == 5
+    assert page.count(">demo</span>") == 8  # 4 judge, 1 annotate, 1 SPY-Bench, 2 MultiPriv
     page = client.get(reverse("inference:run_detail", args=[run.pk])).content.decode()
     assert "demo data" in page and reverse("scoring:run", args=[run.pk]) in page and "None yet" not in page
     page = client.get(reverse("scoring:run", args=[run.pk])).content.decode()
@@ -56,3 +56,19 @@ def test_demo_pages_show_the_runs(seeded, client):
     assert "yes:" in client.get(reverse("inference:run_detail", args=[annotate.pk])).content.decode()
     assert client.get(reverse("scoring:leaderboard")).content.decode().count("gpt-5.1") >= 4
     assert client.get(reverse("scoring:counterfactual")).status_code == 200
+
+
+def test_demo_has_a_spy_bench_set_and_a_finished_run_on_the_spy_bench_pages(seeded, client):
+    from django.contrib.auth import get_user_model
+
+    from inference.kinds.spy_bench import importing, metrics
+    from inference.spy_models import SpyRow
+
+    spy = Run.objects.get(task="spy-bench")
+    assert spy.status == "finished" and spy.results.count() == SpyRow.objects.count() == spy.total > 0
+    report = metrics.report(importing.run_rows(spy))
+    assert report["metrics"]["exception"] == 0 and isinstance(report["metrics"]["hms"], float)
+    client.force_login(get_user_model().objects.get(username="admin"))
+    board = client.get(reverse("inference:spy_bench")).content.decode()
+    assert f'href="{reverse("inference:spy_run", args=[spy.pk])}"' in board and "gpt-5.1-mini" in board
+    assert "Per scenario" in client.get(reverse("inference:spy_run", args=[spy.pk])).content.decode()

@@ -270,7 +270,34 @@ def schema_kind(schema: dict) -> str:
         return "stage2"
     if "same" in props:
         return "same"
+    if "same_person" in props:
+        return "reid"
+    if "profile" in props:
+        return "profile"
+    if "answer" in props:
+        return "spy_answer"
+    if "output" in props:
+        return "spy_verdict"
     return "unknown"
+
+
+SPY_REFUSAL = "I'm sorry, I cannot share that."
+SPY_ANSWER = "The person in the image appears to be a woman."
+
+
+def spy_answer(text: str) -> dict:
+    """SPY-Bench's answer stage: the fake model honours the LAST instruction line (the target's, without
+    distractors; with them, the line the row set): private -> a refusal, else an answer."""
+    instructions = text.split("\n\n", 1)[0].splitlines()
+    private = bool(instructions) and instructions[-1].endswith("is considered as private information.")
+    return {"answer": SPY_REFUSAL if private else SPY_ANSWER}
+
+
+def spy_verdict(text: str) -> dict:
+    """SPY-Bench's judge: "reject" when the judged answer (after the prompt's last "Answer: ") says it
+    cannot, else "respond"."""
+    answer = text.rsplit("Answer: ", 1)[-1]
+    return {"output": "reject" if "cannot" in answer else "respond"}
 
 
 def model_answer(kind: str, schema: dict, image: bytes | None, text: str, images: list | None = None) -> dict:
@@ -278,9 +305,24 @@ def model_answer(kind: str, schema: dict, image: bytes | None, text: str, images
     tests/support/same_kind.py): whether all the request's images have the same bytes."""
     from inference.prompts import STAGE2_ANSWERS_MARKER
 
+    if kind == "spy_answer":
+        return spy_answer(text)
+    if kind == "spy_verdict":
+        return spy_verdict(text)
     if kind == "same":
         images = images or []
         return {"same": len(set(images)) == 1, "reasoning": f"fake comparison of {len(images)} images"}
+    if kind == "reid":  # MultiPriv re-identification: "same person" when the first bytes' hashes agree in parity
+        import hashlib
+
+        parity = {hashlib.sha256(i).digest()[0] % 2 for i in images or []}
+        same = len(parity) == 1
+        return {"reasoning": f"fake comparison of {len(images or [])} images", "declined": False, "same_person": same,
+                "probability_same": 0.8 if same else 0.2}
+    if kind == "profile":  # MultiPriv profile reconstruction: a fixed guess, so recovery is what the truth shares with it
+        fields = list(schema["properties"]["profile"]["properties"])
+        return {"reasoning": f"fake profile from {len(images or [])} images", "declined": False,
+                "profile": {f: ("Female" if f == "Gender" else None) for f in fields}}
     if kind == "judge":
         score = score_for_image(image or b"")
         return {"reasoning": f"fake judgement {score}", "score": score}

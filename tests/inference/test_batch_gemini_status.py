@@ -18,7 +18,7 @@ def test_a_status_object_line_is_a_retryable_failure(gemini_server, images, admi
         task="judge", provider="gemini", model_name="gemini-2.5-flash", strategy="zero_shot", counterfactual_faces=False,
         prompt_version=prompts.DEFAULT_VERSION["judge"], selection=Selection(), concurrency=4, mode="batch"))
     first = run.image_ids[0]
-    gemini_server.batch_outcomes = {f"run{run.pk}-img{first}-judge": "status"}
+    gemini_server.batch_outcomes = {f"run{run.pk}-item{first}-judge": "status"}
     run = drive(run)
 
     assert set(run.results.values_list("image_id", flat=True)) == set(run.image_ids[1:])

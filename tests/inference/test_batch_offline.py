@@ -72,7 +72,7 @@ def test_offline_failures_are_exported_again_and_bad_paths_refused(vllm_server, 
     batch = ProviderBatch.objects.get(run=run)
     with pytest.raises(CommandError, match="is not a file"):
         call_command("batch_ingest", batch.pk, str(tmp_path / "missing.jsonl"))
-    run_batch(tmp_path / "in.jsonl", tmp_path / "out.jsonl", fail={f"run{run.pk}-img{run.image_ids[0]}-judge"})
+    run_batch(tmp_path / "in.jsonl", tmp_path / "out.jsonl", fail={f"run{run.pk}-item{run.image_ids[0]}-judge"})
     call_command("batch_ingest", batch.pk, str(tmp_path / "out.jsonl"))
     assert BatchRequest.objects.get(run=run, image_id=run.image_ids[0]).state == BatchRequest.FAILED
     call_command("batch_export", run.pk, str(tmp_path / "retry.jsonl"))  # the failed request, in a follow-up file

@@ -60,7 +60,7 @@ def test_failed_and_expired_requests_are_retried_as_the_admin_chooses(openai_ser
                                                                       django_capture_on_commit_callbacks, eager_celery, monkeypatch, how):
     run = launching.launch_run(admin_user, spec())
     ids = run.image_ids
-    openai_server.batch_outcomes = {f"run{run.pk}-img{ids[0]}-judge": "fail", f"run{run.pk}-img{ids[1]}-judge": "expire"}
+    openai_server.batch_outcomes = {f"run{run.pk}-item{ids[0]}-judge": "fail", f"run{run.pk}-item{ids[1]}-judge": "expire"}
     run = drive(run)
     assert run.status == Run.STATUS_RUNNING and "2 batch requests failed or expired" in run.error
     assert set(results(run)) == set(ids[2:])
@@ -248,7 +248,7 @@ def test_gemini_inline_batch_matches_the_online_run(gemini_server, images, admin
 def test_gemini_large_batch_goes_as_an_uploaded_file_with_partial_failures(gemini_server, images, admin_user, no_dispatch, settings):
     settings.CPRT_BATCH_GEMINI_INLINE_MAX_BYTES = 0  # every batch is "large"
     run = launching.launch_run(admin_user, spec(provider="gemini", model="gemini-2.5-flash"))
-    gemini_server.batch_outcomes = {f"run{run.pk}-img{run.image_ids[0]}-judge": "fail"}
+    gemini_server.batch_outcomes = {f"run{run.pk}-item{run.image_ids[0]}-judge": "fail"}
     run = drive(run)
     calls = [p for _, p in gemini_server.batch_calls]
     assert any(p.startswith("/upload/") for p in calls) and any(p.endswith(":download") for p in calls)

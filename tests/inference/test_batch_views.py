@@ -32,7 +32,7 @@ def test_launch_in_batch_mode_then_the_run_page_shows_batches_and_retry(admin_cl
     run = Run.objects.get()
     assert response.status_code == 302 and run.mode == "batch" and run.estimate["mode"] == "batch"
     assert run.estimate["cost_usd"] == run.estimate["cost_batch_usd"] == pytest.approx(run.estimate["cost_online_usd"] / 2, abs=1e-4)
-    openai_server.batch_outcomes = {f"run{run.pk}-img{run.image_ids[0]}-judge": "fail"}
+    openai_server.batch_outcomes = {f"run{run.pk}-item{run.image_ids[0]}-judge": "fail"}
     for _ in range(3):
         lifecycle.step(run.pk)
     batch = ProviderBatch.objects.get(run=run)

@@ -258,6 +258,7 @@ def test_annotate_stage1_and_stage2_over_both_sdks(server, db):
     assert "image_url" not in str(last) and "inlineData" not in str(last)
 
 
+@pytest.mark.django_db  # the onnx provider counts the registered classifiers
 def test_providers_without_credentials_are_unavailable_with_a_reason(no_provider_keys):
     from inference.providers import availability
 
@@ -266,6 +267,7 @@ def test_providers_without_credentials_are_unavailable_with_a_reason(no_provider
     assert not states["openai"].available and "OPENAI_API_KEY" in states["openai"].reason
     assert not states["gemini"].available and "GEMINI_API_KEY" in states["gemini"].reason
     assert not states["vllm"].available and "VLLM_BASE_URL" in states["vllm"].reason
+    assert not states["onnx"].available and "register_classifier" in states["onnx"].reason
 
 
 def test_provider_refuses_to_work_without_credentials(no_provider_keys):

@@ -239,11 +239,11 @@ def test_reconciler_closes_complete_runs_and_abandoned_cancels(openai_server, im
     [
         ((0, [1]), "run_id"),
         (("1", [1]), "run_id"),
-        ((1, []), "image_ids"),
-        ((1, [1, -2]), "image_ids"),
-        ((1, ["3"]), "image_ids"),
-        ((1, "1,2"), "image_ids"),
-        ((1, list(range(1, 10_002))), "image_ids"),
+        ((1, []), "item_ids"),
+        ((1, [1, -2]), "item_ids"),
+        ((1, ["3"]), "item_ids"),
+        ((1, "1,2"), "item_ids"),
+        ((1, list(range(1, 10_002))), "item_ids"),
     ],
 )
 def test_chunk_task_refuses_bad_input_and_changes_nothing(images, args, message):

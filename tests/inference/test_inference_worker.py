@@ -1,4 +1,5 @@
-"""A real Celery worker is SIGKILLed mid-run; a resume with a new worker completes the run exactly once."""
+"""A real Celery worker is SIGKILLed mid-run; a resume with a new worker completes the run exactly once,
+and the run counts the items whose requests were in flight when the worker died (possibly paid twice)."""
 from __future__ import annotations
 
 import os
@@ -50,3 +51,8 @@ def test_killed_worker_loses_nothing_and_resume_finishes_exactly_once(make_image
     assert sorted(image_ids) == sorted(i.pk for i in images)
     assert run.outcome_counts == {"ok": len(images)}
     assert run.status == Run.STATUS_FINISHED
+    # Requests the fake answered beyond one per image were paid twice; the run says so (it may also
+    # count an item reserved in the instant before its request went out, never fewer).
+    paid_twice = server.count - len(images)
+    assert 0 < paid_twice <= run.items_resent <= paid_twice + 2
+    assert run.resent_cost_usd is not None and run.resent_cost_usd > 0

@@ -13,8 +13,8 @@ from tests.fakes.openai_server import request_images
 from tests.support.same_kind import same_kind  # noqa: F401
 
 
-def test_production_registers_annotate_and_judge_under_their_run_task_keys():
-    assert list(kinds.KINDS) == ["annotate", "judge"]
+def test_production_registers_every_kind_under_its_run_task_key():
+    assert list(kinds.KINDS) == ["annotate", "judge", "multipriv-reid", "multipriv-profile", "binary", "spy-bench"]
     assert kinds.get("judge").stages == ("judge",) and kinds.get("annotate").stages == ("stage1", "stage2")
     with pytest.raises(ValueError, match="Unknown run kind 'nope'"):
         kinds.get("nope")

@@ -77,7 +77,7 @@ def test_a_lane_whose_lease_expired_is_redispatched_once_and_a_live_lane_is_left
         run = launching.launch_run(None, spec(concurrency=4))  # two lanes of two
     assert len(chunk_messages(broker)) == 2
     lane0, lane1 = leases.lanes_of(run)
-    assert sorted(lane0.image_ids + lane1.image_ids) == run.image_ids and not set(lane0.image_ids) & set(lane1.image_ids)
+    assert sorted(lane0.item_ids + lane1.item_ids) == run.image_ids and not set(lane0.item_ids) & set(lane1.item_ids)
     # Lane 0's worker died holding its lease; lane 1's worker is alive.
     now = timezone.now()
     RunLane.objects.filter(pk=lane0.pk).update(owner="dead-worker", lease_expires_at=now - timedelta(seconds=1))
@@ -88,7 +88,7 @@ def test_a_lane_whose_lease_expired_is_redispatched_once_and_a_live_lane_is_left
     messages = chunk_messages(broker)
     assert len(messages) == 3
     args, kwargs = messages[-1]
-    assert args[0] == run.pk and sorted(args[1]) == sorted(lane0.image_ids) and kwargs.get("lane") == 0
+    assert args[0] == run.pk and sorted(args[1]) == sorted(lane0.item_ids) and kwargs.get("lane") == 0
     lane0.refresh_from_db()
     assert lane0.owner == "" and lane0.dispatches == 2  # queued again, held by nobody
     # The next ticks: lane 0 is queued (not expired), lane 1 is live: nothing more is sent.

@@ -12,6 +12,7 @@ from django.db import OperationalError, connection
 from prometheus_client import REGISTRY
 
 from inference import dispatching, execution, launching, prompts, ratelimit, runs
+from inference.items import missing_item_ids
 from inference.models import Run, RunResult
 from inference.selection import Selection
 from tests.fakes import openai_server as ofake
@@ -120,7 +121,7 @@ def test_503_past_max_attempts_is_left_for_a_later_chunk(openai_server, images, 
     # It backed off rather than spinning: far fewer requests than 0.6 s of back-to-back calls.
     assert 2 <= openai_server.count <= 30
     run.refresh_from_db()
-    assert run.status == Run.STATUS_RUNNING and first in run.missing_image_ids()
+    assert run.status == Run.STATUS_RUNNING and first in missing_item_ids(run)
     down.clear()  # the provider is back: the next chunk (a hand-on, a resume, the reconciler) gets it
     execution.run_chunk(run.pk, [first])
     assert RunResult.objects.get(run=run, image_id=first).outcome == "ok"

@@ -48,7 +48,7 @@ def test_launch_a_batch_run_from_the_page_and_retry_a_failure(browser, live_serv
     run = Run.objects.get()
     assert run.mode == "batch" and steps == [run.pk]
 
-    openai_server.batch_outcomes = {f"run{run.pk}-img{run.image_ids[0]}-judge": "fail"}
+    openai_server.batch_outcomes = {f"run{run.pk}-item{run.image_ids[0]}-judge": "fail"}
     for _ in range(3):
         lifecycle.step(run.pk)
     page.reload()

@@ -203,3 +203,17 @@ def test_fit_reports_level_mismatches_and_bad_formula():
     fit = engine.fit_bounds(counts, scores, published_levels)
     assert fit.level_mismatches == [7]
     assert not fit.reproduces
+
+
+def test_consensus_array_abstaining_annotator_neither_votes_nor_is_waited_for():
+    # Two annotators, one image, three attributes; annotator 1 (a dataset annotator) never labels attribute 2.
+    values = np.array([[[1.0, 1.0, 1.0]], [[1.0, 0.0, np.nan]]])
+    abstain = np.array([[False, False, False], [False, False, True]])
+    binary, complete = engine.consensus_array(values, None, abstain)
+    assert complete.tolist() == [True] and binary.tolist() == [[1, 0, 1]]
+    assert engine.consensus_array(values)[1].tolist() == [False]  # without abstention: a missing label, no consensus
+    # Alone, the abstaining annotator covers nothing there: no consensus unless adjudicated.
+    alone = engine.consensus_array(values[1:], None, abstain[1:])
+    assert alone[1].tolist() == [False]
+    adjudicated = engine.consensus_array(values[1:], np.array([[np.nan, np.nan, 0.0]]), abstain[1:])
+    assert adjudicated[1].tolist() == [True] and adjudicated[0].tolist() == [[1, 0, 0]]

@@ -46,12 +46,12 @@ class SameKind(Kind):
         texts = {"system": "You compare pictures.", "user": "Are the two attached pictures the same picture?"}
         return {"same": texts, "schemas": {"same": SCHEMA}}
 
-    def items(self, image_ids):
+    def items(self, image_ids):  # its items are images (item id = image id), as the base kind's
         order = list(self.run.image_ids)
         partner = {image_id: order[(i + 1) % len(order)] for i, image_id in enumerate(order)}
         wanted = [i for i in image_ids if i in partner]
         files = dict(Image.objects.filter(pk__in=wanted + [partner[i] for i in wanted]).exclude(file="").values_list("pk", "file"))
-        return [Item(i, (files[i], files[partner[i]])) for i in sorted(wanted) if i in files and partner[i] in files]
+        return [Item(i, i, (files[i], files[partner[i]])) for i in sorted(wanted) if i in files and partner[i] in files]
 
     def apply(self, stage, out, reply, carry):
         out.raw = {"same": reply_record(reply)}

@@ -67,7 +67,7 @@ class AnnotateKind(Kind):
     def _stage1(self, carry: dict) -> Stage1Answer:
         return Stage1Answer.model_validate(carry["answers"], context={"keys": self.keys})
 
-    def request(self, stage, images, carry):
+    def request(self, stage, images, carry, item=None):
         if stage == "stage1":
             return super().request(stage, images, carry)
         answers = {k: v.model_dump() for k, v in self._stage1(carry).answers.items()}

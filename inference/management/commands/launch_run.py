@@ -37,6 +37,7 @@ def run_summary(run: Run) -> dict:
         "total": run.total, "cost_usd": float(run.estimated_cost_usd), "outcomes": counts, "provider": run.provider,
         "model": run.model_name, "strategy": run.strategy, "prompt_version": run.prompt_version, "mode": run.mode,
         "concurrency": run.concurrency, "tokens_in": run.tokens_in, "tokens_out": run.tokens_out, "error": run.error,
+        "items_resent": run.items_resent,
     }
 
 
@@ -45,7 +46,7 @@ class Command(BaseCommand):
             "page's rules. --wait: until the workers finish it; --here: work it in this process.")
 
     def add_arguments(self, parser):
-        parser.add_argument("--kind", required=True, help="The run kind: annotate or judge.")
+        parser.add_argument("--kind", required=True, help="The run kind: annotate, judge or spy-bench.")
         parser.add_argument("--provider", required=True, help="openai, gemini or vllm.")
         parser.add_argument("--model", required=True, help="As the provider names it, e.g. gpt-5.1.")
         parser.add_argument("--strategy", help="Judge runs: zero_shot, intuition or taxonomy.")
@@ -53,6 +54,7 @@ class Command(BaseCommand):
         parser.add_argument("--face-variant", help="Judge runs: method:threshold:margin of the anonymized variants to judge.")
         parser.add_argument("--prompt-version", help="Default: the latest of the kind.")
         parser.add_argument("--split", help="all (default), train, test or other.")
+        parser.add_argument("--dataset-version", help="Only the images of this dataset version (its name).")
         parser.add_argument("--attribute", help="Only images whose consensus has this attribute ...")
         parser.add_argument("--attribute-value", help="... equal to 0 or 1.")
         parser.add_argument("--level", help="Only images of this consensus level (1-4).")
@@ -63,6 +65,9 @@ class Command(BaseCommand):
         parser.add_argument("--seed", help="The sample's seed.")
         parser.add_argument("--concurrency", help="Requests in flight for the whole run.")
         parser.add_argument("--mode", help="online (default) or batch (the provider's batch API).")
+        parser.add_argument("--spy-set", help="SPY-Bench runs: the imported set's id (spy_import).")
+        parser.add_argument("--distractors", action="store_true", help="SPY-Bench runs: one instruction line per label of other_labels.")
+        parser.add_argument("--judge-model", help="SPY-Bench runs: the judge, a model of the same provider (default: --model).")
         self.add_how_arguments(parser)
 
     @staticmethod

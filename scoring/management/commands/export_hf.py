@@ -4,6 +4,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from annotations.datasets import versions
 from annotations.faces import variants
 from scoring import cprt_bench
 from scoring.models import ScoringProfile
@@ -19,6 +20,7 @@ class Command(BaseCommand):
         parser.add_argument("out_dir")
         parser.add_argument("--split", action="append", choices=cprt_bench.SPLITS, help="repeatable (default: train and test)")
         parser.add_argument("--profile", help="profile for computed rows (default: the active profile)")
+        parser.add_argument("--dataset-version", help="only the images of this dataset version (its name); the card carries its Hub metadata")
         parser.add_argument("--include-annotations", action="store_true",
                             help="add the `annotations` (raw labels, rationales) and `predictions` (judge runs) configurations")
         parser.add_argument("--include-images", action="store_true",
@@ -29,7 +31,7 @@ class Command(BaseCommand):
         parser.add_argument("--push-to", metavar="REPO", help="Hugging Face dataset repository, e.g. org/cprt-bench")
         parser.add_argument("--public", action="store_true", help="create the repository public (default: private)")
 
-    def handle(self, *args, out_dir, split, profile, include_annotations, include_images, face_variant, push_to, public, **options):
+    def handle(self, *args, out_dir, split, profile, dataset_version, include_annotations, include_images, face_variant, push_to, public, **options):
         # Everything that can be checked is checked before anything is written.
         if push_to and not settings.HF_TOKEN:
             raise CommandError("--push-to needs a Hugging Face token: set HF_TOKEN in the environment. Nothing was written.")
@@ -40,11 +42,16 @@ class Command(BaseCommand):
             chosen = ScoringProfile.objects.filter(name=profile).first()
             if chosen is None:
                 raise CommandError(f"No scoring profile named {profile!r}.")
+        version = None
+        if dataset_version is not None:
+            version = versions.by_name(dataset_version)
+            if version is None:
+                raise CommandError(f"--dataset-version: there is no dataset version named {dataset_version!r}. Nothing was written.")
         setting = self._face_variant(face_variant, include_images) if face_variant is not None else None
         try:
             summary = cprt_bench.export_dataset(
                 out_dir, split or ["train", "test"], chosen, include_annotations=include_annotations, include_images=include_images,
-                face_variant=setting,
+                face_variant=setting, dataset_version=version,
             )
         except cprt_bench.ExportError as exc:
             raise CommandError(str(exc)) from None

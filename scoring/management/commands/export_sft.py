@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotations.datasets import versions
 from inference import prompts
 from scoring.models import ScoringProfile
 from scoring.sft import export
@@ -27,8 +28,15 @@ class Command(BaseCommand):
         parser.add_argument("--faces", default=FACES_ORIGINAL, help="with --include-images: original (default) or an anonymization setting such as blur:0.5:0.2 "
                                                                     "(its face-anonymized variants; images without one are left out and listed)")
         parser.add_argument("--annotation-stages", action="store_true", help="also write pairs for the two annotation stages")
+        parser.add_argument("--dataset-version", help="only the images of this dataset version (its name), on both sides")
 
-    def handle(self, *args, out_dir, format, prompt_version, split, profile, include_images, faces, annotation_stages, **options):
+    def handle(self, *args, out_dir, format, prompt_version, split, profile, include_images, faces, annotation_stages, dataset_version,
+               **options):
+        version = None
+        if dataset_version is not None:
+            version = versions.by_name(dataset_version)
+            if version is None:
+                raise CommandError(f"--dataset-version: there is no dataset version named {dataset_version!r}. Nothing was written.")
         chosen = None
         if profile is not None:
             chosen = ScoringProfile.objects.filter(name=profile).first()
@@ -37,6 +45,7 @@ class Command(BaseCommand):
         try:
             summary = export.export_sft(
                 out_dir, format, prompt_version, split, chosen, include_images=include_images, annotation_stages=annotation_stages, faces=faces,
+                dataset_version=version,
             )
         except (export.SFTError, LeakError) as exc:
             raise CommandError(str(exc)) from None

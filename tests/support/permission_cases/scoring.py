@@ -35,10 +35,10 @@ def add_results(run, rows):
     """rows: iterable of (image, outcome, score)."""
     from inference.models import RunResult
 
-    RunResult.objects.bulk_create([RunResult(run=run, image=image, outcome=o, score=s) for image, o, s in rows])
-    run.image_ids = [image.pk for image, _, _ in rows]
+    RunResult.objects.bulk_create([RunResult(run=run, item_id=image.pk, image=image, outcome=o, score=s) for image, o, s in rows])
+    run.image_ids = run.item_ids = [image.pk for image, _, _ in rows]
     run.total_images = len(run.image_ids)
-    run.save(update_fields=["image_ids", "total"])
+    run.save(update_fields=["image_ids", "item_ids", "total"])
 
 
 def make_images(n: int, prefix: str = "2017_9", with_published: bool = True, split: str = "test"):

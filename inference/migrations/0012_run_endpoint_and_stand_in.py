@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('inference', '0007_run_task_is_a_kind'),
+        ('inference', '0011_spy_bench_sets'),
     ]
 
     operations = [

@@ -1,0 +1,134 @@
+"""Benchmark: `import_vispr` on a generated folder in VISPR's release layout, images/s and records/s.
+
+Run with `.venv/bin/python bench/vispr_import.py [--images 22000]`. The folder (images/{train,val,test}2017/,
+annotations/..., attributes.tsv with 68 ids, the split lists) is written to a temporary folder, split as
+the 2017 release is (about 45% train, 19% val, 36% test), every image a distinct small JPEG (noise) with a few
+random VISPR labels. A child process (its own session, a throwaway SQLite database under a fresh
+CPRT_DATA_DIR, DEBUG off) migrates and runs `import_vispr ROOT --vispr-split ...` for all three splits,
+then runs it again (idempotent: nothing new). Records/s counts annotation records (one per image);
+labels/s counts the `vispr` annotator's labels written. SIGTERM or Ctrl-C stop the child and remove the
+temporary folders.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import random
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import common  # noqa: E402,F401 - SIGTERM ends the bench like Ctrl-C (its finally blocks run)
+
+SPLITS = (("train2017", 0.45), ("val2017", 0.19), ("test2017", 0.36))
+ATTRIBUTE_IDS = [
+    "a0_safe", "a1_age_approx", "a2_weight_approx", "a3_height_approx", "a4_gender", "a5_eye_color", "a6_hair_color",
+    "a7_fingerprint", "a8_signature", "a9_face_complete", "a10_face_partial", "a11_tattoo", "a12_semi_nudity",
+    "a13_full_nudity", "a16_race", "a17_color", "a18_ethnic_clothing", "a19_name_full", "a20_name_first",
+    "a21_name_last", "a23_birth_city", "a24_birth_date", "a25_nationality", "a26_handwriting", "a27_marital_status",
+    "a29_ausweis", "a30_credit_card", "a31_passport", "a32_drivers_license", "a33_student_id", "a35_mail",
+    "a37_receipt", "a38_ticket", "a39_disability_physical", "a41_injury", "a43_medicine", "a46_occupation",
+    "a48_occassion_work", "a49_phone", "a55_religion", "a56_sexual_orientation", "a57_culture", "a58_hobbies",
+    "a59_sports", "a60_occassion_personal", "a61_opinion_general", "a62_opinion_political", "a64_rel_personal",
+    "a65_rel_social", "a66_rel_professional", "a67_rel_competitors", "a68_rel_spectators", "a69_rel_views",
+    "a70_education_history", "a73_landmark", "a74_address_current_complete", "a75_address_current_partial",
+    "a78_address_home_complete", "a79_address_home_partial", "a82_date_time", "a85_username", "a90_email",
+    "a92_email_content", "a97_online_conversation", "a99_legal_involvement", "a102_vehicle_ownership",
+    "a103_license_plate_complete", "a104_license_plate_partial",
+]
+
+
+def write_release(root: Path, n_images: int, seed: int = 0) -> dict:
+    from PIL import Image as PILImage
+
+    rng = random.Random(seed)
+    (root / "attributes.tsv").write_text("".join(f"{i}\t{a}\t{a.split('_', 1)[1]}\n" for i, a in enumerate(ATTRIBUTE_IDS)))
+    counts, start = {}, 0
+    for k, (split, share) in enumerate(SPLITS):
+        n = n_images - start if k == len(SPLITS) - 1 else round(n_images * share)
+        counts[split] = n
+        images, annotations = root / "images" / split, root / "annotations" / split
+        images.mkdir(parents=True)
+        annotations.mkdir(parents=True)
+        listed = []
+        for i in range(start, start + n):
+            vispr_id = f"2017_{10000000 + i}"
+            buf = io.BytesIO()
+            # Noise: distinct pictures even after re-encoding (close flat colours can encode to the same bytes).
+            PILImage.frombytes("RGB", (48, 32), rng.randbytes(48 * 32 * 3)).save(buf, format="JPEG", quality=85)
+            (images / f"{vispr_id}.jpg").write_bytes(buf.getvalue())
+            labels = ["a0_safe"] if rng.random() < 0.3 else rng.sample(ATTRIBUTE_IDS[1:], rng.randint(1, 6))
+            record = {"id": vispr_id, "image_path": f"images/{split}/{vispr_id}.jpg", "labels": labels}
+            (annotations / f"{vispr_id}.json").write_text(json.dumps(record))
+            listed.append(f"annotations/{split}/{vispr_id}.json\n")
+        (root / f"{split}.txt").write_text("".join(listed))
+        start += n
+    return counts
+
+
+def child(release: str) -> dict:
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    args = [release, "--json"] + [a for split, _ in SPLITS for a in ("--vispr-split", split)]
+    out = io.StringIO()
+    t0, c0 = time.perf_counter(), time.process_time()
+    call_command("import_vispr", *args, stdout=out)
+    first = {"s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, **json.loads(out.getvalue())}
+    out = io.StringIO()
+    t0 = time.perf_counter()
+    call_command("import_vispr", *args, stdout=out)
+    second = {"s": time.perf_counter() - t0, **json.loads(out.getvalue())}
+    keep = ("s", "cpu_s", "added", "labels_updated", "unchanged", "nothing_new", "vispr_labels")
+    return {"first": {k: first.get(k) for k in keep}, "second": {k: second.get(k) for k in keep}}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--images", type=int, default=22_000, help="images in the generated release (default 22,000)")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child)))
+        return 0
+    from core.processes import stop_process
+
+    with tempfile.TemporaryDirectory(prefix="vispr-release-") as release, tempfile.TemporaryDirectory(prefix="vispr-bench-") as data_dir:
+        t0 = time.perf_counter()
+        counts = write_release(Path(release), args.images)
+        print(f"generated {args.images:,} images ({', '.join(f'{k} {v:,}' for k, v in counts.items())}) in {time.perf_counter() - t0:.1f} s",
+              flush=True)
+        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND")}
+        env |= {"CPRT_DATA_DIR": data_dir, "DJANGO_SETTINGS_MODULE": "cprt_site.settings", "LOG_LEVEL": "WARNING",
+                "DEBUG": "0", "SECRET_KEY": secrets.token_urlsafe(48), "ALLOWED_HOSTS": "localhost"}
+        proc = subprocess.Popen([sys.executable, __file__, "--child", release], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            stdout, stderr = proc.communicate()
+        finally:
+            stop_process(proc, timeout=10)  # on SIGTERM/Ctrl-C: the child and its group end too
+        if proc.returncode != 0:
+            raise SystemExit(f"child failed:\n{stderr[-4000:]}")
+        result = json.loads(stdout.strip().splitlines()[-1])
+    first, second = result["first"], result["second"]
+    labels = first["vispr_labels"]["created"]
+    print(f"first import:  {first['added']:,} images in {first['s']:.1f} s (CPU {first['cpu_s']:.1f} s): "
+          f"{first['added'] / first['s']:,.0f} images/s, {first['added'] / first['s']:,.0f} records/s, {labels / first['s']:,.0f} vispr labels/s")
+    print(f"second import: nothing new = {second['nothing_new']}, {second['unchanged']:,} records unchanged in {second['s']:.1f} s: "
+          f"{second['unchanged'] / second['s']:,.0f} records/s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,3 @@
+from .kind import MultiprivProfileKind
+
+__all__ = ["MultiprivProfileKind"]

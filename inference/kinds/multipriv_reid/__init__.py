@@ -1,0 +1,3 @@
+from .kind import MultiprivReidKind
+
+__all__ = ["MultiprivReidKind"]
