@@ -169,6 +169,10 @@ if CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache"
 SESSION_ENGINE = "django.contrib.sessions.backends.db"
 # The labeling page shows "left in the queue" from a count at most this old (the queue page counts afresh).
 CPRT_QUEUE_COUNT_TTL_S = envint("CPRT_QUEUE_COUNT_TTL_S", 30, min=0, max=3600)
+# Scoring pages: a stale cached computation that took longer than this is recomputed by a job while
+# the page shows the stored figures (scoring/services/cache.py); the refresh job's lease (renewed by its heartbeat).
+CPRT_METRICS_INLINE_S = envfloat("CPRT_METRICS_INLINE_S", 0.5, min=0, max=3600)
+CPRT_METRICS_REFRESH_STALE_S = envduration("CPRT_METRICS_REFRESH_STALE_S", 120.0, min=1.0, max=7 * 24 * 3600)
 SESSION_EXPIRE_AT_BROWSER_CLOSE = True
 
 # django-axes: lock an account+IP after repeated failed logins.

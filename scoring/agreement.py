@@ -34,6 +34,8 @@ from typing import Sequence
 
 import numpy as np
 
+from . import agreement_ci, resample
+from .agreement_ci import kappa_from_confusion  # noqa: F401  (the agreement API names it here too)
 from .engine import LEVELS
 
 HUMAN, MODEL, GROUND_TRUTH, DATASET = "human", "model", "ground_truth", "dataset"
@@ -72,26 +74,6 @@ def _finite(x) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def kappa_from_confusion(cm: np.ndarray, weights: str | None = None) -> np.ndarray:
-    """Cohen's kappa of (..., k, k) confusion counts, as sklearn computes it; NaN where undefined.
-
-    Kappa is symmetric in the two raters, but floating-point sums in another order can differ in the
-    last bit; the mean of both orders is exactly symmetric, so swapping raters changes no digit.
-    """
-    cm = np.asarray(cm, dtype=float)
-    return (_kappa(cm, weights) + _kappa(np.swapaxes(cm, -1, -2), weights)) / 2
-
-
-def _kappa(cm: np.ndarray, weights: str | None) -> np.ndarray:
-    k = cm.shape[-1]
-    i, j = np.indices((k, k))
-    w = np.abs(i - j) / (k - 1) if weights == "linear" else (i != j).astype(float)
-    n = cm.sum(axis=(-2, -1))
-    with np.errstate(all="ignore"):
-        expected = cm.sum(axis=-1)[..., :, None] * cm.sum(axis=-2)[..., None, :] / n[..., None, None]
-        return 1 - (w * cm).sum(axis=(-2, -1)) / (w * expected).sum(axis=(-2, -1))
-
-
 def _confusions(a: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
     """(attributes, k, k) counts of label codes 0..k-1 over images where both raters labelled."""
     n_attr = a.shape[1]
@@ -115,12 +97,15 @@ def breakdown(a: np.ndarray, b: np.ndarray, a3, b3, attr_levels: np.ndarray, key
     with np.errstate(all="ignore"):
         agree = np.trace(cm2, axis1=1, axis2=2) / n
     kappa = kappa_from_confusion(cm2)
+    robust_pabak, robust_ac1 = agreement_ci.pabak(cm2), agreement_ci.gwet_ac1(cm2)
     weighted = None
     if a3 is not None and b3 is not None:
         cm3 = _stacked(_confusions(np.asarray(a3, dtype=float) * 2, np.asarray(b3, dtype=float) * 2, 3), attr_levels)
         weighted = np.where(cm3.sum(axis=(1, 2)) > 0, kappa_from_confusion(cm3, "linear"), np.nan)
     rows = [{"n": int(n[i]), "agreement": _finite(agree[i]) if n[i] else None, "kappa": _finite(kappa[i]) if n[i] else None,
-             "weighted_kappa": None if weighted is None else _finite(weighted[i])} for i in range(cm2.shape[0])]
+             "weighted_kappa": None if weighted is None else _finite(weighted[i]),
+             "pabak": _finite(robust_pabak[i]) if n[i] else None, "ac1": _finite(robust_ac1[i]) if n[i] else None}
+            for i in range(cm2.shape[0])]
     k = len(keys)
     return {
         "overall": rows[-1],
@@ -161,7 +146,7 @@ def human_study_images(values: np.ndarray, is_human: np.ndarray) -> np.ndarray:
     return labelled.sum(axis=0) >= 2
 
 
-def agreement_report(data: LabelSet) -> dict:
+def agreement_report(data: LabelSet, resamples: int = agreement_ci.N_BOOT) -> dict:
     """Every annotator pair (Cohen's kappa), the human strict consensus rate and Fleiss' kappa (the
     paper's human-human figures), each non-human vs the human majority, Krippendorff's alpha per
     annotator kind and the kappa matrix for the heatmap.
@@ -169,8 +154,9 @@ def agreement_report(data: LabelSet) -> dict:
     Nothing depends on the order of annotators: annotators are listed sorted by (kind, name), and
     every figure is symmetric in them.
     """
-    order = sorted(range(len(data.names)), key=lambda i: (data.kinds[i], data.names[i]))
-    values = np.asarray(data.values, dtype=float)[order] if order else np.asarray(data.values, dtype=float)
+    # The imported ground truth is derived from model labels, not an annotator: it is never listed here.
+    order = sorted((i for i in range(len(data.names)) if data.kinds[i] != GROUND_TRUTH), key=lambda i: (data.kinds[i], data.names[i]))
+    values = np.asarray(data.values, dtype=float)[order] if order else np.full((0,) + np.asarray(data.values).shape[1:], np.nan)
     names = [data.names[i] for i in order]
     kinds = [data.kinds[i] for i in order]
     binary = binarise_array(values)
@@ -182,15 +168,31 @@ def agreement_report(data: LabelSet) -> dict:
     # Agreement involving humans uses the human study population only.
     in_study = np.where(study[None, :, None], values, np.nan)
     binary_study = np.where(study[None, :, None], binary, np.nan)
+    # One draw of images for every interval: over all images, and over the human study images for
+    # figures involving humans (the population each figure is computed on).
+    n_images, n_study = values.shape[1], int(study.sum())
+    idx_all = resample.draw(n_images, resamples, agreement_ci.SEED) if n_images and resamples else None
+    idx_study = resample.draw(n_study, resamples, agreement_ci.SEED) if n_study and resamples else None
+
+    def population(with_humans: bool, i: int, j: int | None = None) -> dict:
+        both = ~np.isnan(values[i]) & (True if j is None else ~np.isnan(values[j]))
+        if with_humans:
+            return {"rule": "human study images", "images": int((both & study[:, None]).any(axis=1).sum())}
+        return {"rule": "all images labelled by both", "images": int(both.any(axis=1).sum())}
 
     pairs = []
     kappa_matrix = [[None] * A for _ in range(A)]
     for i, j in combinations(range(A), 2):
-        source, source_bin = (in_study, binary_study) if (is_human[i] or is_human[j]) else (values, binary)
+        humans_in = bool(is_human[i] or is_human[j])
+        source, source_bin = (in_study, binary_study) if humans_in else (values, binary)
         stats_ij = breakdown(source_bin[i], source_bin[j], source[i], source[j], attr_levels, keys)
         if stats_ij["overall"]["n"] == 0:
             continue
-        pairs.append({"a": names[i], "b": names[j], "group": _group(kinds[i], kinds[j]), **stats_ij})
+        cols, idx = (study, idx_study) if humans_in else (slice(None), idx_all)
+        ci = {} if idx is None else agreement_ci.pair_intervals(source_bin[i][cols], source_bin[j][cols], source[i][cols],
+                                                                source[j][cols], attr_levels, keys, idx)
+        pairs.append({"a": names[i], "b": names[j], "group": _group(kinds[i], kinds[j]), **stats_ij, "ci": ci,
+                      "population": population(humans_in, i, j)})
         kappa_matrix[i][j] = kappa_matrix[j][i] = stats_ij["overall"]["kappa"]
     for i in range(A):
         if (~np.isnan(binary[i])).any():
@@ -203,19 +205,31 @@ def agreement_report(data: LabelSet) -> dict:
         stats_i = breakdown(binary_study[i], majority, None, None, attr_levels, keys)
         majority_kappas[i] = stats_i["overall"]["kappa"]
         if stats_i["overall"]["n"]:
+            ci = {} if idx_study is None else agreement_ci.pair_intervals(
+                binary_study[i][study], majority[study], None, None, attr_levels, keys, idx_study)
             group = f"{VISPR_GROUP} vs human majority" if kinds[i] == DATASET else f"{kinds[i]}-human majority"
-            vs_majority.append({"a": names[i], "b": MAJORITY, "group": group, **stats_i})
+            vs_majority.append({"a": names[i], "b": MAJORITY, "group": group, **stats_i, "ci": ci,
+                                "population": population(True, i)})
 
     humans = in_study[is_human]
+    hh = human_human(humans, attr_levels, keys)
+    hh["ci"] = {} if idx_study is None else agreement_ci.human_human_intervals(binarise_array(humans[:, study]), attr_levels, keys, idx_study)
+    krippendorff = krippendorff_by_kind(values, kinds, study)
+    kinds_arr = np.asarray(kinds)
+    for row, mask, images in zip(krippendorff, (kinds_arr == HUMAN, kinds_arr == MODEL, (kinds_arr == HUMAN) | (kinds_arr == MODEL)),
+                                 (study, None, study)):
+        row["ci"] = agreement_ci.alpha_intervals(values[mask], images, idx_all, idx_study) if resamples else {}
     return {
         "annotators": [{"name": n, "kind": k} for n, k in zip(names, kinds)],
         "human_study": {"images": int(study.sum()), "all_images": int(values.shape[1]), "humans": int(is_human.sum()),
                         "rule": "images with at least two human labelings"},
         "pairs": pairs,
-        "human_human": human_human(humans, attr_levels, keys),
+        "human_human": hh,
         "vs_majority": vs_majority,
         "strict_consensus": strict_consensus(humans, attr_levels, keys),
-        "krippendorff": krippendorff_by_kind(values, kinds, study),
+        "krippendorff": krippendorff,
+        "bootstrap": {"resamples": resamples, "seed": agreement_ci.SEED, "unit": "image (cluster bootstrap)",
+                      "method": "percentile, 95%"},
         "kappa_matrix": {"names": names + [MAJORITY], "matrix": [row + [majority_kappas[i]] for i, row in enumerate(kappa_matrix)]
                          + [majority_kappas + [None]]},
     }

@@ -15,7 +15,6 @@ resamples in which it was defined (AUC needs both classes in a resample).
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 from .metrics import _with_interval, binary_from_counts
 
@@ -37,6 +36,8 @@ def counts(truth: np.ndarray, guess: np.ndarray) -> dict[str, np.ndarray]:
 def auc(truth: np.ndarray, score: np.ndarray) -> np.ndarray:
     """ROC AUC along the last axis (Mann-Whitney: tied scores count one half); NaN without both classes."""
     truth = np.asarray(truth, dtype=bool)
+    from scipy import stats  # imported where used, not at start-up
+
     ranks = stats.rankdata(np.asarray(score, dtype=float), axis=-1)
     n_pos = truth.sum(axis=-1).astype(float)
     n_neg = truth.shape[-1] - n_pos

@@ -18,7 +18,6 @@ import warnings
 from typing import Sequence
 
 import numpy as np
-from scipy import stats
 
 from . import resample
 
@@ -51,6 +50,8 @@ def _bootstrap_intervals(diff: np.ndarray, valid: np.ndarray, resamples: int, se
 
 def mcnemar_exact(b: int, c: int) -> float:
     """Two-sided exact McNemar p-value from the discordant counts b and c."""
+    from scipy import stats  # imported where used (start-up time)
+
     return float(stats.binomtest(b, b + c, 0.5).pvalue) if b + c else 1.0
 
 

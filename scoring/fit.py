@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
-from scipy.optimize import linprog
 
 from .engine import (
     DEFAULT_WEIGHT_SET, LEVEL_MAXIMA, LEVELS, WEIGHT_SETS, Bounds, a6_check, exponential_weights, severity_array,
@@ -112,6 +111,8 @@ def chebyshev_bounds(level: np.ndarray, r: np.ndarray, low: np.ndarray, high: np
     a_ub = np.vstack([np.hstack([A, -ones]), np.hstack([-A, -ones]),
                       [[-1, 1, 0, 0], [0, -1, 1, 0]]])
     b_ub = np.concatenate([high - c, c - low, [0.0, 0.0]])
+    from scipy.optimize import linprog  # imported where used (start-up time)
+
     res = linprog(np.array([0, 0, 0, 1.0]), A_ub=a_ub, b_ub=b_ub, bounds=[(0, 1), (0, 1), (0, 1), (0, None)], method="highs",
                   options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
     if not res.success:

@@ -10,6 +10,7 @@ from django.core.validators import RegexValidator
 
 from annotations.datasets import versions as dataset_versions
 from annotations.faces import variants as face_variants
+from annotations.datasets.models import DatasetVersion
 from annotations.models import Image
 from inference.models import Run
 
@@ -54,7 +55,12 @@ class ExportForm(forms.Form):
 
 
 class LeaderboardForm(ExportForm):
-    table_names = ("leaderboard", "not_ranked", "paper")
+    table_names = ("leaderboard", "not_ranked", "ablations", "paper")
+    version = forms.ModelChoiceField(queryset=DatasetVersion.objects.all(), required=False, label="Dataset version",
+                                     empty_label="any (no version)", error_messages={
+                                         "invalid_choice": "version must be the id of a dataset version."})
+    split = forms.ChoiceField(choices=SPLITS, required=False, label="Split", error_messages={
+        "invalid_choice": "Unknown split %(value)s."})
     floor = forms.FloatField(required=False, min_value=0, max_value=100, label="Coverage floor (%)", error_messages={
         "invalid": "floor must be a percentage from 0 to 100.", "min_value": "floor must be a percentage from 0 to 100.",
         "max_value": "floor must be a percentage from 0 to 100."})
@@ -69,10 +75,19 @@ class LeaderboardForm(ExportForm):
         return 95.0 if value is None else value
 
 
+ADJUSTMENTS = [("holm", "Holm (family-wise)"), ("bh", "Benjamini-Hochberg (false discovery rate)")]
+
+
+def _adjust_field():
+    return forms.ChoiceField(required=False, choices=ADJUSTMENTS, label="Multiple comparisons", error_messages={
+        "invalid_choice": "adjust must be holm or bh; got %(value)s."})
+
+
 class CompareForm(ExportForm):
     """Two finished judge runs to compare on their common images."""
 
     table_names = ("comparison",)
+    adjust = _adjust_field()
     a = forms.IntegerField(required=False, min_value=1, label="Run A", error_messages={
         "invalid": "a must be a run id.", "min_value": "a must be a run id."})
     b = forms.IntegerField(required=False, min_value=1, label="Run B", error_messages={
@@ -100,13 +115,15 @@ class CompareForm(ExportForm):
 
 class CalibrationForm(ExportForm):
     table_names = ("human_majority", "consensus")
+    adjust = _adjust_field()
     sort = forms.ChoiceField(required=False, choices=[("difference", "over-prediction first"), ("abs", "largest gap"),
                                                       ("level", "level"), ("attribute", "attribute"), ("model_rate", "model rate")],
                              error_messages={"invalid_choice": "Cannot sort by %(value)s."})
 
 
 class RunForm(ExportForm):
-    table_names = ("metrics", "significance", "excluded", "confusion", "per_level", "binary", "extremes", "predictions", "attributes")
+    table_names = ("metrics", "significance", "excluded", "confusion", "per_level", "binary", "extremes", "predictions", "attributes",
+                   "sensitivity")
     threshold = forms.IntegerField(required=False, min_value=min(THRESHOLDS), max_value=max(THRESHOLDS), error_messages={
         "invalid": "threshold must be a whole level number from 1 to 3 (levels up to it count as private).",
         "min_value": "threshold must be a level from 1 to 3 (levels up to it count as private).",
@@ -177,7 +194,7 @@ def _drop_field() -> forms.FloatField:
 
 
 class CounterfactualForm(ExportForm):
-    table_names = ("changes", "groups")
+    table_names = ("summary", "changes", "groups")
     base = _run_id_field("base")
     cf = _run_id_field("cf")
     drop = _drop_field()
@@ -284,10 +301,11 @@ class ExportJobForm(forms.Form):
         return cleaned
 
 
-class ThreeWayForm(forms.Form):
+class ThreeWayForm(ExportForm):
     """Original vs prompt-level vs pixel-level counterfactual: three finished judge runs of one provider,
     model and strategy (original: plain; prompt: counterfactual faces; pixel: judged on anonymized images)."""
 
+    table_names = ("overall", "by_level", "groups", "images")
     original = _run_id_field("original")
     prompt = _run_id_field("prompt")
     pixel = _run_id_field("pixel")

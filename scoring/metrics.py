@@ -26,8 +26,6 @@ import warnings
 from dataclasses import asdict
 
 import numpy as np
-from scipy import stats
-from sklearn.metrics import accuracy_score, balanced_accuracy_score, precision_recall_fscore_support
 
 from . import resample, significance
 from .engine import LEVELS, Bounds
@@ -97,6 +95,8 @@ def basic_metrics(gt: np.ndarray, pred: np.ndarray, gt_level: np.ndarray, bounds
     gt = np.asarray(gt, dtype=float)
     pred = np.asarray(pred, dtype=float)
     err = pred - gt
+    from scipy import stats  # imported where used: scipy costs seconds at start-up (bench/startup.py)
+
     return {
         "pearson": rowwise_pearson(pred, gt),
         "spearman": rowwise_pearson(stats.rankdata(pred, axis=-1), stats.rankdata(gt, axis=-1)),
@@ -108,6 +108,8 @@ def basic_metrics(gt: np.ndarray, pred: np.ndarray, gt_level: np.ndarray, bounds
 
 def point_metrics(gt: np.ndarray, pred: np.ndarray, gt_level: np.ndarray, bounds: Bounds) -> dict[str, float]:
     """The point estimates, with scipy's own correlation functions (NaN where undefined)."""
+    from scipy import stats
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # constant input: scipy warns and returns NaN
         pearson = stats.pearsonr(pred, gt).statistic if gt.size >= 2 else np.nan
@@ -170,6 +172,8 @@ def binary_metrics_point(gt_level: np.ndarray, pred_level: np.ndarray, threshold
 
 def binary_metrics_sklearn(gt_level: np.ndarray, pred_level: np.ndarray, threshold: int) -> dict[str, float]:
     """The binary view computed with sklearn (the point estimates the page shows)."""
+    from sklearn.metrics import accuracy_score, balanced_accuracy_score, precision_recall_fscore_support
+
     truth = (np.asarray(gt_level) <= threshold).astype(int)
     guess = (np.asarray(pred_level) <= threshold).astype(int)
     precision, recall, f1, support = precision_recall_fscore_support(truth, guess, labels=[1, 0], zero_division=0)

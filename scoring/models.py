@@ -109,9 +109,41 @@ class ComputedMetrics(models.Model):
     data = models.JSONField()
     seconds = models.FloatField(default=0, help_text="How long the computation took.")
     computed_at = models.DateTimeField(auto_now=True)
+    # How to compute it again (scoring.services.cache.REFRESHERS), and the lease of the job doing so.
+    spec = models.JSONField(default=dict, blank=True)
+    refresh_owner = models.CharField(max_length=120, blank=True, default="")
+    refresh_expires_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self):
         return f"{self.key} @ {self.computed_at:%Y-%m-%d %H:%M}"
+
+
+class DisputedImage(models.Model):
+    """One image of a stored disagreement queue (scoring.services.disagreements): one row per image,
+    so that a page of the queue reads one page of rows (filters and order in SQL), never the whole queue.
+
+    `queue` is the ComputedMetrics key the rows belong to; the entry holds the annotators and the
+    order of the attribute and pair bits. `attribute_mask` / `pair_mask`: bit j set when attribute j
+    (of the entry's `keys`) is disputed / when pair j (of the entry's `pairs`) disagrees on the image.
+    """
+
+    queue = models.CharField(max_length=200)
+    image = models.ForeignKey("annotations.Image", on_delete=models.CASCADE, related_name="+", db_constraint=True)
+    impact = models.FloatField()
+    n_disputed = models.PositiveSmallIntegerField()
+    level_changes = models.BooleanField()
+    score_lo = models.FloatField()
+    score_hi = models.FloatField()
+    level_lo = models.PositiveSmallIntegerField()
+    level_hi = models.PositiveSmallIntegerField()
+    disputed = models.JSONField(default=list, help_text="The disputed attribute keys, for display.")
+    pairs = models.JSONField(default=list, help_text="The disagreeing annotator id pairs, for display.")
+    attribute_mask = models.BigIntegerField(default=0)
+    pair_mask = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["queue", "image"], name="one_disputed_row_per_queue_image")]
+        indexes = [models.Index(fields=["queue", "-impact", "image"], name="dispute_queue_impact")]
 
 
 # A Hugging Face repository id: owner/name, each part starting and ending with a letter or digit, no '--' or '..'.

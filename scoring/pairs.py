@@ -8,7 +8,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 
 @dataclass(frozen=True)
@@ -78,6 +77,8 @@ def pair_counts(gt: np.ndarray, pred: np.ndarray) -> PairCounts:
     if n == 2:  # scipy's p-value (computed alongside tau) divides by n - 2
         concordant = int(np.sign(gt[1] - gt[0]) == np.sign(pred[1] - pred[0]))
         return PairCounts(1, concordant, 1 - concordant, 0)
+    from scipy import stats  # imported where used (start-up time)
+
     tau = stats.kendalltau(gt, pred, variant="b", method="asymptotic").statistic
     c_minus_d = int(round(float(tau) * math.sqrt(n0 - xt) * math.sqrt(n0 - yt)))
     concordant = (untied + c_minus_d) // 2

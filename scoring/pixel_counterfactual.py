@@ -76,7 +76,7 @@ def compare(original: dict[int, float], prompt: dict[int, float], pixel: dict[in
     return {
         "common": len(common),
         "only_some": len((set(original) | set(prompt) | set(pixel)) - set(common)),
-        "overall": overall, "by_level": by_level, "groups": groups, "largest": largest,
+        "overall": overall, "by_level": by_level, "groups": groups, "largest": largest, "rows": rows,
         # "do the two counterfactuals move the score by the same amount?" (pixel change − prompt change, per image)
         "gap": significance.paired_change(changes["pixel"] - changes["prompt"]),
         # "does telling the model to ignore faces behave like a model that cannot see them?"

@@ -2,7 +2,9 @@
 
 Every function returns plain Python values or numpy arrays for scoring.metrics / scoring.agreement.
 Fingerprints are cheap aggregate queries that change whenever the data behind a cached
-computation changes (scoring.services keys its cache on them).
+computation changes (scoring.services keys its cache on them). They are built from exact values only
+(counts, ids, timestamps, integer sums): a float sum depends on the order rows are added in, which a
+parallel plan on PostgreSQL changes from one call to the next, so a float in a key never hits.
 """
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ import json
 from dataclasses import dataclass
 
 import numpy as np
-from django.db.models import Count, Exists, Max, OuterRef, Q, Sum
+from django.db.models import BigIntegerField, Count, Exists, F, Max, OuterRef, Q, Sum
+from django.db.models.functions import Cast, Round
 
 from annotations import taxonomy
 from annotations.models import Adjudication, Annotator, Image, Label, Labeling
@@ -23,6 +26,17 @@ from .models import ImageScore, ScoringProfile
 
 def digest(*parts) -> str:
     return hashlib.sha256(json.dumps(parts, default=str, sort_keys=True).encode()).hexdigest()[:32]
+
+
+# A float column enters a fingerprint as the sum of its values rounded to integers at this scale
+# (2**30: scores and label values are in [0, 1], so 10M rows stay far below 2**63). Integer addition
+# is exact in any order; a change of a value by more than 2**-31 changes the sum.
+EXACT_SCALE = 2**30
+
+
+def exact_sum(column: str) -> Sum:
+    """Sum of a float column as exact integers (see EXACT_SCALE): the same whatever the plan."""
+    return Sum(Cast(Round(F(column) * EXACT_SCALE), BigIntegerField()))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -52,9 +66,11 @@ def ground_truth(profile: ScoringProfile) -> GroundTruth:
 
 def ground_truth_fingerprint(profile: ScoringProfile) -> str:
     published = Image.objects.filter(published_score__isnull=False, published_level__isnull=False).aggregate(
-        n=Count("id"), s=Sum("published_score"), lv=Sum("published_level"), ids=Sum("id")
+        n=Count("id"), s=exact_sum("published_score"), lv=Sum("published_level"), ids=Sum("id")
     )
-    computed = ImageScore.objects.filter(profile=profile).aggregate(n=Count("id"), last=Max("computed_at"), s=Sum("score"))
+    computed = ImageScore.objects.filter(profile=profile).aggregate(
+        n=Count("id"), top=Max("id"), last=Max("computed_at"), s=exact_sum("score"), lv=Sum("level")
+    )
     return digest(published, computed, profile.pk, profile.lo1, profile.lo2, profile.lo3, profile.updated_at)
 
 
@@ -140,9 +156,9 @@ def label_fingerprint(split: str = "") -> str:
     labels = Label.objects.all()
     if split:
         labels = labels.filter(image__split=split)
-    agg = labels.aggregate(n=Count("id"), last=Max("updated_at"), s=Sum("value"))
-    labelings = Labeling.objects.filter(status=Labeling.STATUS_SUBMITTED).aggregate(n=Count("id"), last=Max("updated_at"))
-    adj = Adjudication.objects.aggregate(n=Count("id"), last=Max("updated_at"))
+    agg = labels.aggregate(n=Count("id"), top=Max("id"), last=Max("updated_at"), s=exact_sum("value"))
+    labelings = Labeling.objects.filter(status=Labeling.STATUS_SUBMITTED).aggregate(n=Count("id"), top=Max("id"), last=Max("updated_at"))
+    adj = Adjudication.objects.aggregate(n=Count("id"), top=Max("id"), last=Max("updated_at"), s=exact_sum("value"))
     return digest(agg, labelings, adj, split)
 
 

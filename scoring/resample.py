@@ -11,8 +11,9 @@ resample, so two copies of one image form a pair tied in the ground truth, which
 - tie counts per ground-truth group, prediction group and joint group come from sums of W per group;
 - concordant pairs come from one sweep over the prediction values (PairPlan): a cumulative sum over
   the ground-truth rows per prediction value, for all resamples of a chunk at once. Data with many
-  distinct values over few cells use a weighted merge-sort sweep instead, whose index arithmetic
-  depends only on the order, so it is precomputed once and applied to all resamples.
+  distinct values over few cells use a weighted merge-sort sweep instead (_MergePlan): O(cells log
+  cells) per resample whatever the number of distinct values; its index arithmetic, orders and
+  groups depend only on the data, so they are computed once per run and applied to every chunk.
 """
 from __future__ import annotations
 
@@ -93,18 +94,28 @@ class _Sweep:
             b = np.searchsorted(K, rk, "right")
             start = np.searchsorted(K, blk[right] * P, "left")
             end = np.searchsorted(K, (blk[right] + 1) * P, "left")
-            self.levels.append((left[lorder], right, a, b, start, end))
+            self.levels.append((left[lorder], right, a, None if np.array_equal(a, b) else b, start, end))
             size *= 2
 
-    def signed_sum(self, W: np.ndarray) -> np.ndarray:
-        """Per resample: sum over position pairs l < k (in this order) of sign(rank_k - rank_l)."""
-        B = W.shape[0]
+    def signed_sum(self, WT: np.ndarray) -> np.ndarray:
+        """Per resample: sum over position pairs l < k (in this order) of sign(rank_k - rank_l).
+
+        `WT` is (items, resamples) int64: every gather below takes whole rows (contiguous), which is
+        what keeps the sweep fast with one item per cell (continuous scores)."""
+        B = WT.shape[1]
         total = np.zeros(B, dtype=np.int64)
-        zero = np.zeros((B, 1), dtype=np.int32)
         for left_sorted, right, a, b, start, end in self.levels:
-            cw = np.concatenate([zero, np.cumsum(W[:, left_sorted], axis=1, dtype=np.int32)], axis=1)
-            diff = (cw[:, a] + cw[:, b]) - (cw[:, start] + cw[:, end])  # (less) - (greater)
-            total += np.einsum("ij,ij->i", W[:, right].astype(np.int64), diff.astype(np.int64))
+            cw = np.empty((left_sorted.size + 1, B), dtype=np.int64)
+            cw[0] = 0
+            np.cumsum(WT[left_sorted], axis=0, out=cw[1:])
+            diff = cw[a]
+            if b is None:  # no prediction tied across the halves (continuous scores): cw[b] is cw[a]
+                diff += diff
+            else:
+                diff += cw[b]
+            diff -= cw[start]
+            diff -= cw[end]  # (less) - (greater)
+            total += np.einsum("ij,ij->j", WT[right], diff)
         return total
 
 
@@ -116,11 +127,6 @@ def _dense_rank(values: np.ndarray) -> np.ndarray:
 # cells x log2(cells) steps that each cost ~20 times more (bench/metrics.py's run with scores of
 # 2, 3 and 4 decimals): the column sweep is used while it is the cheaper one.
 SWEEP_RATIO = 16
-
-
-def _tied(M: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Per resample: position pairs whose cells share `keys` (copies of one image included)."""
-    return _choose2(_group_sums(M, keys).T)
 
 
 def _rows(gt: np.ndarray, level: np.ndarray) -> tuple[np.ndarray, bool]:
@@ -160,6 +166,7 @@ class PairPlan:
     def __init__(self, gt: np.ndarray, pred: np.ndarray, level: np.ndarray):
         self.gt, self.pred, self.level = gt, pred, np.asarray(level)
         self.size = gt.size
+        self._merge: _MergePlan | None = None
         if gt.size == 0:
             self.sweep = False
             return
@@ -202,7 +209,7 @@ class PairPlan:
         jt = (np.einsum("ij,ij->i", M, M, dtype=np.int64) - M.sum(axis=1, dtype=np.int64)) // 2
         jt_gp = jt + self.cross.equal_pred(M)
         if not self.sweep:
-            return self._fallback(M.astype(np.int64), jt, jt_gp)
+            return self._fallback(M.astype(np.int64), jt, jt_gp, margins)
         MT = np.ascontiguousarray(M[:, self.order].T, dtype=np.int32)  # (cells in sweep order, resamples)
         G = np.zeros((self.R + 1, B), dtype=np.int32)  # G[r + 1]: positions in row r of the columns swept
         H = np.empty_like(G)
@@ -233,16 +240,87 @@ class PairPlan:
         intra = ResampledPairs(pairs_i, conc_i, pairs_i - ties_i - conc_i, ties_i)
         return {"all": total, "intra": intra, "inter": total - intra}
 
-    def _fallback(self, M64, jt, jt_gp) -> dict[str, ResampledPairs]:
-        gt, pred, lv, P = self.gt, self.pred, self.level, self.P
-        N = M64.sum(axis=1)
+    def _fallback(self, M64, jt, jt_gp, margins) -> dict[str, ResampledPairs]:
+        if self._merge is None:
+            self._merge = _MergePlan(self.gt, self.pred, self.level, self.row)
+        return self._merge.counts(M64, jt, jt_gp, margins)
+
+
+class _Groups:
+    """Cells grouped by equal keys, the grouping computed once and applied to every chunk of resamples.
+
+    With continuous scores almost every group is one cell: tie counts then come from the pairs of
+    copies of one cell (`jt`, known already) plus an excess over the few groups of several cells,
+    and group sums from one cumulative sum, so the cost does not depend on the number of groups."""
+
+    def __init__(self, keys: np.ndarray, cells: np.ndarray | None = None):
+        order = np.argsort(keys, kind="stable")
+        starts = _run_starts(keys[order])
+        self.ends = np.append(starts[1:], order.size) - 1  # last position of each group in `order`
+        cells = np.arange(keys.size) if cells is None else cells
+        self.order = cells[order]  # cells in group order
+        sizes = np.diff(np.append(starts, order.size))
+        in_multi = np.repeat(sizes > 1, sizes)
+        self.multi = self.order[in_multi]  # cells of groups with several cells, in group order
+        multi_sizes = sizes[sizes > 1]
+        self.multi_starts = np.concatenate(([0], np.cumsum(multi_sizes)[:-1])) if multi_sizes.size else multi_sizes
+
+    def sums(self, MT: np.ndarray) -> np.ndarray:
+        """(groups, resamples) sums of MT (cells, resamples) over each group."""
+        cs = np.cumsum(MT[self.order], axis=0)
+        out = cs[self.ends]
+        out[1:] -= cs[self.ends[:-1]]
+        return out
+
+    def excess(self, MT: np.ndarray) -> np.ndarray:
+        """Per resample: position pairs in different cells of one group."""
+        if not self.multi.size:
+            return np.zeros(MT.shape[1], dtype=np.int64)
+        W = MT[self.multi]
+        return _choose2(np.add.reduceat(W, self.multi_starts, axis=0)) - _choose2(W)
+
+
+class _MergePlan:
+    """The merge-sort counting of PairPlan's fallback, with everything that does not depend on the
+    resample (orders, groups, sweep plans) computed once per run, not once per chunk of resamples.
+
+    Concordant - discordant comes from a weighted merge-sort sweep over the cells in (gt, pred)
+    order, for all cells and per level: O(cells log cells) per resample whatever the number of
+    distinct values, on (cells, resamples) arrays whose gathers take whole rows."""
+
+    def __init__(self, gt, pred, lv, row):
         pr = _dense_rank(pred)
-        xt, yt = _tied(M64, _dense_rank(gt)), _tied(M64, pr)
-        xt_row, yt_lv = _tied(M64, self.row), _tied(M64, _dense_rank(lv) * P + pr)
-        Nl = np.stack([M64[:, lv == v].sum(axis=1) for v in np.unique(lv)], axis=1)
+        P = int(pr.max()) + 1
+        self.gt_groups, self.pred_groups = _Groups(_dense_rank(gt)), _Groups(pr)
+        self.row_groups, self.level_pred_groups = _Groups(row), _Groups(_dense_rank(lv) * P + pr)
+        self.levels = [np.flatnonzero(lv == v) for v in np.unique(lv)]
+        self.signed_plans = [self._signed_plan(gt, pred, np.arange(gt.size))] + [self._signed_plan(gt, pred, c) for c in self.levels]
+
+    @staticmethod
+    def _signed_plan(gt, pred, cols):
+        order = cols[np.lexsort((pred[cols], gt[cols]))]
+        g_o, p_o = _dense_rank(gt[order]), _dense_rank(pred[order])
+        # Same-gt pairs are counted +1 by the sweep when their predictions differ (sorted by pred within gt).
+        return order, _Sweep(p_o), _Groups(g_o, order), _Groups(g_o * (pred.size + 1) + p_o, order)
+
+    def counts(self, M64, jt, jt_gp, margins: dict | None = None) -> dict[str, ResampledPairs]:
+        MT = np.ascontiguousarray(M64.T)  # (cells, resamples)
+        N = MT.sum(axis=0)
+        if margins is not None:  # group sizes per prediction value and per gt value, for Spearman's ranks
+            margins["pred"], margins["gt"] = self.pred_groups.sums(MT).T, self.gt_groups.sums(MT).T
+        # Tied position pairs: copies of one cell (jt) plus pairs of different cells in one group.
+        xt, yt = jt + self.gt_groups.excess(MT), jt + self.pred_groups.excess(MT)
+        xt_row, yt_lv = jt + self.row_groups.excess(MT), jt + self.level_pred_groups.excess(MT)
+        Nl = np.stack([MT[cols].sum(axis=0) for cols in self.levels], axis=0)
         pairs, ties = N * (N - 1) // 2 - xt, yt - jt_gp
-        pairs_i, ties_i = (Nl * (Nl - 1) // 2).sum(axis=1) - xt_row, yt_lv - jt
-        return _pair_counts_sweep(M64, gt, pred, lv, pairs, ties, pairs_i, ties_i, xt, jt_gp)
+        pairs_i, ties_i = _choose2(Nl) - xt_row, yt_lv - jt
+        signed = [sweep.signed_sum(MT[order]) - (same_gt.excess(MT) - same_cell.excess(MT))
+                  for order, sweep, same_gt, same_cell in self.signed_plans]
+        conc = (pairs - ties + signed[0]) // 2
+        conc_i = (pairs_i - ties_i + sum(signed[1:])) // 2
+        total = ResampledPairs(pairs, conc, pairs - ties - conc, ties)
+        intra = ResampledPairs(pairs_i, conc_i, pairs_i - ties_i - conc_i, ties_i)
+        return {"all": total, "intra": intra, "inter": total - intra}
 
 
 class _SameGtOtherLevel:
@@ -268,25 +346,6 @@ class _SameGtOtherLevel:
             Mc = M[:, cols].astype(np.int64)
             out += np.einsum("bi,ij,bj->b", Mc, equal, Mc)
         return out
-
-
-def _pair_counts_sweep(M, gt, pred, lv, pairs, ties, pairs_i, ties_i, xt, jt_gp) -> dict[str, ResampledPairs]:
-    """Fallback: concordant - discordant from a weighted merge-sort sweep (all, then per level)."""
-    def signed(cols):
-        order = cols[np.lexsort((pred[cols], gt[cols]))]
-        g_o = gt[order]
-        sweep = _Sweep(_dense_rank(pred[order])).signed_sum(np.ascontiguousarray(M[:, order].astype(np.int32)))
-        # Same-gt pairs were counted +1 when their predictions differ (sorted by pred within gt).
-        same = _tied(M[:, order], _dense_rank(g_o)) - _tied(M[:, order], _dense_rank(g_o) * (pred.size + 1) + _dense_rank(pred[order]))
-        return sweep - same
-
-    everything = np.arange(gt.size)
-    conc = (pairs - ties + signed(everything)) // 2
-    s_i = sum(signed(np.flatnonzero(lv == v)) for v in np.unique(lv))
-    conc_i = (pairs_i - ties_i + s_i) // 2
-    total = ResampledPairs(pairs, conc, pairs - ties - conc, ties)
-    intra = ResampledPairs(pairs_i, conc_i, pairs_i - ties_i - conc_i, ties_i)
-    return {"all": total, "intra": intra, "inter": total - intra}
 
 
 class Cells:

@@ -13,10 +13,10 @@ from core.roles import STAFF_ROLES, require_role
 
 from . import queries
 from .services import adjudication
-from .services.disagreements import disagreement_queue, filter_disputes
+from .services import disagreements as dispute_queue
 from .access import get_image_for_review
 from .forms import AdjudicationForm
-from .models import ImageScore, ScoringProfile
+from .models import DisputedImage, ImageScore, ScoringProfile
 
 QUEUE_FROZEN_MAX = 5000  # images of the frozen order kept in the session
 
@@ -67,6 +67,13 @@ def _label_text(value: float) -> str:
 QUEUE_SESSION_KEY = "adjudication_queue"
 
 
+def entered_order(profile) -> list[int]:
+    """The disagreement queue's image ids in impact order, as of now (one query on the queue's index)."""
+    queue = dispute_queue.disagreement_queue(profile)
+    rows = DisputedImage.objects.filter(queue=queue["key"]).order_by(*dispute_queue.SORTS["impact"])
+    return list(rows.values_list("image_id", flat=True)[:QUEUE_FROZEN_MAX])
+
+
 def _disputed_neighbours(request, profile, image_id: int) -> dict:
     """The previous and next image of the disagreement queue (impact order) around this one, in the
     queue as it was ordered when the adjudicator entered it: adjudicating moves an image within the live
@@ -76,7 +83,7 @@ def _disputed_neighbours(request, profile, image_id: int) -> dict:
     ids = frozen.get("ids") if frozen.get("profile") == profile.pk else None
     refreshed = ids is None or image_id not in ids or request.GET.get("queue") == "refresh"
     if refreshed:
-        ids = [r["image_id"] for r in filter_disputes(disagreement_queue(profile)["rows"], sort="impact")][:QUEUE_FROZEN_MAX]
+        ids = entered_order(profile)
         frozen = {"profile": profile.pk, "ids": ids, "at": timezone.now().isoformat(timespec="seconds")}
         request.session[QUEUE_SESSION_KEY] = frozen
     if image_id in ids:

@@ -11,9 +11,13 @@ different ground truth; a larger S is better ranking. The one-sided p-value is P
   under ties in both variables (Kendall 1970: the same variance the exact enumeration gives, which
   the tests check), with a continuity correction of 1.
 
-Inter-level ranking: no permutation is natural across levels (the levels themselves are what is
-being ranked), so a bootstrap test: the one-sided p-value is the share of resamples whose
-inter-level accuracy is at most 0.5 (the run's shared bootstrap resamples).
+Inter-level ranking: a permutation test too (issue 27: a bootstrap share is not a test). Under the
+null hypothesis the predictions are exchangeable across all images; the statistic is Kendall's S
+between the prediction and the ground-truth level (level 1 the most severe), which counts exactly the
+pairs of different levels (pairs of one level are tied in the level and carry no sign). One-sided
+p = P(S_perm >= S_obs): exact by enumeration up to EXACT_LIMIT permutations, otherwise the normal
+approximation with the exact permutation variance under ties (Kendall 1970) and a continuity
+correction of 1.
 
 Score changes between two conditions on the same images (the counterfactual pages): the mean change
 with a 95% percentile bootstrap interval over images, and the Wilcoxon signed-rank test (two-sided,
@@ -28,7 +32,6 @@ from collections import Counter
 from itertools import permutations
 
 import numpy as np
-from scipy import stats
 
 from . import resample
 from .pairs import pair_counts  # O(n log n) counts for large levels
@@ -110,16 +113,32 @@ def intra_level_test(gt: np.ndarray, pred: np.ndarray, level: np.ndarray, intra_
             "significant": bool(p < ALPHA)}
 
 
-def inter_level_test(inter_acc_resamples: np.ndarray | None) -> dict:
-    if inter_acc_resamples is None:
-        return {"method": "none", "p_value": None, "significant": None, "defined": 0}
-    values = np.asarray(inter_acc_resamples, dtype=float)
-    values = values[np.isfinite(values)]
-    if values.size == 0:
-        return {"method": "bootstrap", "p_value": None, "significant": None, "defined": 0}
-    p = float((values <= 0.5).mean())
-    return {"method": "bootstrap over images (share of resamples with inter-level accuracy <= 0.5)", "p_value": p,
-            "significant": bool(p < ALPHA), "defined": int(values.size)}
+def inter_level_test(pred: np.ndarray, level: np.ndarray) -> dict:
+    """Permutation test of inter-level ranking (see the module doc): Kendall's S between the prediction and
+    the ground-truth level (level 1 most severe), over pairs of different levels; exact for small samples."""
+    pred, severity = np.asarray(pred, dtype=float), -np.asarray(level, dtype=float)
+    n = pred.size
+    if n < 2 or np.unique(severity).size < 2:
+        return {"method": "none", "statistic": None, "p_value": None, "significant": None,
+                "note": "no inter-level pairs (one ground-truth level)"}
+    if n <= 50:
+        s_obs = kendall_s(severity, pred)
+    else:
+        c = pair_counts(severity, pred)
+        s_obs = c.concordant - c.discordant
+    variance = s_variance(severity, pred)
+    if variance <= 1e-9:
+        return {"method": "none", "statistic": int(s_obs), "p_value": None, "significant": None,
+                "note": "the predictions are constant: no order to test"}
+    if math.factorial(n) <= EXACT_LIMIT:
+        dist = _exact_distribution(severity, pred)
+        p = sum(c for s_, c in dist.items() if s_ >= s_obs) / sum(dist.values())
+        method = f"exact permutation test ({math.factorial(n):,} permutations of the predictions)"
+    else:
+        z = (s_obs - 1) / math.sqrt(variance) if s_obs > 0 else s_obs / math.sqrt(variance)
+        p = 0.5 * math.erfc(z / math.sqrt(2))
+        method = "permutation test of Kendall's S (prediction vs level), normal approximation with the exact permutation variance"
+    return {"method": method, "statistic": int(s_obs), "sd": math.sqrt(variance), "p_value": float(p), "significant": bool(p < ALPHA)}
 
 
 def ranking_significance(gt, pred, level, boot: dict | None, intra_counts=None) -> dict:
@@ -127,7 +146,7 @@ def ranking_significance(gt, pred, level, boot: dict | None, intra_counts=None) 
     return {
         "alpha": ALPHA,
         "intra": intra_level_test(gt, pred, level, intra_counts) if len(gt) >= 2 else {"method": "none", "p_value": None, "significant": None},
-        "inter": inter_level_test(None if boot is None else boot["inter_acc"]),
+        "inter": inter_level_test(pred, level),
     }
 
 
@@ -151,5 +170,7 @@ def paired_change(changes, resamples: int = CHANGE_RESAMPLES, seed: int = CHANGE
         lo, hi = np.percentile(means, [2.5, 97.5])
         out["lo"], out["hi"] = float(lo), float(hi)
     nonzero = values[values != 0]
+    from scipy import stats  # imported where used (start-up time)
+
     out["p_value"] = float(stats.wilcoxon(nonzero).pvalue) if nonzero.size else 1.0
     return out

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from django.urls import reverse
 
+from . import multiplicity
+
 
 @dataclass(frozen=True)
 class Link:
@@ -37,6 +39,30 @@ class Table:
     def cells(self):
         """Rows as lists in column order (for templates)."""
         return [[row.get(key) for key, _ in self.columns] for row in self.rows]
+
+
+FIGURES = ("agreement", "kappa", "pabak", "ac1", "weighted_kappa", "strict", "fleiss_kappa", "nominal_binary", "ordinal_three_valued")
+CI_NOTE = ("Intervals: image-level cluster bootstrap, percentile 95% ({resamples} resamples of the population's images; "
+           "every item of a drawn image goes with it). PABAK = 2·p_o − 1; Gwet's AC1 uses chance agreement "
+           "Σ π_q(1 − π_q)/(k − 1): both stay informative for rare attributes, where κ falls towards 0.")
+
+
+def with_ci(figures: dict, ci: dict | None) -> dict:
+    """Each figure as {"value", "lo", "hi"} where the study has an interval for it."""
+    out = dict(figures)
+    for name in FIGURES:
+        if name in out and ci and name in ci:
+            out[name] = {"value": out[name], "lo": ci[name]["lo"], "hi": ci[name]["hi"]}
+    return out
+
+
+class PValue(float):
+    """A p-value: pages print it with two significant digits below 0.001, so a small p never reads as 0.000."""
+
+
+def p_value(value):
+    """A p-value for a table cell: None and printed bounds ("< 1/N") as they are."""
+    return value if value is None or isinstance(value, str) else PValue(value)
 
 
 def is_interval(value) -> bool:
@@ -148,78 +174,43 @@ def _run_cells(run) -> dict:
             "stand_in": "yes" if getattr(run, "stand_in", False) else "", "endpoint": getattr(run, "endpoint", "")}
 
 
-def leaderboard(runs, reports: dict, ranking: dict, sort: str) -> list[Table]:
-    """Ranked runs (metrics on the common set), runs below the coverage floor, and the paper's rows."""
-    by_id = {r.pk: r for r in runs}
-    ranked_rows = []
-    for rid, metrics_ in ranking["ranked"].items():
-        run = by_id[int(rid)]
-        r = reports.get(run.pk) or {}
-        ranked_rows.append({**_run_cells(run), "coverage": r.get("coverage", _coverage(r)),
-                            **{k: (metrics_.get(k) or {}).get("value") for k, _ in RANK_COLUMNS}})
-    ranked_rows.sort(key=_sort_key(sort))
-    top = ranked_rows[0]["run"] if ranked_rows else None
-    for i, row in enumerate(ranked_rows, start=1):
-        row["rank"] = i
-        other = top if i > 1 else (ranked_rows[1]["run"] if len(ranked_rows) > 1 else None)
-        row["compare"] = None if other is None else Link(
-            f"vs {other.text}", reverse("scoring:compare") + f"?a={row['run'].text[1:]}&b={other.text[1:]}")
-    floor = ranking["floor"]
-    ranked = Table("leaderboard", f"Ranked runs: every metric on the {ranking['common_size']:,} images all of them answered",
-                   [("rank", "#"), ("run", "run"), ("model", "model"), ("stand_in", "stand-in"), ("strategy", "strategy"),
-                    ("coverage", "coverage")] + RANK_COLUMNS + [("compare", "compare")], ranked_rows,
-                   note=f"Common set: {ranking['common_size']:,} images (every ranked run gave a valid score on each). "
-                        f"Runs with coverage below {100 * floor:g}% are listed below, not ranked. Pairwise accuracies count "
-                        "a tie in the prediction as ½; the 'tie share' is the share of pairs tied in the prediction and "
-                        "'ties wrong' the accuracy when a tie counts as wrong.")
-    unranked_rows = []
-    for rid, coverage in ranking["unranked"].items():
-        run = by_id[int(rid)]
-        r = reports.get(run.pk) or {}
-        unranked_rows.append({**_run_cells(run), "coverage": coverage, "n_valid": r.get("n_valid"),
-                              "refusal_rate": r.get("refusal_rate"), "excluded_rate": r.get("excluded_rate"),
-                              "reason": f"coverage below {100 * floor:g}%"})
-    not_ranked = Table("not_ranked", "Listed, not ranked (coverage below the floor)",
-                       [("run", "run"), ("model", "model"), ("stand_in", "stand-in"), ("strategy", "strategy"), ("coverage", "coverage"),
-                        ("n_valid", "valid"), ("refusal_rate", "refused"), ("excluded_rate", "excluded"), ("reason", "why")],
-                       unranked_rows, note="Their metrics are on their own run page, over the images they answered; they are "
-                                           "not comparable with the ranked runs.")
-    paper_rows = []
-    for p in paper_reference()["severity_metrics"]:
-        paper_rows.append({"model": p["model"], "strategy": p["strategy"], **{k: p.get(k) for k, _ in METRIC_COLUMNS}})
-    paper = Table("paper", "The paper's published rows (its own data and curated pairs; never ranked with ours)",
-                  [("model", "model"), ("strategy", "strategy")] + METRIC_COLUMNS, paper_rows)
-    return [ranked, not_ranked, paper]
-
-
-def _coverage(r: dict):
-    return (r.get("n_valid", 0) / r["n_results"]) if r.get("n_results") else None
-
-
-def comparison_table(data: dict, run_a, run_b) -> Table:
+def comparison_table(data: dict, run_a, run_b, adjust: str = "holm") -> Table:
     labels = dict(RANK_COLUMNS)
+    resamples = data["resamples"]
+    adjusted = multiplicity.adjust([r["p_value"] for r in data["rows"]], adjust, floor=1 / resamples if resamples else 0.0)
     rows = [{"metric": labels.get(r["metric"], r["metric"]), "a": r["a"], "b": r["b"],
-             "difference": {"value": r["difference"], "lo": r["lo"], "hi": r["hi"]}, "p_value": r["p_value"],
-             "defined": r["defined"]} for r in data["rows"]]
+             "difference": {"value": r["difference"], "lo": r["lo"], "hi": r["hi"]},
+             "p_value": p_value(multiplicity.resampling_p(r["p_value"], resamples)), "p_adjusted": p_value(p_adj),
+             "defined": r["defined"]} for r, p_adj in zip(data["rows"], adjusted)]
+    coverage = data.get("coverage") or {}
+    cov = lambda v: "—" if v is None else f"{100 * v:.1f}%"  # noqa: E731
+    method = multiplicity.METHODS[adjust]
     return Table("comparison", f"Run #{run_a.pk} − run #{run_b.pk} on their {data['n_common']:,} common images",
                  [("metric", "metric"), ("a", f"#{run_a.pk}"), ("b", f"#{run_b.pk}"), ("difference", "A − B [95% CI]"),
-                  ("p_value", "p (two-sided)"), ("defined", "resamples defined")], rows,
-                 note=f"Paired bootstrap: {data['resamples']} resamples of the common images (the same resamples for both "
-                      "runs); p is twice the smaller share of differences on either side of 0, so 0 means below "
-                      f"1/{data['resamples']}. For MAE a negative difference favours A.")
+                  ("p_value", "p (paired bootstrap, two-sided, raw)"), ("p_adjusted", f"p ({method}, {len(rows)} metrics)"),
+                  ("defined", "resamples defined")], rows,
+                 note=f"Test: paired bootstrap, {resamples} resamples of the common images (the same resamples for both "
+                      f"runs); p is twice the smaller share of differences on either side of 0, a resampling p-value: "
+                      f"'< 1/{resamples}' where no resample crossed 0. Adjusted across the family of {len(rows)} metrics with "
+                      f"{method} (a bound of 1/{resamples} enters the adjustment as 1/{resamples}). Coverage: run A "
+                      f"{cov(coverage.get('a'))}, run B {cov(coverage.get('b'))} of their images with ground truth. For MAE "
+                      "a negative difference favours A.")
 
 
-def calibration_table(name: str, title: str, rows: list[dict], resamples: int) -> Table:
-    shown = [{**r, "difference": r["difference"] if r["difference"] is None else {"value": r["difference"], "lo": r["lo"], "hi": r["hi"]}}
-             for r in rows]
+def calibration_table(name: str, title: str, rows: list[dict], resamples: int, adjust: str = "holm") -> Table:
+    adjusted = multiplicity.adjust([r["p_value"] for r in rows], adjust)
+    shown = [{**r, "difference": r["difference"] if r["difference"] is None else {"value": r["difference"], "lo": r["lo"], "hi": r["hi"]},
+              "p_value": p_value(r["p_value"]), "p_adjusted": p_value(p_adj)} for r, p_adj in zip(rows, adjusted)]
+    method = multiplicity.METHODS[adjust]
     return Table(name, title, [("attribute", "attribute"), ("level", "level"), ("n", "images"), ("model_rate", "model positive rate"),
                                ("reference_rate", "reference positive rate"), ("difference", "difference (model − reference) [95% CI]"),
                                ("model_only", "yes by the model only"), ("reference_only", "yes by the reference only"),
-                               ("p_value", "p (exact McNemar)"), ("defined", "resamples defined")], shown,
+                               ("p_value", "p (exact McNemar, raw)"), ("p_adjusted", f"p ({method})"), ("defined", "resamples defined")], shown,
                  note=f"Binarised labels (0.5 → 0). A positive difference is over-prediction. The interval is a percentile "
                       f"bootstrap over images ({resamples} resamples); the p-value is the exact McNemar test on the images where "
                       "the two labels differ (a binomial test at 1/2), so it asks whether the model says yes more or less often "
-                      "than the reference on the same images.")
+                      f"than the reference. Adjusted with {method} across the family of this table's "
+                      f"{sum(r['p_value'] is not None for r in rows)} attribute tests.")
 
 
 def run_metrics_table(report: dict) -> Table:
@@ -243,7 +234,7 @@ def significance_table(report: dict) -> Table:
     for key, label, metric in (("intra", "intra-level ranking", "intra_acc"), ("inter", "inter-level ranking", "inter_acc")):
         test = sig.get(key) or {}
         significant = test.get("significant")
-        rows.append({"ranking": label, "accuracy": report.get("metrics", {}).get(metric), "p_value": test.get("p_value"),
+        rows.append({"ranking": label, "accuracy": report.get("metrics", {}).get(metric), "p_value": p_value(test.get("p_value")),
                      "verdict": None if significant is None else ("above chance" if significant else "not shown above chance"),
                      "method": test.get("note") or ("not computed" if test.get("method") in (None, "none") else test["method"])})
     return Table("significance", "Ranking better than chance?",
@@ -251,6 +242,18 @@ def significance_table(report: dict) -> Table:
                   ("verdict", f"at α = {alpha:g}"), ("method", "test")], rows,
                  note="Null hypothesis: the predictions carry no information about the order of the images (within a "
                       "ground-truth level for intra-level pairs). 'Not shown above chance' is not evidence of chance ranking.")
+
+
+def sensitivity_table(data: dict) -> Table:
+    columns = [("name", "weight set"), ("weights", "weights"), ("lo", "boundaries lo1, lo2, lo3"), ("n", "images")]
+    for key, label in METRIC_COLUMNS:
+        columns += [(key, label), (f"{key}_range", f"{label}: spread")]
+    return Table("sensitivity", "Sensitivity to the weight set", columns, data["rows"],
+                 note=f"Point metrics of this run under each candidate: {data['candidates']}. {data['published']} of the "
+                      f"{data['images']} images have a published score and level, which no weight set changes; the others' "
+                      "ground truth is their consensus score under the candidate, and predicted levels follow the candidate's "
+                      "boundaries. 'Spread' is the largest minus the smallest value across the candidates: a figure whose spread "
+                      "is large is not determined by the data.")
 
 
 def excluded_table(report: dict) -> Table:
@@ -320,11 +323,14 @@ def extremes_table(rows: list[dict], k: int = 10) -> Table:
 def annotate_attributes_table(data: dict | None) -> Table:
     rows = []
     for comparison in (data or {}).get("comparisons", []):
-        against = comparison["against"]
-        rows.append({"against": against, "attribute": "all", "level": None, **comparison["overall"]})
+        against, ci = comparison["against"], comparison.get("ci") or {}
+        rows.append({"against": against, "attribute": "all", "level": None, **with_ci(comparison["overall"], ci.get("overall"))})
         for level, s in comparison["levels"].items():
-            rows.append({"against": against, "attribute": f"level {level}", "level": int(level), **s})
+            rows.append({"against": against, "attribute": f"level {level}", "level": int(level),
+                         **with_ci(s, (ci.get("levels") or {}).get(level))})
         for key, s in comparison["attributes"].items():
-            rows.append({"against": against, "attribute": key, "level": None, **s})
-    columns = [("against", "compared with"), ("attribute", "attribute"), ("n", "items"), ("agreement", "agreement"), ("kappa", "Cohen's κ")]
-    return Table("attributes", "Model annotator agreement per attribute", columns, rows)
+            rows.append({"against": against, "attribute": key, "level": None, **with_ci(s, (ci.get("attributes") or {}).get(key))})
+    columns = [("against", "compared with"), ("attribute", "attribute"), ("n", "items"), ("agreement", "agreement"), ("kappa", "Cohen's κ"),
+               ("pabak", "PABAK"), ("ac1", "Gwet's AC1")]
+    return Table("attributes", "Model annotator agreement per attribute", columns, rows,
+                 note=CI_NOTE.format(resamples=(data or {}).get("resamples", 0)))

@@ -1,6 +1,6 @@
 """Celery tasks of the scoring app: thin wrappers that take ids. The export reconciler runs on beat."""
 from celery import shared_task
-from pydantic import BaseModel, ConfigDict, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
 from core.dispatch import JobIdArgs, task_args
 
@@ -20,6 +20,20 @@ def refresh_run_metrics(run_id) -> dict:
     args = task_args(RunIdArgs, "scoring.refresh_run_metrics", run_id=run_id)
     compute(args.run_id)
     return {"run_id": args.run_id}
+
+
+class CacheKeyArgs(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+    key: str = Field(min_length=1, max_length=200)
+
+
+@shared_task(name="scoring.refresh_cached")
+def refresh_cached(key) -> dict:
+    """Recompute one stale cached computation that a page served as it was (scoring.services.cache)."""
+    from .services.cache import refresh
+
+    args = task_args(CacheKeyArgs, "scoring.refresh_cached", key=key)
+    return refresh(args.key)
 
 
 @shared_task(name="scoring.run_export", acks_late=True)

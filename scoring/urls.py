@@ -17,6 +17,7 @@ urlpatterns = [
     path("images/<int:image_id>/adjudicate/", review_views.adjudicate, name="adjudicate"),
     path("counterfactual/", views.counterfactual, name="counterfactual"),
     path("counterfactual/three-way/", three_way_views.three_way, name="three_way"),
+    path("benchmarks/", multipriv_views.benchmarks, name="benchmarks"),
     path("multipriv/", multipriv_views.leaderboard, name="multipriv"),
     path("multipriv/runs/<int:run_id>/", multipriv_views.run_detail, name="multipriv_run"),
     path("imports/", import_views.import_list, name="imports"),

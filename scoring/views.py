@@ -26,16 +26,18 @@ from core.idempotency import once_per_submission
 from core.roles import ROLE_ADMIN, STAFF_ROLES, require_role
 from core.audit import audit
 
-from . import exports, queries, study_tables, svg
+from . import exports, leaderboard_tables, queries, study_tables, svg
 from . import tables as T
 from . import calibration as calibration_lib
 from .services import counterfactuals
 from .services.agreement import agreement_study, annotate_run_agreement
+from .services.cache import served_stale
 from .services.calibration import run_calibration
 from .services.comparison import compare_runs
-from .services.disagreements import disagreement_queue, filter_disputes
-from .services.leaderboard import leaderboard_ranking
-from .services.run_metrics import run_metrics, run_points
+from .services import disagreements as dispute_queue
+from .services.disagreements import disagreement_queue
+from .services.leaderboard import is_ablation, leaderboard_ranking, training_overlap
+from .services.run_metrics import run_metrics, run_points, weight_sensitivity
 from .access import get_export_for_user, get_run_for_review
 from .forms import (
     AgreementForm, CalibrationForm, CompareForm, CounterfactualForm, DisagreementForm, ExportJobForm,
@@ -71,6 +73,13 @@ def _download_links(request, tables: list[T.Table]) -> list[dict]:
 
 def _respond(request, form, page: str, template: str, context: dict, tables: list[T.Table], meta: dict | None = None):
     fmt, wanted = form.cleaned_data["format"], form.cleaned_data.get("table") or ""
+    stale = served_stale()
+    if stale:  # figures from the cache, a job recomputing them (scoring/services/cache.py)
+        oldest = min(stale.values())
+        meta = {**(meta or {}), "updating": True, "figures_from": oldest.isoformat()}
+        if fmt == "html":
+            messages.info(request, f"Updating: some figures here are from {oldest:%Y-%m-%d %H:%M} UTC; a job is recomputing "
+                                   "them with the latest data. Reload in a while.")
     if fmt == "html":
         context.update({"tables": {t.name: t for t in tables}, "downloads": _download_links(request, tables)})
         return render(request, template, context)
@@ -108,14 +117,17 @@ def leaderboard(request):
         return _bad_request(request, form)
     strategy, sort = form.cleaned_data["strategy"], form.cleaned_data["sort"] or "pearson"
     floor = form.cleaned_data["floor"] / 100
+    version, split = form.cleaned_data["version"], form.cleaned_data["split"]
     profile = ScoringProfile.active()
     runs = [] if strategy == "sft" else queries.finished_judge_runs(strategy)
     reports = run_metrics(runs, profile)
-    ranking = leaderboard_ranking(runs, profile, floor)
-    tables = T.leaderboard(runs, reports, ranking, sort)
-    meta = {"profile": profile.label, "strategy": strategy or "all", "sort": sort, "coverage_floor": floor,
-            "common_set_size": ranking["common_size"]}
-    context = {"form": form, "profile": profile, "ranking": ranking, "runs": runs}
+    ranking = leaderboard_ranking(runs, profile, floor, version=version, split=split, sort=sort)
+    ablations = [r for r in runs if is_ablation(r)]
+    overlap = training_overlap(runs)
+    tables = leaderboard_tables.leaderboard(runs, reports, ranking, sort, overlap, ablations)
+    meta = leaderboard_tables.page_meta(profile, ranking, overlap, strategy=strategy or "all", sort=sort, coverage_floor=floor)
+    context = {"form": form, "profile": profile, "ranking": ranking, "runs": runs, "overlap": overlap,
+               "comparison": leaderboard_tables.comparison_text(ranking)}
     return _respond(request, form, "leaderboard", "scoring/leaderboard.html", context, tables, meta)
 
 
@@ -134,9 +146,12 @@ def compare(request):
     profile = ScoringProfile.active()
     data = compare_runs(run_a, run_b, profile)
     context.update({"run_a": run_a, "run_b": run_b, "data": data, "profile": profile})
-    meta = {"a": run_a.pk, "b": run_b.pk, "profile": profile.label, "common_images": data["n_common"]}
+    adjust = form.cleaned_data["adjust"] or "holm"
+    meta = {"a": run_a.pk, "b": run_b.pk, "profile": profile.label, "profile_version": profile.version,
+            "common_images": data["n_common"], "coverage": data.get("coverage"), "resamples": data["resamples"],
+            "test": "paired bootstrap (resampling p-value)", "adjustment": adjust}
     return _respond(request, form, f"compare-{run_a.pk}-{run_b.pk}", "scoring/compare.html", context,
-                    [T.comparison_table(data, run_a, run_b)], meta)
+                    [T.comparison_table(data, run_a, run_b, adjust)], meta)
 
 
 @require_role(*STAFF_ROLES)
@@ -150,16 +165,20 @@ def calibration(request, run_id: int):
     if not form.is_valid():
         return _bad_request(request, form)
     sort = form.cleaned_data["sort"] or "difference"
-    data = run_calibration(run, ScoringProfile.active())
+    adjust = form.cleaned_data["adjust"] or "holm"
+    profile = ScoringProfile.active()
+    data = run_calibration(run, profile)
     majority = calibration_lib.sort_rows(data["human_majority"], sort)
     consensus = calibration_lib.sort_rows(data["consensus"], sort)
     chart = svg.diverging_bars([(r["attribute"], r["difference"]) for r in majority], title="Model − human majority positive rate",
                                x_label="percentage points (positive: the model over-predicts); whiskers: 95% CI",
                                intervals=[(r["lo"], r["hi"]) for r in majority])
-    tables = [T.calibration_table("human_majority", "Against the human majority (two or more humans)", majority, calibration_lib.N_BOOT),
-              T.calibration_table("consensus", "Against the consensus ground truth (active profile)", consensus, calibration_lib.N_BOOT)]
+    tables = [T.calibration_table("human_majority", "Against the human majority (two or more humans)", majority, calibration_lib.N_BOOT, adjust),
+              T.calibration_table("consensus", f"Against the consensus ground truth (profile {profile.name} v{profile.version})", consensus,
+                                  calibration_lib.N_BOOT, adjust)]
     context = {"run": run, "form": form, "data": data, "chart": mark_safe(chart), "finding": calibration_lib.PAPER_FINDING}
-    return _respond(request, form, f"calibration-{run.pk}", "scoring/calibration.html", context, tables, {"run": run.pk, "sort": sort})
+    return _respond(request, form, f"calibration-{run.pk}", "scoring/calibration.html", context, tables,
+                    {"run": run.pk, "sort": sort, "adjustment": adjust, "profile": profile.label, "profile_version": profile.version})
 
 
 @require_role(*STAFF_ROLES)
@@ -171,7 +190,7 @@ def run_detail(request, run_id: int):
         return _bad_request(request, form)
     profile = ScoringProfile.active()
     context = {"run": run, "profile": profile, "form": form, "prompt": json.dumps(run.prompt_text, indent=2, ensure_ascii=False)}
-    meta = {"run": run.pk, "task": run.task, "profile": profile.label}
+    meta = {"run": run.pk, "task": run.task, "profile": profile.label, "profile_id": profile.pk, "profile_version": profile.version}
     if run.task == "binary":  # a local classifier: its own page (scoring/binary_views.py), never severity metrics
         query = request.GET.urlencode()
         return redirect(reverse("scoring:binary_run", args=[run.pk]) + (f"?{query}" if query else ""))
@@ -195,8 +214,9 @@ def run_detail(request, run_id: int):
     vispr = dict(Image.objects.filter(**({} if vispr_ids is None else {"id__in": vispr_ids})).values_list("id", "vispr_id"))
     rows = T.prediction_rows(points, vispr, plv)
     extremes = T.extremes_table(rows)
-    tables = [T.run_metrics_table(report), T.significance_table(report), T.excluded_table(report), T.confusion_table(report), T.per_level_table(report),
-              T.binary_table(report, threshold), extremes, T.predictions_table(rows)]
+    tables = [T.run_metrics_table(report), T.significance_table(report), T.excluded_table(report), T.confusion_table(report),
+              T.per_level_table(report), T.binary_table(report, threshold), extremes, T.predictions_table(rows),
+              T.sensitivity_table(weight_sensitivity(run, profile))]
     thumbs = {i.pk: i for i in Image.objects.filter(id__in=extreme_ids)}
     context.update({
         "report": report, "threshold": threshold, "blur": _blur(request),
@@ -261,20 +281,23 @@ def disagreements(request):
     if c["pair"] and not all(a in names for a in c["pair"]):
         form.add_error("pair", "pair names an annotator without labels here.")
         return _bad_request(request, form)
-    current = {i: (lv, s) for i, lv, s in ImageScore.objects.filter(profile=profile).values_list("image_id", "level", "score")}
-    rows = filter_disputes(queue["rows"], attribute=c["attribute"], level=int(c["level"]) if c["level"] else None,
-                                    pair=c["pair"], current=current, sort=c["sort"] or "impact")
-    if c["format"] == "html":
+    rows = dispute_queue.dispute_rows(queue, profile, attribute=c["attribute"], level=int(c["level"]) if c["level"] else None,
+                                      pair=c["pair"], sort=c["sort"] or "impact")
+    if c["format"] == "html":  # one page of rows read, whatever the size of the queue
         page = Paginator(rows, QUEUE_PAGE).get_page(c["page"] or 1)
-        shown = list(page.object_list)
+        shown = dispute_queue.as_dicts(page.object_list)
+        total = page.paginator.count
     else:
-        page, shown = None, rows
-    vispr = dict(Image.objects.filter(id__in=[r["image_id"] for r in shown]).values_list("id", "vispr_id"))
+        page, shown = None, dispute_queue.as_dicts(rows)
+        total = len(shown)
+    ids = [r["image_id"] for r in shown]
+    current = {i: (lv, s) for i, lv, s in ImageScore.objects.filter(profile=profile, image_id__in=ids).values_list("image_id", "level", "score")}
+    vispr = dict(Image.objects.filter(id__in=ids).values_list("id", "vispr_id"))
     table = study_tables.disagreement_table(shown, vispr, current, names)
     pairs = [(f"{a['id']}-{b['id']}", f"{a['name']} / {b['name']}") for i, a in enumerate(queue["annotators"]) for b in queue["annotators"][i + 1:]]
     q = request.GET.copy()
     q.pop("page", None)
-    context = {"form": form, "page": page, "total": len(rows), "pairs": pairs, "querystring": q.urlencode(),
+    context = {"form": form, "page": page, "total": total, "pairs": pairs, "querystring": q.urlencode(),
                "selected_pair": "-".join(map(str, c["pair"])) if c["pair"] else ""}
     return _respond(request, form, "disagreements", "scoring/disagreements.html", context, [table], {"profile": profile.label})
 
@@ -302,9 +325,13 @@ def counterfactual(request):
         "prompts": [(base, json.dumps(base.prompt_text, indent=2, ensure_ascii=False)),
                     (cf, json.dumps(cf.prompt_text, indent=2, ensure_ascii=False))],
     })
-    meta = {"base": base.pk, "cf": cf.pk, "drop": c["drop"]}
+    profile = ScoringProfile.active()
+    versions = study_tables.prompt_versions(base, cf)
+    context["prompt_versions"] = versions
+    meta = {"base": base.pk, "cf": cf.pk, "drop": c["drop"], "prompt_versions": versions["versions"],
+            "mixed_prompt_versions": versions["mixed"], "profile": profile.label, "profile_version": profile.version}
     return _respond(request, form, f"counterfactual-{base.pk}-{cf.pk}", "scoring/counterfactual.html", context,
-                    study_tables.counterfactual_tables(data), meta)
+                    [study_tables.counterfactual_summary_table(data, base, cf)] + study_tables.counterfactual_tables(data), meta)
 
 
 # ---------------------------------------------------------------------------------------------

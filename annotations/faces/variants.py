@@ -3,7 +3,8 @@
 `make_variant` reads the original from private storage, detects faces, removes them, re-encodes the
 result through `annotations.images.clean_image` (so the variant carries pixels only, like every
 stored image), stores it content-addressed beside the originals, runs the detector again on the
-stored bytes (the residual pass) and records everything in one FaceVariant row. Bad input raises
+stored bytes around the anonymized boxes (the residual pass; none when no face was found) and
+records everything in one FaceVariant row. Bad input raises
 VariantError with a message a person can act on, before anything is written.
 """
 from __future__ import annotations
@@ -92,9 +93,29 @@ def compute(raw: bytes, extension: str, method: str, threshold: float, margin: f
         clean = clean_image(encode(anonymized, extension))
     except ImageRejected as exc:  # pragma: no cover - our own encoder's output; reported if it ever happens
         raise VariantError(f"the anonymized variant of {what} could not be stored: {exc}") from None
-    # The residual pass reads the stored bytes back, as a model or an export will see them.
-    residual = detector.detect(decode(clean.data, f"the anonymized variant of {what}"), threshold)
+    if not boxes:
+        # [decision] Nothing was anonymized: the variant is the original re-encoded, in which the first
+        # pass found no face, so no second network pass (docs/faces.md).
+        return Computed(clean=clean, boxes=boxes, residual_boxes=[])
+    # The residual pass reads the stored bytes back, as a model or an export will see them, and looks
+    # where pixels changed: around the anonymized boxes (elsewhere the first pass found no face).
+    residual = residual_in_regions(decode(clean.data, f"the anonymized variant of {what}"), boxes, threshold)
     return Computed(clean=clean, boxes=boxes, residual_boxes=[f.as_list() for f in residual])
+
+
+def residual_in_regions(img: PILImage.Image, boxes: list, threshold: float) -> list[detector.Face]:
+    """Faces in the part of `img` around `boxes`: their bounding rectangle grown by the largest box's
+    size on every side (a face the anonymization left partly visible still fits), in `img`'s pixels."""
+    width, height = img.size
+    grow = max(max(b[2] - b[0], b[3] - b[1]) for b in boxes)
+    left = max(0, int(min(b[0] for b in boxes) - grow))
+    top = max(0, int(min(b[1] for b in boxes) - grow))
+    right = min(width, int(max(b[2] for b in boxes) + grow) + 1)
+    bottom = min(height, int(max(b[3] for b in boxes) + grow) + 1)
+    if (left, top, right, bottom) == (0, 0, width, height):
+        return detector.detect(img, threshold)
+    found = detector.detect(img.crop((left, top, right, bottom)), threshold)
+    return [detector.Face(f.x1 + left, f.y1 + top, f.x2 + left, f.y2 + top, f.score) for f in found]
 
 
 def extension_of(image) -> str:

@@ -9,7 +9,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Sequence
 
-import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -45,7 +44,9 @@ def level_names(tax: taxonomy.Taxonomy) -> list[str]:
     return ["0: (unused)"] + [f"{level}: {tax.level_names.get(level, f'level {level}')}" for level in engine.LEVELS]
 
 
-def bench_features(tax: taxonomy.Taxonomy) -> datasets.Features:
+def bench_features(tax: taxonomy.Taxonomy):
+    import datasets  # heavy (pandas, pyarrow's dataset layer): imported where used, not at start-up
+
     labels = {f"level{level}": {key: datasets.Value("int64") for key in tax.keys_of_level(level)} for level in engine.LEVELS}
     return datasets.Features({
         "id": datasets.Value("string"), "binary_labels": labels,

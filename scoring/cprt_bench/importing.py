@@ -1,4 +1,4 @@
-"""Importing CPRT-Bench rows and fitting the level boundaries (a scoring profile).
+"""Importing CPRT-Bench rows and fitting the profile (weights and boundaries) from every stored published row.
 
 Importing reads the file twice: a validation pass that keeps only ids and per-level counts (for
 duplicate detection and the boundary fit), then a write pass in chunks, all inside one transaction.
@@ -21,11 +21,13 @@ from core.audit import audit
 
 from .. import engine
 from .. import fit as fit_lib
+from .. import profiles
 from ..models import ScoringProfile
-from ..profiles import rescore_stored
 from ..services.scores import recompute_scores
-from .reading import ScannedFile, _key, iter_valid_rows, scan_file
+from . import refit
+from .reading import _key, iter_valid_rows, scan_file
 from .common import DEFAULT_PROFILE, SPLITS, chunked
+from .copying import store_rows_with_copy
 
 
 # Import
@@ -33,17 +35,22 @@ from .common import DEFAULT_PROFILE, SPLITS, chunked
 
 @dataclass
 class ImportResult:
-    rows: int
+    rows: int  # rows of this file
     images_created: int
     images_updated: int
     split_differs: list[str]  # ids of existing images whose split is not the one given (kept as they were)
     profile: ScoringProfile
     fit: engine.BoundaryFit
-    mismatches: list[dict]  # {"id", "published", "computed"} for every row whose level is not l*
+    mismatches: list[dict]  # {"id", "published", "computed"} for every stored row whose level is not l*
     activated: bool
     not_activated_reason: str
     scored: dict = field(default_factory=dict)
-    joint: fit_lib.ProfileFit | None = None  # the joint weights + boundaries fit that decides activation
+    joint: fit_lib.ProfileFit | None = None  # the joint weights + boundaries fit of every stored row
+    fitted_rows: int = 0  # every stored published row of this profile's ground truth (all splits, all imports)
+    per_split: list[dict] = field(default_factory=list)
+    previous_active: str = ""  # the active profile before the import ("" when none)
+    active_now: str = ""
+    consensus: dict = field(default_factory=dict)  # {"changed", "before", "after"} (annotator names)
 
 
 def check_profile_name(name: str) -> str:
@@ -62,8 +69,14 @@ def check_split(split: str) -> str:
     return split
 
 
-def import_bench_file(path: Path | str, split: str, profile_name: str = DEFAULT_PROFILE, actor=None) -> ImportResult:
-    """Validate a CPRT-Bench file, then store its rows, fit and store the profile, and rescore, atomically."""
+def import_bench_file(path: Path | str, split: str, profile_name: str = DEFAULT_PROFILE, actor=None,
+                      set_consensus: bool = False) -> ImportResult:
+    """Validate a CPRT-Bench file, store its rows, fit the profile from every stored published row, rescore; atomically.
+
+    The consensus set of an existing profile is left as it is unless `set_consensus` (then it becomes the
+    imported ground truth); a profile this import creates starts with the imported ground truth as its
+    consensus set (it has none to keep).
+    """
     path = Path(path)
     check_split(split)
     check_profile_name(profile_name)
@@ -71,22 +84,40 @@ def import_bench_file(path: Path | str, split: str, profile_name: str = DEFAULT_
     if len(tax.keys) != sum(engine.LEVEL_MAXIMA) or tax.level_maxima != engine.LEVEL_MAXIMA:
         raise ValueError(f"The active taxonomy has {tax.level_maxima} attributes per level; the score needs {engine.LEVEL_MAXIMA}.")
     scanned = scan_file(path, tax)
-    joint = fit_lib.fit_profile(scanned.counts, scanned.scores, scanned.levels)
-    # Per-level least-squares lines under the fitted weights: diagnostics only (partition gaps, residuals).
-    fit = engine.fit_bounds(scanned.counts, scanned.scores, scanned.levels, joint.weights or engine.WEIGHTS)
-    computed_levels = [engine.determined_level(c) or 4 for c in scanned.counts]
-    mismatches = [
-        {"id": scanned.ids[i], "published": int(scanned.levels[i]), "computed": int(computed_levels[i])}
-        for i in joint.level_mismatches
-    ]
     with transaction.atomic():
         annotator = Annotator.ground_truth(profile_name)
         source = f"CPRT-Bench import of {path.name}"
         image_ids, created, updated, split_differs = _store_rows(path, tax, split, annotator, source, actor)
-        profile, activated, reason = _store_profile(profile_name, path, split, tax, scanned, fit, joint, mismatches, annotator)
-        scored = recompute_scores(profile, image_ids)
-        # The profile's boundaries and consensus set may have changed: no other stored score may stay stale.
-        rescore_stored(profile, exclude=image_ids)
+        stored = refit.stored_published_rows(annotator, tax)
+        joint, per_split = refit.fit_stored(stored)
+        # Per-level least-squares lines under the fitted weights: diagnostics only (partition gaps, residuals).
+        fit = engine.fit_bounds(stored.counts, stored.scores, stored.levels, joint.weights or engine.WEIGHTS)
+        computed_levels = [engine.determined_level(c) or 4 for c in stored.counts]
+        mismatches = [{"id": stored.ids[i], "published": int(stored.levels[i]), "computed": int(computed_levels[i])}
+                      for i in joint.level_mismatches]
+        previous = ScoringProfile.active_or_none()
+        existing = ScoringProfile.objects.select_for_update().filter(name=profile_name).first()
+        before = profiles.snapshot(existing) if existing is not None else {}
+        consensus_before = _names(existing) if existing is not None else []
+        profile, activated, reason = _store_profile(profile_name, existing, path, split, tax, stored, fit, joint, per_split, mismatches)
+        if existing is None or set_consensus:
+            profile.consensus_annotators.set([annotator])
+        if activated:
+            profile.activate()
+        # Audit old -> new and rescore what the change of boundaries, weights or consensus set decides.
+        consensus = {"changed": _names(profile) != consensus_before, "created": existing is None,
+                     "before": consensus_before, "after": _names(profile)}
+        rescored = profiles.record_change(actor, profile, before)
+        if consensus["changed"]:
+            scored = rescored or {"scored": 0, "incomplete": 0}  # every image was rescored under the new set
+        elif profile.consensus_annotators.exists():
+            scored = recompute_scores(profile, image_ids)  # the imported images' labels may have changed
+        else:
+            scored = {"scored": 0, "incomplete": 0}
+        active_now = ScoringProfile.active_or_none()
+        if (previous and previous.pk) != (active_now and active_now.pk):
+            audit(actor, "profile.activate", profile, old=previous.label if previous else None,
+                  new=active_now.label if active_now else None, reason="CPRT-Bench import")
         audit(
             actor,
             "import_cprt",
@@ -94,15 +125,20 @@ def import_bench_file(path: Path | str, split: str, profile_name: str = DEFAULT_
             file=path.name,
             split=split,
             rows=len(scanned.ids),
+            fitted_rows=len(stored.ids),
+            per_split=[{k: r[k] for k in ("split", "rows", "max_residual", "reproduces")} for r in per_split],
             images_created=created,
             profile_version=profile.version,
-            bounds=[profile.lo1, profile.lo2, profile.lo3],
-            weights=list(profile.weights),
+            bounds={"old": [before.get("lo1"), before.get("lo2"), before.get("lo3")] if before else None,
+                    "new": [profile.lo1, profile.lo2, profile.lo3]},
+            weights={"old": before.get("weights"), "new": list(profile.weights)},
             weight_candidates=[c.name for c in joint.candidates],
             max_residual=joint.max_residual,
             tolerance=joint.tolerance,
             level_mismatches=len(mismatches),
             activated=activated,
+            active={"old": previous.label if previous else None, "new": active_now.label if active_now else None},
+            consensus=consensus,
         )
     return ImportResult(
         rows=len(scanned.ids),
@@ -116,12 +152,28 @@ def import_bench_file(path: Path | str, split: str, profile_name: str = DEFAULT_
         activated=activated,
         not_activated_reason=reason,
         scored=scored,
+        fitted_rows=len(stored.ids),
+        per_split=per_split,
+        previous_active=previous.label if previous else "",
+        active_now=active_now.label if active_now else "",
+        consensus=consensus,
     )
+
+
+def _names(profile: ScoringProfile) -> list[str]:
+    return sorted(profile.consensus_annotators.values_list("name", flat=True))
+
+
+# PostgreSQL: the rows are streamed with COPY into a staging table and merged set-based (copying.py);
+# other databases (SQLite) take the bulk path below. Both write the same rows (tests compare them).
+USE_COPY = True
 
 
 def _store_rows(path, tax, split, annotator, source, actor) -> tuple[list[int], int, int, list[str]]:
     attr_ids = taxonomy.attribute_ids()
     attribute_pks = [attr_ids[key] for key in tax.keys]
+    if USE_COPY and connection.vendor == "postgresql":
+        return store_rows_with_copy(iter_valid_rows(path, tax), attribute_pks, split, annotator.pk, source, getattr(actor, "pk", None))
     image_ids: list[int] = []
     created = updated = 0
     split_differs: list[str] = []
@@ -156,7 +208,8 @@ def _execute_many(sql: str, rows: list[tuple]) -> None:
         cursor.executemany(sql, rows)
 
 
-def fit_report(path, split, tax, scanned: ScannedFile, fit: engine.BoundaryFit, joint: fit_lib.ProfileFit, mismatches: list[dict]) -> dict:
+def fit_report(path, split, tax, stored: refit.StoredRows, fit: engine.BoundaryFit, joint: fit_lib.ProfileFit,
+               per_split: list[dict], mismatches: list[dict]) -> dict:
     return {
         "joint": joint.report(),
         "weights": None if joint.weights is None else list(joint.weights),
@@ -164,25 +217,26 @@ def fit_report(path, split, tax, scanned: ScannedFile, fit: engine.BoundaryFit, 
         "weight_candidates": [c.name for c in joint.candidates],
         "decimals": joint.decimals,
         "tolerance": joint.tolerance,
-        "file": Path(path).name,
+        "file": Path(path).name,  # the import that triggered this fit
         "split": split,
-        "rows": len(scanned.ids),
+        "rows": len(stored.ids),  # every stored published row the fit used
+        "per_split": per_split,
         "taxonomy_version": tax.version,
         "fitted_at": timezone.now().isoformat(timespec="seconds"),
-        "method": "joint fit of weights (named and exponential sets) and boundaries (scoring/fit.py); per-level "
-                  "least-squares lines under the fitted weights shown for diagnosis",
+        "method": "joint fit of weights (named and exponential sets) and boundaries (scoring/fit.py) over every stored "
+                  "published row of this profile's ground truth (all splits, all imports); per-level least-squares lines "
+                  "under the fitted weights shown for diagnosis",
         "levels": [dataclasses.asdict(level_fit) for level_fit in fit.levels],
         "bounds_lo": list(joint.bounds.lo) if joint.bounds else None,
         "max_residual": joint.max_residual,
         "partition_gaps": fit.partition_gaps,
         "problems": joint.problems,
-        "reproduces": joint.reproduces,
+        "reproduces": joint.reproduces and all(r["reproduces"] for r in per_split),
         "level_mismatches": mismatches,
     }
 
 
-def _store_profile(name, path, split, tax, scanned, fit, joint, mismatches, annotator) -> tuple[ScoringProfile, bool, str]:
-    profile = ScoringProfile.objects.select_for_update().filter(name=name).first()
+def _store_profile(name, profile, path, split, tax, stored, fit, joint, per_split, mismatches) -> tuple[ScoringProfile, bool, str]:
     if profile is None:
         profile = ScoringProfile(name=name, version=1, weights=list(engine.WEIGHTS))
     else:
@@ -192,37 +246,39 @@ def _store_profile(name, path, split, tax, scanned, fit, joint, mismatches, anno
         profile.weights = list(joint.weights)
     elif profile.pk is None:
         profile.lo1, profile.lo2, profile.lo3 = engine.PROVISIONAL_LO[:3]
-    reproduces = joint.reproduces
+    failing = [r for r in per_split if not r["reproduces"]]
+    reproduces = joint.reproduces and not failing
     precision = f"{joint.decimals} decimals" if joint.decimals is not None else "full precision"
     if reproduces:
         reason = ""
     elif joint.bounds is None:
         reason = "the fit produced no valid boundaries: " + "; ".join(joint.problems)
     elif joint.problems:
-        reason = "the fit is not determined by the file: " + "; ".join(joint.problems)
+        reason = "the fit is not determined by the stored rows: " + "; ".join(joint.problems)
+    elif failing and joint.reproduces:
+        reason = "; ".join(f"split {r['split']}: largest residual {r['max_residual']:.3g} exceeds its tolerance {r['tolerance']:.3g} "
+                           f"({r['failing_rows']} of {r['rows']} rows)" for r in failing)
     else:
         reason = (f"the largest residual {joint.max_residual:.3g} exceeds the tolerance {joint.tolerance:.3g} for scores printed "
                   f"with {precision}: no weight set and boundaries reproduce the published scores")
     profile.provisional = not reproduces
     when = timezone.now().strftime("%Y-%m-%d")
+    splits = ", ".join(f"{r['split']} {r['rows']}" for r in per_split)
     if reproduces:
         profile.source = (
-            f"Fitted on {when} from CPRT-Bench file {Path(path).name} ({len(scanned.ids)} rows, split {split}); "
+            f"Fitted on {when} from every stored CPRT-Bench row of this profile ({len(stored.ids)} rows: {splits}); "
             f"weights {joint.weight_set} {list(joint.weights)}; largest residual {joint.max_residual:.3g} "
             f"(tolerance {joint.tolerance:.3g}, scores printed with {precision})."
         )
     else:
         kept = "fitted but not trusted" if joint.bounds is not None else "kept from before (or the provisional default)"
         profile.source = (
-            f"PROVISIONAL: imported on {when} from CPRT-Bench file {Path(path).name} ({len(scanned.ids)} rows, split {split}); "
+            f"PROVISIONAL: fitted on {when} from every stored CPRT-Bench row of this profile ({len(stored.ids)} rows: {splits}); "
             f"boundaries {kept} because {reason}."
         )
-    profile.fit_report = fit_report(path, split, tax, scanned, fit, joint, mismatches) | {"activated": reproduces}
+    profile.fit_report = fit_report(path, split, tax, stored, fit, joint, per_split, mismatches) | {"activated": reproduces}
     if not reproduces:
         # A profile whose boundaries do not reproduce the published scores must not stay the active one.
         profile.is_active = False
     profile.save()
-    profile.consensus_annotators.set([annotator])
-    if reproduces:
-        profile.activate()
     return profile, reproduces, reason

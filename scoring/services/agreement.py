@@ -6,7 +6,7 @@ import numpy as np
 from inference.models import Run
 
 from .. import agreement as agreement_lib
-from .. import queries
+from .. import agreement_ci, queries, resample
 from .cache import cached, jsonable
 
 # Agreement
@@ -18,7 +18,12 @@ def agreement_study(split: str = "") -> dict:
     def compute():
         return agreement_lib.agreement_report(queries.load_labels(split=split))
 
-    return cached(f"agreement:{split or 'all'}", fingerprint, compute)
+    return cached(f"agreement:{split or 'all'}", fingerprint, compute, spec={"kind": "agreement", "split": split})
+
+
+def refresh_entry(spec: dict) -> None:
+    """The refresh job's recomputation (scoring.services.cache.refresh)."""
+    agreement_study(spec["split"])
 
 
 def annotate_run_agreement(run: Run) -> dict:
@@ -34,12 +39,17 @@ def annotate_run_agreement(run: Run) -> dict:
     binary = agreement_lib.binarise_array(values)
     attr_levels = np.asarray(data.attr_levels)
     me = data.annotator_ids.index(run.annotator_id)
+    idx = resample.draw(values.shape[1], agreement_ci.N_BOOT, agreement_ci.SEED) if values.shape[1] else None
+
+    def compare(other: np.ndarray) -> dict:
+        ci = {} if idx is None else agreement_ci.pair_intervals(binary[me], other, None, None, attr_levels, data.keys, idx)
+        return {**agreement_lib.breakdown(binary[me], other, None, None, attr_levels, data.keys), "ci": ci}
+
     comparisons = []
     for i, kind in enumerate(data.kinds):
         if kind in (agreement_lib.GROUND_TRUTH, agreement_lib.DATASET) and i != me:  # imported truth, VISPR's labels
-            comparisons.append({"against": data.names[i], **agreement_lib.breakdown(binary[me], binary[i], None, None, attr_levels, data.keys)})
+            comparisons.append({"against": data.names[i], **compare(binary[i])})
     is_human = [k == agreement_lib.HUMAN for k in data.kinds]
     if any(is_human):
-        majority = agreement_lib.human_majority(values, is_human)
-        comparisons.append({"against": agreement_lib.MAJORITY, **agreement_lib.breakdown(binary[me], majority, None, None, attr_levels, data.keys)})
-    return jsonable({"annotator": data.names[me], "comparisons": comparisons})
+        comparisons.append({"against": agreement_lib.MAJORITY, **compare(agreement_lib.human_majority(values, is_human))})
+    return jsonable({"annotator": data.names[me], "comparisons": comparisons, "resamples": agreement_ci.N_BOOT if idx is not None else 0})

@@ -34,4 +34,10 @@ def compare_runs(run_a: Run, run_b: Run, profile: ScoringProfile) -> dict:
         data["coverage"] = {"a": a.coverage, "b": b.coverage}
         return data
 
-    return cached(f"paired:{run_a.pk}:{run_b.pk}:profile:{profile.pk}", fingerprint, compute)
+    return cached(f"paired:{run_a.pk}:{run_b.pk}:profile:{profile.pk}", fingerprint, compute,
+                  spec={"kind": "paired", "a": run_a.pk, "b": run_b.pk, "profile": profile.pk})
+
+
+def refresh_entry(spec: dict) -> None:
+    """The refresh job's recomputation (scoring.services.cache.refresh)."""
+    compare_runs(Run.objects.get(pk=spec["a"]), Run.objects.get(pk=spec["b"]), ScoringProfile.objects.get(pk=spec["profile"]))

@@ -1,66 +1,131 @@
-"""The disagreement queue: images with disputed attributes and what resolving them could change (cached)."""
+"""The disagreement queue: images with disputed attributes and what resolving them could change.
+
+The queue is computed as a whole (scoring.disputes over every counted label) and stored as one
+`DisputedImage` row per image, keyed by its ComputedMetrics entry; the entry itself holds only the
+annotators and the order of the attribute and pair bits. A page filters, orders and slices the rows
+in SQL (`dispute_rows`), so it reads one page, whatever the size of the queue.
+"""
 from __future__ import annotations
 
+import json
+
 import numpy as np
+from django.db import connection, transaction
+from django.db.models import F, Q, QuerySet
 
 from .. import disputes, queries
-from ..models import ScoringProfile
+from ..models import DisputedImage, ImageScore, ScoringProfile
 from .cache import cached
 
-# Disagreements and adjudication
+MASK_BITS = 62  # attributes / pairs beyond this many are filtered without the bit mask (see dispute_rows)
+_COLUMNS = ("queue", "image_id", "impact", "n_disputed", "level_changes", "score_lo", "score_hi", "level_lo", "level_hi",
+            "disputed", "pairs", "attribute_mask", "pair_mask")
+INSERT = (f"INSERT INTO {DisputedImage._meta.db_table} ({', '.join(_COLUMNS)}) VALUES ({', '.join(['%s'] * len(_COLUMNS))}) "
+          "ON CONFLICT (queue, image_id) DO NOTHING")
+SORTS = {
+    "impact": ("-impact", "image_id"),
+    "level": ("-level_changes", "-impact", "image_id"),
+    "disputed": ("-n_disputed", "-impact", "image_id"),
+    "id": ("image_id",),
+}
+
+
+def queue_key(profile: ScoringProfile, split: str = "") -> str:
+    return f"disagreements:{split or 'all'}:profile:{profile.pk}"
 
 
 def disagreement_queue(profile: ScoringProfile, split: str = "") -> dict:
-    """Every image with disputed attributes and what resolving them could change (cached)."""
-    fingerprint = queries.digest(queries.label_fingerprint(split), profile.pk, profile.lo1, profile.lo2, profile.lo3)
+    """The stored queue's entry: {"key", "annotators", "keys", "pairs", "count"} (computed when stale)."""
+    # "rows-table": entries stored before the queue became DisputedImage rows are stale.
+    fingerprint = queries.digest(queries.label_fingerprint(split), profile.pk, profile.lo1, profile.lo2, profile.lo3, "rows-table")
+    key = queue_key(profile, split)
 
     def compute():
         data = queries.load_labels(split=split)
         adjudications = queries.adjudication_array(data.image_ids, data.keys)
         impact = disputes.dispute_impact(data.values, adjudications, data.attr_levels, profile.bounds)
         # Pairs of annotators who disagree on an image (any attribute): one vectorised pass per pair.
-        pair_masks = [
-            ([data.annotator_ids[a], data.annotator_ids[b]], disputes.pair_disagrees(data.values, a, b))
-            for a in range(len(data.names)) for b in range(a + 1, len(data.names))
+        pair_index = [(a, b) for a in range(len(data.names)) for b in range(a + 1, len(data.names))]
+        pair_ids = [[data.annotator_ids[a], data.annotator_ids[b]] for a, b in pair_index]
+        pair_masks = np.stack([disputes.pair_disagrees(data.values, a, b) for a, b in pair_index], axis=1) if pair_index \
+            else np.zeros((len(data.image_ids), 0), dtype=bool)
+        disputed = np.asarray(impact["disputed"], dtype=bool)
+        attribute_bits = _bits(disputed)
+        pair_bits = _bits(pair_masks)
+        rows = [
+            (key, data.image_ids[i], float(impact["impact"][i]), int(impact["n_disputed"][i]), bool(impact["level_changes"][i]),
+             float(impact["score_lo"][i]), float(impact["score_hi"][i]), int(impact["level_lo"][i]), int(impact["level_hi"][i]),
+             json.dumps([data.keys[j] for j in np.flatnonzero(disputed[i])]),
+             json.dumps([pair_ids[j] for j in np.flatnonzero(pair_masks[i])]), int(attribute_bits[i]), int(pair_bits[i]))
+            for i in np.flatnonzero(impact["n_disputed"] > 0)
         ]
-        rows = []
-        for i in np.flatnonzero(impact["n_disputed"] > 0):
-            rows.append({
-                "image_id": data.image_ids[i],
-                "disputed": [data.keys[j] for j in np.flatnonzero(impact["disputed"][i])],
-                "n_disputed": int(impact["n_disputed"][i]),
-                "score_lo": float(impact["score_lo"][i]),
-                "score_hi": float(impact["score_hi"][i]),
-                "level_lo": int(impact["level_lo"][i]),
-                "level_hi": int(impact["level_hi"][i]),
-                "impact": float(impact["impact"][i]),
-                "level_changes": bool(impact["level_changes"][i]),
-                "pairs": [ids for ids, mask in pair_masks if mask[i]],
-            })
+        # Plain tuples and one executemany (as scores.recompute_scores): no model instance per image.
+        with transaction.atomic(), connection.cursor() as cursor:
+            DisputedImage.objects.filter(queue=key).delete()
+            if rows:
+                cursor.executemany(INSERT, rows)
         annotators = [{"id": a, "name": n, "kind": k} for a, n, k in zip(data.annotator_ids, data.names, data.kinds)]
-        return {"rows": rows, "annotators": annotators}
+        return {"key": key, "annotators": annotators, "keys": list(data.keys), "pairs": pair_ids, "count": len(rows)}
 
-    return cached(f"disagreements:{split or 'all'}:profile:{profile.pk}", fingerprint, compute)
+    return cached(key, fingerprint, compute, spec={"kind": "disagreements", "profile": profile.pk, "split": split})
 
 
+def _bits(mask: np.ndarray) -> np.ndarray:
+    """(images, k) bool -> (images,) int64 with bit j set for column j < MASK_BITS."""
+    k = min(mask.shape[1], MASK_BITS)
+    weights = np.left_shift(np.int64(1), np.arange(k, dtype=np.int64))
+    return (mask[:, :k].astype(np.int64) * weights).sum(axis=1) if k else np.zeros(mask.shape[0], dtype=np.int64)
 
-def filter_disputes(rows: list[dict], *, attribute: str = "", level: int | None = None, pair: tuple[int, int] | None = None,
-                    current: dict | None = None, sort: str = "impact") -> list[dict]:
-    """Filter the cached queue by disputed attribute, current consensus level and disagreeing pair; sort."""
-    current = current or {}
-    out = []
-    for r in rows:
-        if attribute and attribute not in r["disputed"]:
-            continue
-        if level is not None and (current.get(r["image_id"]) or (None,))[0] != level:
-            continue
-        if pair is not None and list(pair) not in [sorted(p) for p in r["pairs"]]:
-            continue
-        out.append(r)
-    keys = {
-        "impact": lambda r: (-r["impact"], r["image_id"]),
-        "level": lambda r: (not r["level_changes"], -r["impact"], r["image_id"]),
-        "disputed": lambda r: (-r["n_disputed"], -r["impact"], r["image_id"]),
-        "id": lambda r: r["image_id"],
-    }
-    return sorted(out, key=keys[sort])
+
+def refresh_entry(spec: dict) -> None:
+    """The refresh job's recomputation (scoring.services.cache.refresh)."""
+    disagreement_queue(ScoringProfile.objects.get(pk=spec["profile"]), spec["split"])
+
+
+def dispute_rows(queue: dict, profile: ScoringProfile, *, attribute: str = "", level: int | None = None,
+                 pair: tuple[int, int] | None = None, sort: str = "impact") -> QuerySet:
+    """The queue's rows filtered by disputed attribute, current consensus level and disagreeing pair, in
+    `sort` order: a queryset, so a page reads one page (slice it) and a download reads them all."""
+    rows = DisputedImage.objects.filter(queue=queue["key"])
+    if attribute:
+        j = queue["keys"].index(attribute) if attribute in queue["keys"] else None
+        if j is None:
+            rows = rows.none()
+        elif j < MASK_BITS:
+            rows = rows.alias(hit=F("attribute_mask").bitand(1 << j)).filter(hit__gt=0)
+        else:
+            rows = rows.filter(id__in=[r.pk for r in rows.only("id", "disputed") if attribute in r.disputed])
+    if level is not None:
+        rows = rows.filter(image_id__in=ImageScore.objects.filter(profile=profile, level=level).values("image_id"))
+    if pair is not None:
+        wanted = sorted(pair)
+        j = next((k for k, p in enumerate(queue["pairs"]) if sorted(p) == wanted), None)
+        if j is None:
+            rows = rows.none()
+        elif j < MASK_BITS:
+            rows = rows.alias(pair_hit=F("pair_mask").bitand(1 << j)).filter(pair_hit__gt=0)
+        else:
+            rows = rows.filter(id__in=[r.pk for r in rows.only("id", "pairs") if wanted in [sorted(p) for p in r.pairs]])
+    return rows.order_by(*SORTS[sort])
+
+
+def as_dicts(rows) -> list[dict]:
+    """Rows as the dicts the tables take."""
+    fields = ("image_id", "disputed", "n_disputed", "score_lo", "score_hi", "level_lo", "level_hi", "impact", "level_changes", "pairs")
+    return [{f: getattr(r, f) for f in fields} for r in rows]
+
+
+def neighbours(queue: dict, image_id: int) -> dict:
+    """The previous and next image of the queue (impact order) around `image_id`, its position and the
+    total: four small queries on the (queue, impact, image) index, whatever the size of the queue."""
+    rows = DisputedImage.objects.filter(queue=queue["key"])
+    total = queue["count"]
+    me = rows.filter(image_id=image_id).values_list("impact", flat=True).first()
+    first = rows.order_by(*SORTS["impact"]).values_list("image_id", flat=True).first()
+    if me is None:
+        return {"previous": None, "next": first, "position": None, "total": total}
+    before = Q(impact__gt=me) | Q(impact=me, image_id__lt=image_id)
+    after = Q(impact__lt=me) | Q(impact=me, image_id__gt=image_id)
+    previous = rows.filter(before).order_by("impact", "-image_id").values_list("image_id", flat=True).first()
+    following = rows.filter(after).order_by(*SORTS["impact"]).values_list("image_id", flat=True).first()
+    return {"previous": previous, "next": following, "position": rows.filter(before).count() + 1, "total": total}

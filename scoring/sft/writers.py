@@ -21,7 +21,6 @@ import io
 import json
 from pathlib import Path
 
-import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 from PIL import Image as PILImage
@@ -87,7 +86,9 @@ class Writer:
 
 # --- hf ---------------------------------------------------------------------------------------
 
-def hf_features() -> datasets.Features:
+def hf_features():
+    import datasets  # imported where used: `datasets` (and pandas) cost a second at start-up
+
     text_part = {"type": datasets.Value("string"), "text": datasets.Value("string")}
     return datasets.Features(
         {

@@ -5,7 +5,7 @@ from django import template
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from scoring.tables import Link, is_interval
+from scoring.tables import Link, PValue, is_interval
 
 register = template.Library()
 DASH = mark_safe('<span class="muted">—</span>')
@@ -17,6 +17,8 @@ def _number(value) -> str:
         return "yes" if value else "no"
     if isinstance(value, int):
         return f"{value:,}"
+    if isinstance(value, PValue):
+        return f"{value:.3f}" if value >= 0.001 or value == 0 else f"{value:.1e}"
     if isinstance(value, float):
         return f"{value:.3f}"
     return str(value)
@@ -72,7 +74,14 @@ def table_rows(table):
 
 @register.filter
 def is_numeric(value) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)) or is_interval(value)
+    return ((isinstance(value, (int, float)) and not isinstance(value, bool)) or is_interval(value)
+            or (isinstance(value, str) and value.startswith("< 1/")))  # a resampling p-value bound
+
+
+@register.filter
+def point(value):
+    """The point value of an interval ({"value", "lo", "hi"}); anything else as it is."""
+    return value["value"] if is_interval(value) else value
 
 
 @register.filter

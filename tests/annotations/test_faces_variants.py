@@ -146,3 +146,26 @@ def test_two_workers_storing_the_same_setting_keep_one_row(db):
     second, created_again = variants.store(image, "fill", 0.5, 0.2, computed)
     assert created and not created_again and second.pk == first.pk
     assert FaceVariant.objects.filter(image=image).count() == 1
+
+
+def test_the_residual_pass_looks_only_where_pixels_changed_and_still_finds_a_face_left_there(db, monkeypatch):
+    """One network pass for an image without a face; with a face, the second pass runs on the region
+    around the anonymized box only, and an anonymization that changed nothing is caught there."""
+    seen = []
+    real_detect = detector.detect
+
+    def counting(img, threshold=detector.DEFAULT_THRESHOLD):
+        seen.append(img.size)
+        return real_detect(img, threshold)
+
+    monkeypatch.setattr(detector, "detect", counting)
+    variants.make_variant(photos.store("2017_coffee_once", photos.encoded(photos.coffee())))
+    assert len(seen) == 1  # no face: no second pass
+    seen.clear()
+    astronaut = photos.astronaut()
+    monkeypatch.setattr(pixels, "anonymize", lambda img, boxes, method, margin: img.copy())  # a method that removes nothing
+    variant, _ = variants.make_variant(photos.store("2017_astro_kept", photos.encoded(astronaut)), method="fill")
+    assert len(seen) == 2 and seen[1][0] * seen[1][1] < astronaut.size[0] * astronaut.size[1] / 2  # the region, not the image
+    assert variant.residual_faces == 1
+    (found,), (whole,) = variant.residual_boxes, real_detect(astronaut)
+    assert all(abs(a - b) < 12 for a, b in zip(found[:4], whole.as_list()[:4]))  # in the image's coordinates

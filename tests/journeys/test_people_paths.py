@@ -16,7 +16,7 @@ from core.models import Profile
 from inference import execution, launching
 from inference.forms import LaunchForm
 from scoring.models import ScoringProfile
-from scoring.services.disagreements import disagreement_queue, filter_disputes
+from scoring.review_views import entered_order
 from scoring.services.scores import recompute_scores
 from tests.conftest import make_user
 from tests.fakes.fixtures import *  # noqa: F401,F403
@@ -32,7 +32,7 @@ OVERFLOW = "() => document.documentElement.scrollWidth - window.innerWidth"
 
 
 def live_order(profile) -> list[int]:
-    return [r["image_id"] for r in filter_disputes(disagreement_queue(profile)["rows"], sort="impact")]
+    return entered_order(profile)
 
 
 def test_set_then_next_goes_on_in_the_order_the_adjudicator_entered(journey, model_annotators):

@@ -62,7 +62,7 @@ def test_leaderboard_floor_and_compare_chooser(browser, live_server):
     page.click("#compare-form button[type=submit]")
     page.wait_for_selector("#table-comparison")
     body = page.inner_text("body")
-    assert "Common images: 27" in body and "p (two-sided)" in body
+    assert "Common images: 27" in body and "p (paired bootstrap, two-sided, raw)" in body and "p (Holm, 14 metrics)" in body
     assert no_sideways_scroll(page)
     shot(page, "compare")
 

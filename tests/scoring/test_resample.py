@@ -10,7 +10,7 @@ from scoring import engine, metrics, resample
 BOUNDS = engine.PROVISIONAL
 
 
-def data(n, seed, coarse=False, shuffle_levels=False):
+def data(n, seed, coarse=False, shuffle_levels=False, continuous=False):
     rng = np.random.default_rng(seed)
     counts = np.zeros((n, 4), dtype=int)
     levels = rng.integers(1, 5, n)
@@ -24,6 +24,10 @@ def data(n, seed, coarse=False, shuffle_levels=False):
     if shuffle_levels:
         lv = rng.integers(1, 5, n)  # published levels that disagree with the scores
     pred = rng.choice([0.0, 0.5, 1.0], n) if coarse else np.round(np.clip(gt + rng.normal(0, 0.2, n), 0, 1), 2)
+    if continuous:  # every score distinct but a few (the shared boundaries stay), as a model's probabilities
+        gt = np.where(np.arange(n) < 5, gt, gt + rng.random(n) * 1e-3)
+        pred = np.clip(gt + rng.normal(0, 0.2, n), 0, 1)
+        pred[5:15] = pred[5]  # a few ties still
     return gt, pred, lv
 
 
@@ -31,14 +35,18 @@ def reference(gt, pred, lv, idx):
     return [metrics.pair_counts_by_level(gt[row], pred[row], lv[row]) for row in idx]
 
 
-@pytest.mark.parametrize("coarse,shuffle,ratio", [(False, False, None), (True, False, None), (False, True, None),
-                                                  (False, False, 0), (False, True, 0)])
-def test_pair_counts_equal_per_resample_counts(monkeypatch, coarse, shuffle, ratio):
+@pytest.mark.parametrize("coarse,shuffle,ratio,continuous", [(False, False, None, False), (True, False, None, False),
+                                                             (False, True, None, False), (False, False, 0, False),
+                                                             (False, True, 0, False), (False, False, None, True),
+                                                             (False, True, None, True)])
+def test_pair_counts_equal_per_resample_counts(monkeypatch, coarse, shuffle, ratio, continuous):
     if ratio is not None:
         monkeypatch.setattr(resample, "SWEEP_RATIO", ratio)  # the merge-sort fallback
-    gt, pred, lv = data(300, 1, coarse, shuffle)
+    gt, pred, lv = data(300, 1, coarse, shuffle, continuous)
+    assert continuous == (np.unique(pred).size > 200)
     idx = resample.draw(gt.size, 12, 7)
     cells = resample.Cells(gt, pred, lv)
+    assert not (continuous and cells.plan.sweep)  # many distinct values: the merge-sort path
     fast = cells.pairs_by_level(cells.from_indices(idx))
     for b, ref in enumerate(reference(gt, pred, lv, idx)):
         for k in ("all", "intra", "inter"):
@@ -142,3 +150,19 @@ def test_many_small_random_cases_equal_the_per_resample_counts():
                 got = (fast[k].pairs[b], fast[k].concordant[b], fast[k].discordant[b], fast[k].pred_ties[b])
                 assert got == metrics.astuple(ref[k]), (trial, k, b)
     assert paths[True] > 30 and paths[False] > 30  # both the column sweep and the merge sort were checked
+
+
+@pytest.mark.parametrize("continuous", [False, True])
+def test_evaluate_with_continuous_scores_equals_the_per_resample_reference(continuous):
+    """Every interval of evaluate() from the same indices computed one resample at a time (scipy's
+    Kendall count per resample), with many distinct values (the merge-sort path) and few."""
+    gt, pred, lv = data(500, 8, continuous=continuous)
+    assert (np.unique(pred).size > 350) == continuous
+    report = metrics.evaluate(gt, lv, pred, np.array(["ok"] * gt.size, dtype=object), BOUNDS, n_boot=30, seed=5)
+    idx = resample.draw(gt.size, 30, 5)
+    refs = reference(gt, pred, lv, idx)
+    for name, k in (("pairwise_acc", "all"), ("inter_acc", "inter"), ("intra_acc", "intra")):
+        lo, hi = np.percentile([r[k].accuracy for r in refs], [2.5, 97.5])
+        got = report["metrics"][name]
+        assert (got["lo"], got["hi"]) == pytest.approx((lo, hi), abs=1e-12), name
+        assert got["value"] == pytest.approx(metrics.pair_counts_by_level(gt, pred, lv)[k].accuracy, abs=1e-15)

@@ -75,7 +75,7 @@ def _next(html: str) -> int | None:
 
 
 def test_next_follows_the_order_the_adjudicator_entered_until_refreshed(client_as, adjudicator, model_annotators):
-    from scoring.services.disagreements import disagreement_queue, filter_disputes
+    from scoring.review_views import entered_order
 
     images = make_images(4, prefix="2017_81", with_published=False)
     gpt, gem = model_annotators
@@ -88,7 +88,7 @@ def test_next_follows_the_order_the_adjudicator_entered_until_refreshed(client_a
     first = client.get(reverse("scoring:review", args=[images[0].pk])).content.decode()
     assert "disputed image 1 of 4" in first and _next(first) == images[1].pk
     client.post(reverse("scoring:adjudicate", args=[images[0].pk]), {"attribute": "gov_ids", "value": "0", "note": ""})
-    live = [r["image_id"] for r in filter_disputes(disagreement_queue(profile)["rows"], sort="impact")]
+    live = entered_order(profile)
     assert live[0] != images[0].pk  # the image moved down the live queue
     after = client.get(reverse("scoring:review", args=[images[0].pk])).content.decode()
     assert "disputed image 1 of 4" in after and _next(after) == images[1].pk  # the entered order holds

@@ -64,9 +64,11 @@ def test_leaderboard_shows_our_metrics_and_published_rows(staff):
     assert data["meta"]["common_set_size"] == 36
     want = expected_report(runs[0], images)  # same refusals in both runs: the common set is the run's own valid set
     row = next(r for r in ours if r["run"] == f"#{runs[0].pk}")
-    for name in metrics.METRICS:
-        assert row[name] == pytest.approx(want["metrics"][name]["value"]), name
+    for name in metrics.METRICS:  # point and interval: the same 36 images, the same seeded resamples
+        for part in ("value", "lo", "hi"):
+            assert row[name][part] == pytest.approx(want["metrics"][name][part]), (name, part)
     assert row["coverage"] == pytest.approx(36 / 40)
+    assert data["meta"]["comparison_set_size"] == 40
     # At the default floor (95%) neither run is ranked; both are listed.
     default = staff.get(reverse("scoring:leaderboard"), {"format": "json"}).json()["tables"]
     assert default["leaderboard"]["rows"] == [] and len(default["not_ranked"]["rows"]) == 2
@@ -77,7 +79,7 @@ def test_leaderboard_filter_sort_and_cache(staff):
     data = staff.get(reverse("scoring:leaderboard"), {"strategy": "taxonomy", "format": "json", "sort": "mae", "floor": "80"}).json()
     rows = data["tables"]["leaderboard"]["rows"]
     assert {r["strategy"] for r in rows} == {"taxonomy"}
-    maes = [r["mae"] for r in rows]
+    maes = [r["mae"]["value"] for r in rows]
     assert maes == sorted(maes)
     assert ComputedMetrics.objects.filter(key__startswith="run-metrics:").count() == 1
     # A finished run's metrics are recomputed when it changes state (e.g. resumed and finished again).
@@ -94,7 +96,7 @@ def test_leaderboard_filter_sort_and_cache(staff):
     after = ComputedMetrics.objects.get(key=key).data["metrics"]["mae"]["value"]
     assert after != before
     assert after == pytest.approx(np.mean([image.published_score for k, image in enumerate(images) if k % 10 != 3]))  # all predictions 0
-    assert again["tables"]["leaderboard"]["rows"][0]["mae"] == pytest.approx(after)  # the common-set ranking followed
+    assert again["tables"]["leaderboard"]["rows"][0]["mae"]["value"] == pytest.approx(after)  # the common-set ranking followed
 
 
 def test_a_two_percent_coverage_run_is_listed_but_not_ranked(staff):
@@ -228,9 +230,10 @@ def test_run_page_annotate_run_agreement(staff, reviewer_a, reviewer_b, model_an
     gov_truth = next(r for r in data if r["against"] == truth.name and r["attribute"] == "gov_ids")
     gpt_v = [i % 2 for i in range(12)]
     truth_v = [int(bool(i % 3)) for i in range(12)]
-    assert gov_truth["agreement"] == pytest.approx(np.mean(np.array(gpt_v) == np.array(truth_v)))
+    assert gov_truth["agreement"]["value"] == pytest.approx(np.mean(np.array(gpt_v) == np.array(truth_v)))
+    assert gov_truth["agreement"]["lo"] <= gov_truth["agreement"]["value"] <= gov_truth["agreement"]["hi"]
     gov_human = next(r for r in data if r["against"] == "human majority" and r["attribute"] == "gov_ids")
-    assert gov_human["agreement"] == 1.0 and gov_human["n"] == 12
+    assert gov_human["agreement"]["value"] == 1.0 and gov_human["n"] == 12
 
 
 def test_agreement_page_values_and_published(staff, reviewer_a, reviewer_b, model_annotators):
@@ -252,7 +255,8 @@ def test_agreement_page_values_and_published(staff, reviewer_a, reviewer_b, mode
     assert response.status_code == 200 and b"<svg" in response.content and b"published" in response.content
     data = staff.get(reverse("scoring:agreement"), {"format": "json"}).json()["tables"]
     human = next(r for r in data["summary"]["rows"] if r["group"] == "human-human")
-    assert human["n"] == 220 and human["agreement"] == pytest.approx(215 / 220)  # strict consensus
+    assert human["n"] == 220 and human["agreement"]["value"] == pytest.approx(215 / 220)  # strict consensus
+    assert human["agreement"]["lo"] <= human["agreement"]["value"] <= human["agreement"]["hi"]  # cluster-bootstrap interval
     assert human["kappa_kind"] == "Fleiss' κ" and (human["paper_agreement"], human["paper_kappa"]) == (0.874, 0.652)
     published = data["paper"]["rows"]
     assert {"agreement": 0.874, "kappa": 0.652} == {k: published[0][k] for k in ("agreement", "kappa")}
@@ -261,7 +265,7 @@ def test_agreement_page_values_and_published(staff, reviewer_a, reviewer_b, mode
     assert kinds[("GPT-5.1", "Human")] == "agreement with the human majority"
     assert kinds[("GPT-5.1", "Llama 4")] == "agreement between the two models"  # not "with the human majority"
     age = next(r for r in data["per_attribute"]["rows"] if r["comparison"].startswith(gpt.name) and r["attribute"] == "age")
-    assert age["agreement"] == pytest.approx(0.5)  # gpt says 0.5 -> 0; human majority of (1, 1|0) is 1 for i < 5 else 0
+    assert age["agreement"]["value"] == pytest.approx(0.5)  # gpt says 0.5 -> 0; human majority of (1, 1|0) is 1 for i < 5 else 0
     strict = data["strict_consensus"]["rows"][0]
     assert strict["n"] == 220 and strict["binary"] == pytest.approx(215 / 220)
 

@@ -106,3 +106,41 @@ def test_paired_change_leaves_unchanged_images_out_of_the_test_and_bootstraps_th
     assert (result["lo"], result["hi"]) == (pytest.approx(lo), pytest.approx(hi)) and result["hi"] < 0
     assert significance.paired_change([0.0, 0.0])["p_value"] == 1.0  # nothing changed: no evidence of a change
     assert significance.paired_change([])["mean"] is None
+
+
+# Inter-level ranking: a permutation test of Kendall's S between prediction and level (issue 27), against scipy.
+
+def _s_statistic(level, pred):
+    d_level = np.sign(-(level[:, None] - level[None, :]))
+    d_pred = np.sign(pred[:, None] - pred[None, :])
+    return np.triu(d_level * d_pred, 1).sum()
+
+
+def test_inter_level_test_exact_matches_scipy_permutation_test():
+    from scipy import stats as sps
+
+    from scoring.significance import inter_level_test
+
+    level = np.array([1, 1, 2, 3, 3, 4, 4])
+    pred = np.array([0.9, 0.7, 0.8, 0.4, 0.5, 0.1, 0.45])
+    got = inter_level_test(pred, level)
+    ref = sps.permutation_test((pred,), lambda x: _s_statistic(level, x), permutation_type="pairings",
+                               alternative="greater", n_resamples=np.inf)
+    assert got["method"].startswith("exact permutation test")
+    assert got["p_value"] == pytest.approx(ref.pvalue)
+    assert got["statistic"] == _s_statistic(level, pred)
+
+
+def test_inter_level_test_normal_approximation_is_close_to_a_monte_carlo_permutation_test():
+    from scipy import stats as sps
+
+    from scoring.significance import inter_level_test
+
+    rng = np.random.default_rng(3)
+    level = rng.integers(1, 5, size=60)
+    pred = np.clip(0.2 * (4 - level) / 3 + rng.normal(0, 0.4, size=60), 0, 1)
+    got = inter_level_test(pred, level)
+    ref = sps.permutation_test((pred,), lambda x: _s_statistic(level, x), permutation_type="pairings",
+                               alternative="greater", n_resamples=4000, random_state=1)
+    assert "normal approximation" in got["method"]
+    assert got["p_value"] == pytest.approx(ref.pvalue, abs=0.03)

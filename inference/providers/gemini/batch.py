@@ -11,12 +11,14 @@ import base64
 import json
 from typing import Iterator
 
-from google.genai import errors as genai_errors
-from google.genai import types
+from core.lazy import lazy_module
 
 from ..base import ModelRequest, ProviderError
 from ..batch_types import BatchStatus, ResultLine, iter_jsonl
 from .provider import GeminiProvider, reply_from_response
+
+genai_errors = lazy_module("google.genai.errors")
+types = lazy_module("google.genai.types")
 
 TERMINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED", "JOB_STATE_PARTIALLY_SUCCEEDED"}
 

@@ -10,9 +10,8 @@ import re
 import time
 
 from django.conf import settings
-from google import genai
-from google.genai import errors as genai_errors
-from google.genai import types
+
+from core.lazy import lazy_module
 
 from ..base import (
     Availability,
@@ -28,6 +27,11 @@ from ..base import (
     retryable_status,
     shared_client,
 )
+
+# google-genai is imported on first use: half a second at start-up otherwise.
+genai = lazy_module("google.genai")
+genai_errors = lazy_module("google.genai.errors")
+types = lazy_module("google.genai.types")
 
 try:  # The SDK talks httpx2; plain httpx may be present too. Either one's timeouts are retryable.
     import httpx2 as _httpx2

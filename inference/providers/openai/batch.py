@@ -9,11 +9,13 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Iterator
 
-import openai
+from core.lazy import lazy_module
 
 from ..base import ModelRequest, ProviderError
 from ..batch_types import BatchStatus, ResultLine, iter_jsonl
 from .provider import OpenAICompatibleProvider, reply_from_body
+
+openai = lazy_module("openai")
 
 TERMINAL = {"completed", "failed", "expired", "cancelled"}
 ENDPOINT = "/v1/chat/completions"

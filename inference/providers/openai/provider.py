@@ -15,9 +15,10 @@ from __future__ import annotations
 import base64
 import time
 
-import openai
 import httpx2
 from django.conf import settings
+
+from core.lazy import lazy_module
 
 from ..base import (
     Availability,
@@ -34,6 +35,8 @@ from ..base import (
     retryable_status,
     shared_client,
 )
+
+openai = lazy_module("openai")  # imported on first use: seconds at start-up otherwise
 
 
 @shared_client

@@ -16,10 +16,12 @@ class Command(BaseCommand):
         parser.add_argument("file")
         parser.add_argument("--split", required=True, choices=cprt_bench.SPLITS, help="split of images created by this import")
         parser.add_argument("--profile", default=cprt_bench.DEFAULT_PROFILE, help="scoring profile to fit (default: %(default)s)")
+        parser.add_argument("--set-consensus", action="store_true", help=(
+            "make the imported ground truth the profile's consensus set (otherwise an existing profile keeps its own)"))
 
-    def handle(self, *args, file, split, profile, **options):
+    def handle(self, *args, file, split, profile, set_consensus=False, **options):
         try:
-            result = cprt_bench.import_bench_file(file, split, profile)
+            result = cprt_bench.import_bench_file(file, split, profile, set_consensus=set_consensus)
         except (cprt_bench.BenchFileError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         out = self.stdout
@@ -28,6 +30,13 @@ class Command(BaseCommand):
         if result.split_differs:
             out.write(f"{len(result.split_differs)} existing images keep their own split (not {split}): {', '.join(result.split_differs[:20])}"
                       + (" ..." if len(result.split_differs) > 20 else ""))
+        splits = ", ".join(f"{r['split']} {r['rows']}" for r in result.per_split)
+        out.write(f"Profile fitted from every stored published row of its ground truth: {result.fitted_rows} rows "
+                  f"({splits}), not from this file alone.")
+        for r in result.per_split:
+            resid = "-" if r["max_residual"] is None else f"{r['max_residual']:.3g}"
+            out.write(f"  split {r['split']}: {r['rows']} rows, largest residual {resid} (tolerance {r['tolerance']:.3g}), "
+                      + ("reproduced" if r["reproduces"] else f"NOT reproduced ({r['failing_rows']} rows outside the tolerance)"))
         for level_fit in fit.levels:
             out.write(
                 f"  level {level_fit.level}: {level_fit.rows} rows, {level_fit.distinct_t} distinct t, "
@@ -57,10 +66,21 @@ class Command(BaseCommand):
         else:
             out.write("Every published level equals the computed l*.")
         profile = result.profile
+        before = result.previous_active or "none"
         if result.activated:
-            out.write(self.style.SUCCESS(f"Profile {profile.label} is now the active profile."))
+            out.write(self.style.SUCCESS(f"Profile {profile.label} is now the active profile (before: {before})."))
         else:
             out.write(self.style.WARNING(f"Profile {profile.label} is PROVISIONAL and was NOT activated: {result.not_activated_reason}."))
+            out.write(f"Active profile before: {before}; now: {result.active_now or 'none (the oldest profile is used)'}.")
+        c = result.consensus
+        after = ", ".join(c["after"]) or "empty"
+        if c["created"]:
+            out.write(f"Consensus set of the new profile: {after}.")
+        elif c["changed"]:
+            out.write(self.style.WARNING(f"Consensus set changed (--set-consensus): {', '.join(c['before']) or 'empty'} -> {after}."))
+        else:
+            hint = "" if set_consensus else " (--set-consensus replaces it with the imported ground truth)."
+            out.write(f"Consensus set unchanged: {after}{hint}")
         out.write(f"Scores recomputed: {result.scored.get('scored', 0)} scored, {result.scored.get('incomplete', 0)} without consensus.")
 
 

@@ -71,6 +71,7 @@ def cases(world):
         Case("api:anonymization-resume", kwargs=job, expect=_api(405)),
         Case("scoring:three_way", expect=STAFF_ONLY),
         Case("scoring:three_way", query="original=abc", expect=BAD),
+        Case("scoring:three_way", query="format=json", expect=BAD),
         Case("scoring:three_way", query="original=999999&prompt=999998&pixel=999997", expect=BAD),
         Case("scoring:three_way", method="post", expect=WRONG_METHOD),
     ]

@@ -39,6 +39,8 @@ def cases(world):
         Case("multipriv:person", kwargs={"person_id": 999999}, expect=ADMIN_404),
         Case("multipriv:image_bytes", kwargs={"image_id": image}, expect=ADMIN_ONLY),
         Case("multipriv:image_bytes", kwargs={"image_id": 999999}, expect=ADMIN_404),
+        Case("scoring:benchmarks", expect=ADMIN_ONLY),
+        Case("scoring:benchmarks", method="post", expect=ADMIN_405),
         Case("scoring:multipriv", expect=ADMIN_ONLY),
         Case("scoring:multipriv", query="format=json", expect=ADMIN_ONLY),
         Case("scoring:multipriv", method="post", expect=ADMIN_405),

@@ -1,0 +1,385 @@
+"""Benchmark at scale: the scoring and labeling pages at 1,000 images and at N, on PostgreSQL.
+
+    .venv/bin/python bench/scale.py [--images 100000] [--small 1000] [--database-url postgres://postgres@127.0.0.1:5432/scalebench]
+                                    [--keep] [--skip-pages] [--skip-evaluate] [--skip-agreement]
+
+It creates the database named in --database-url (dropping one of that name), migrates it, and
+builds the data in set-based SQL (INSERT ... SELECT over generate_series): images with published
+ground truth, 4 annotators (2 reviewers who submitted 90% of the images, 2 model annotators) with a
+label per attribute, and 10 finished judge runs with a continuous score per image. Scores are
+computed by `recompute_scores` (the service the app uses). Then, per scale (--small, then N):
+- every page's server time through the Django test client (in process): cold (the metrics cache
+  emptied) and warm (the next request), and its query count; the leaderboard's evaluate() calls on
+  the warm request (0 when its cache hits);
+- the process's peak RSS after the pages (what a web worker that served them holds).
+Also, on synthetic arrays (no database): evaluate() at N with few (101) and many distinct
+predicted values, and the agreement study at 20k x 4 and 100k x 4 annotators. And `django.setup()`
+time and RSS in a fresh process (bench/startup.py's probe). The database is dropped at the end
+unless --keep.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import numpy as np
+
+import common  # noqa: F401 - SIGTERM ends the benchmark cleanly
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+RUNS = 10
+
+
+def recreate_database(url: str, drop_only: bool = False) -> None:
+    import psycopg
+
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/")
+    with psycopg.connect(parts._replace(path="/postgres").geturl(), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if not drop_only:
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+# ---------------------------------------------------------------------------------------------
+# Pure parts: evaluate() and the agreement study on synthetic arrays
+
+
+def synthetic_scores(n: int, many: bool, seed: int = 0):
+    from scoring import engine
+
+    rng = np.random.default_rng(seed)
+    counts = np.zeros((n, 4), dtype=int)
+    levels = rng.integers(1, 5, n)
+    for col, m in enumerate(engine.LEVEL_MAXIMA):
+        counts[:, col] = rng.integers(0, m + 1, n)
+        counts[levels > col + 1, col] = 0
+        counts[levels == col + 1, col] = np.maximum(counts[levels == col + 1, col], 1)
+    lv, gt = engine.severity_array(counts)
+    pred = np.clip(gt + rng.normal(0, 0.15, n), 0, 1)
+    if not many:
+        pred = np.round(pred, 2)  # 101 distinct values
+    return gt, lv.astype(np.int64), pred
+
+
+def bench_evaluate(n: int) -> dict:
+    from scoring import engine, metrics
+
+    out = {}
+    for label, many in (("few", False), ("many", True)):
+        gt, lv, pred = synthetic_scores(n, many)
+        outcome = np.array(["ok"] * n, dtype=object)
+        metrics.evaluate(gt[:100], lv[:100], pred[:100], outcome[:100], engine.PROVISIONAL)  # imports
+        started = time.perf_counter()
+        metrics.evaluate(gt, lv, pred, outcome, engine.PROVISIONAL)
+        out[label] = {"seconds": time.perf_counter() - started, "distinct": int(np.unique(pred).size)}
+    return out
+
+
+def bench_agreement(sizes=(20_000, 100_000), annotators: int = 4) -> dict:
+    from annotations import taxonomy
+    from scoring import agreement
+
+    tax = taxonomy.active()
+    keys = list(tax.keys)
+    out = {}
+    for n in sizes:
+        rng = np.random.default_rng(n)
+        values = rng.choice([0.0, 0.5, 1.0], size=(annotators, n, len(keys)), p=[0.7, 0.1, 0.2])
+        values[1, rng.random(n) < 0.1] = np.nan  # the second reviewer missed 10%
+        data = agreement.LabelSet(values=values, names=[f"a{i}" for i in range(annotators)],
+                                  kinds=["human", "human", "model", "model"][:annotators], keys=keys,
+                                  attr_levels=[tax.level_of[k] for k in keys], image_ids=list(range(n)),
+                                  annotator_ids=list(range(annotators)))
+        started = time.perf_counter()
+        agreement.agreement_report(data)
+        out[f"{n // 1000}k x {annotators}"] = time.perf_counter() - started
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Import: rows/s of import_cprt (COPY path and bulk path) beside a bare COPY of the same rows
+
+
+def bench_import(n_rows: int, work: Path) -> dict:
+    from django.db import connection, transaction
+
+    from annotations import taxonomy
+    from scoring.cprt_bench import importing
+    from scoring.cprt_bench.reading import iter_valid_rows
+    from import_export import write_bench_file
+
+    path = work / f"bench-{n_rows}.jsonl"
+    write_bench_file(path, n_rows)
+    tax = taxonomy.active()
+    rows = list(iter_valid_rows(path, tax))
+    out = {}
+    from annotations.models import Annotator, Image, Label
+
+    # Bare COPY: the same images and labels copied straight into the real tables (their indexes and
+    # constraints), nothing else: no validation, no history, no scores. Rolled back, like the imports below.
+    gt_id = Annotator.ground_truth("bare-copy").pk
+    attribute_ids = [taxonomy.attribute_ids()[k] for k in tax.keys]
+    with transaction.atomic(), connection.cursor() as cur:
+        started = time.perf_counter()
+        with cur.cursor.copy(f"COPY {Image._meta.db_table} (vispr_id, split, file, sha256, source, vispr_split, vispr_labels, "
+                             "published_level, published_score, unsuitable, created_at) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row((row.id, "test", "", "", "bare", "", "[]", row.level, row.score, False, "now"))
+        cur.execute(f"SELECT vispr_id, id FROM {Image._meta.db_table} WHERE source = 'bare'")
+        pk = dict(cur.fetchall())
+        with cur.cursor.copy(f"COPY {Label._meta.db_table} (image_id, annotator_id, attribute_id, value, rationale, created_at, "
+                             "updated_at) FROM STDIN") as copy:
+            for row in rows:
+                for attribute_id, value in zip(attribute_ids, row.labels):
+                    copy.write_row((pk[row.id], gt_id, attribute_id, value, "", "now", "now"))
+        out["bare COPY"] = time.perf_counter() - started
+        transaction.set_rollback(True)
+    for label, use_copy in (("import_cprt, COPY path", True), ("import_cprt, bulk path", False)):
+        importing.USE_COPY = use_copy
+        with transaction.atomic():
+            started = time.perf_counter()
+            importing.import_bench_file(path, "test")
+            out[label] = time.perf_counter() - started
+            transaction.set_rollback(True)
+    importing.USE_COPY = True
+    return {k: n_rows / v for k, v in out.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# The database: set-based building
+
+
+def build(first: int, last: int, annotators: dict, runs: list[int]) -> None:
+    """Images first..last-1 (ids in vispr_id), their labels, labelings and judge results, in SQL."""
+    from django.db import connection, transaction
+
+    from annotations import taxonomy
+    from annotations.models import Image, Label, Labeling
+    from inference.models import RunResult
+
+    attribute_ids = list(taxonomy.attribute_ids().values())
+    with transaction.atomic(), connection.cursor() as cur:
+        cur.execute(
+            f"INSERT INTO {Image._meta.db_table} (vispr_id, split, file, sha256, source, vispr_split, vispr_labels, "
+            "published_level, published_score, unsuitable, created_at) "
+            "SELECT '2017_' || lpad(g::text, 9, '0'), CASE WHEN g %% 5 = 0 THEN 'train' ELSE 'test' END, '', '', 'scale-bench', '', '[]'::jsonb, "
+            "1 + g %% 4, ((3 - g %% 4) + (g %% 97) / 97.0) / 4.0, false, now() FROM generate_series(%s, %s) g",
+            [first, last - 1],
+        )
+        cur.execute(f"SELECT min(id), max(id) FROM {Image._meta.db_table} WHERE source = 'scale-bench' AND vispr_id >= %s",
+                    ["2017_" + str(first).rjust(9, "0")])
+        lo, hi = cur.fetchone()
+        for name, (annotator_id, share) in annotators.items():
+            # Each annotator labels `share` of the images: a value per attribute from a hash of the ids.
+            cur.execute(
+                f"INSERT INTO {Label._meta.db_table} (image_id, annotator_id, attribute_id, value, rationale, created_at, updated_at) "
+                "SELECT i.id, %s, a, (abs(hashtext(i.id::text || ':' || a::text || ':' || %s::text)) %% 3) / 2.0, '', now(), now() "
+                f"FROM {Image._meta.db_table} i, unnest(%s::int[]) a "
+                "WHERE i.id BETWEEN %s AND %s AND abs(hashtext(i.id::text || %s)) %% 100 < %s",
+                [annotator_id, annotator_id, attribute_ids, lo, hi, name, int(share * 100)],
+            )
+            if name.startswith("human"):
+                cur.execute(
+                    f"INSERT INTO {Labeling._meta.db_table} (image_id, annotator_id, status, version, note, flag, created_at, updated_at, "
+                    "submitted_at, draft_values, draft_rationales) "
+                    "SELECT DISTINCT image_id, annotator_id, 'submitted', 1, '', '', now(), now(), now(), '{}'::jsonb, '{}'::jsonb "
+                    f"FROM {Label._meta.db_table} "
+                    "WHERE annotator_id = %s AND image_id BETWEEN %s AND %s",
+                    [annotator_id, lo, hi],
+                )
+        for k, run_id in enumerate(runs):
+            cur.execute(
+                f"INSERT INTO {RunResult._meta.db_table} (run_id, image_id, outcome, score, reasoning, raw, error, "
+                "tokens_in, tokens_out, latency_ms, created_at) "
+                "SELECT %s, i.id, CASE WHEN abs(hashtext(i.id::text || %s)) %% 50 = 0 THEN 'refused' ELSE 'ok' END, "
+                "CASE WHEN abs(hashtext(i.id::text || %s)) %% 50 = 0 THEN NULL "
+                "ELSE least(1, greatest(0, i.published_score + (abs(hashtext(i.id::text || 'n' || %s)) %% 10007) / 10007.0 * 0.3 - 0.15)) END, "
+                "'', '{}'::jsonb, '', 0, 0, 0, now() "
+                f"FROM {Image._meta.db_table} i WHERE i.id BETWEEN %s AND %s",
+                [run_id, k, k, k, lo, hi],
+            )
+    for run_id in runs:
+        n = RunResult.objects.filter(run_id=run_id).count()
+        from inference.models import Run
+
+        Run.objects.filter(pk=run_id).update(total=n, done=n)
+
+
+def setup_world() -> tuple[dict, list[int], object]:
+    from django.contrib.auth import get_user_model
+
+    from annotations.models import Annotator
+    from core.models import Profile
+    from inference.models import Run
+    from scoring.models import ScoringProfile
+
+    User = get_user_model()
+    annotators = {}
+    for name in ("human-a", "human-b"):
+        user = User.objects.create_user(username=name, password="scale-bench-password-1")
+        Profile.objects.create(user=user, role="reviewer")
+        annotators[name] = (Annotator.for_user(user).pk, 0.9)
+    for provider, model in (("openai", "gpt-5.1"), ("gemini", "gemini-3-flash")):
+        annotators[f"model-{model}"] = (Annotator.for_model(provider, model, "annotate-v1").pk, 1.0)
+    profile = ScoringProfile.active()
+    profile.consensus_annotators.set([a for a, _ in annotators.values()])
+    runs = [Run.objects.create(task="judge", provider="openai", model_name=f"judge-{k}", strategy=("zero_shot", "taxonomy")[k % 2],
+                               prompt_version="judge-v1", status="finished", prompt_text={"system": "bench"}).pk for k in range(RUNS)]
+    staff = User.objects.create_user(username="adjudicator", password="scale-bench-password-1", is_staff=True, is_superuser=True)
+    Profile.objects.create(user=staff, role="admin")
+    return annotators, runs, staff
+
+
+def finish_runs(runs: list[int]) -> None:
+    from django.utils import timezone
+
+    from inference.models import Run, RunResult
+
+    for run_id in runs:
+        ids = list(RunResult.objects.filter(run_id=run_id).order_by("image_id").values_list("image_id", flat=True))
+        Run.objects.filter(pk=run_id).update(image_ids=ids, total=len(ids), done=len(ids), finished_at=timezone.now())
+
+
+def pages(runs: list[int]) -> dict[str, str]:
+    from django.urls import reverse
+
+    return {
+        "home": reverse("home"),
+        "leaderboard": reverse("scoring:leaderboard"),
+        "run": reverse("scoring:run", args=[runs[0]]),
+        "agreement": reverse("scoring:agreement"),
+        "disagreements": reverse("scoring:disagreements"),
+        "admin images": "/admin/annotations/image/",
+    }
+
+
+def measure_pages(client, urls: dict[str, str]) -> dict:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from scoring import metrics
+    from scoring.models import ComputedMetrics
+
+    ComputedMetrics.objects.all().delete()
+    out = {}
+    original = metrics.evaluate
+    calls = {"n": 0}
+
+    def counting(*args, **kwargs):
+        calls["n"] += 1
+        return original(*args, **kwargs)
+
+    metrics.evaluate = counting
+    try:
+        for name, url in urls.items():
+            row = {}
+            for phase in ("cold", "warm"):
+                calls["n"] = 0
+                with CaptureQueriesContext(connection) as ctx:
+                    started = time.perf_counter()
+                    response = client.get(url)
+                    seconds = time.perf_counter() - started
+                if response.status_code != 200:
+                    raise RuntimeError(f"{url}: {response.status_code} {response.content[:300]!r}")
+                row[phase] = {"ms": seconds * 1000, "queries": len(ctx), "evaluate_calls": calls["n"]}
+            out[name] = row
+    finally:
+        metrics.evaluate = original
+    return out
+
+
+def print_pages(by_scale: dict) -> None:
+    scales = list(by_scale)
+    print(f"\n{'page':<16}" + "".join(f"{f'{s:,} cold ms':>16}{f'{s:,} warm ms':>16}{'queries c/w':>14}" for s in scales)
+          + f"{'warm evaluate() calls':>24}")
+    for name in by_scale[scales[0]]:
+        line = f"{name:<16}"
+        for s in scales:
+            r = by_scale[s][name]
+            line += f"{r['cold']['ms']:>16.0f}{r['warm']['ms']:>16.0f}{r['cold']['queries']:>8}/{r['warm']['queries']:<5}"
+        line += f"{'/'.join(str(by_scale[s][name]['warm']['evaluate_calls']) for s in scales):>24}"
+        print(line)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--images", type=int, default=100_000)
+    parser.add_argument("--small", type=int, default=1_000)
+    parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/scalebench")
+    parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
+    parser.add_argument("--skip-pages", action="store_true")
+    parser.add_argument("--skip-evaluate", action="store_true")
+    parser.add_argument("--skip-agreement", action="store_true")
+    parser.add_argument("--import-rows", type=int, default=20_000, help="rows of the CPRT-Bench file imported (0: skip)")
+    args = parser.parse_args()
+
+    from startup import probe
+
+    data_dir = Path(tempfile.mkdtemp(prefix="scale-bench-"))
+    started = probe(ROOT, data_dir / "probe")
+    print(f"django.setup(): {started['setup_s']:.2f} s, RSS {started['setup_rss_mb']:.0f} MB; "
+          f"every URL loaded: {started['ready_s']:.2f} s, RSS {started['ready_rss_mb']:.0f} MB; heavy modules: {started['heavy'] or 'none'}")
+
+    os.environ.update(DATABASE_URL=args.database_url, CPRT_DATA_DIR=str(data_dir), DJANGO_SETTINGS_MODULE="cprt_site.settings")
+    os.environ.setdefault("ALLOWED_HOSTS", "testserver,127.0.0.1")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.test import Client
+
+    from scoring.models import ScoringProfile
+    from scoring.services.scores import recompute_scores
+
+    recreate_database(args.database_url)
+    try:
+        call_command("migrate", interactive=False, verbosity=0)
+        if not args.skip_evaluate:
+            e = bench_evaluate(args.images)
+            print(f"evaluate() at {args.images:,}: few distinct ({e['few']['distinct']}) {e['few']['seconds']:.2f} s, "
+                  f"many distinct ({e['many']['distinct']:,}) {e['many']['seconds']:.2f} s, ratio {e['many']['seconds'] / e['few']['seconds']:.2f}")
+        if not args.skip_agreement:
+            a = bench_agreement()
+            (k1, t1), (k2, t2) = a.items()
+            print(f"agreement study: {k1} {t1:.2f} s, {k2} {t2:.2f} s, ratio {t2 / t1:.2f}")
+        if args.import_rows:
+            rates = bench_import(args.import_rows, data_dir)
+            bare = rates["bare COPY"]
+            print(f"import of {args.import_rows:,} CPRT-Bench rows (22 labels each): "
+                  + ", ".join(f"{k} {v:,.0f} rows/s ({v / bare:.2f} of bare)" for k, v in rates.items()))
+        if args.skip_pages:
+            return
+        annotators, runs, staff = setup_world()
+        client = Client()
+        client.force_login(staff)
+        by_scale = {}
+        done = 1
+        for scale in (args.small, args.images):
+            t0 = time.perf_counter()
+            build(done, scale + 1, annotators, runs)
+            finish_runs(runs)
+            recompute_scores(ScoringProfile.active())
+            with django.db.connection.cursor() as cur:
+                cur.execute("ANALYZE")
+            print(f"built {scale:,} images in {time.perf_counter() - t0:.0f} s")
+            done = scale + 1
+            by_scale[scale] = measure_pages(client, pages(runs))
+        print_pages(by_scale)
+        print(f"peak RSS of this process after serving the pages: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+    finally:
+        django.db.connections.close_all()
+        if not args.keep:
+            recreate_database(args.database_url, drop_only=True)
+
+
+if __name__ == "__main__":
+    main()

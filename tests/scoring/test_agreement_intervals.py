@@ -1,0 +1,127 @@
+"""Agreement figures of issue 27 against independent implementations: PABAK and Gwet's AC1 from their
+textbook formulas, image-level cluster-bootstrap intervals recomputed resample by resample with
+scikit-learn's kappa and a plain Fleiss loop, ground truth left out of the annotators, populations stated."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from scoring import agreement, agreement_ci
+from scoring.agreement import LabelSet
+
+KEYS = [f"attr{j}" for j in range(6)]
+LEVELS_ = [1, 2, 2, 3, 4, 4]
+B = 120
+
+
+def labels(rng, n_images, noise, base=None, missing=0.0):
+    base = rng.choice([0.0, 0.5, 1.0], size=(n_images, len(KEYS)), p=[0.7, 0.1, 0.2]) if base is None else base
+    out = np.where(rng.random(base.shape) < noise, rng.choice([0.0, 0.5, 1.0], size=base.shape), base)
+    return np.where(rng.random(base.shape) < missing, np.nan, out), base
+
+
+def textbook_ac1(a, b):
+    po = np.mean(a == b)
+    pi1 = (np.mean(a) + np.mean(b)) / 2
+    pe = (pi1 * (1 - pi1) + (1 - pi1) * pi1) / (2 - 1)  # sum over the two categories of pi_q (1 - pi_q), k - 1 = 1
+    return (po - pe) / (1 - pe)
+
+
+def test_pabak_and_ac1_match_their_formulas_on_a_rare_attribute():
+    a = np.array([0] * 95 + [1] * 3 + [0, 1])
+    b = np.array([0] * 95 + [1] * 3 + [1, 0])
+    cm = np.array([[np.sum((a == i) & (b == j)) for j in (0, 1)] for i in (0, 1)])
+    po = np.mean(a == b)
+    assert agreement_ci.pabak(cm) == pytest.approx(2 * po - 1)
+    assert agreement_ci.gwet_ac1(cm) == pytest.approx(textbook_ac1(a, b))
+    # Rare attribute: AC1 and PABAK stay high where kappa is much lower.
+    assert agreement_ci.gwet_ac1(cm) > 0.95 and cohen_kappa_score(a, b) < 0.75
+
+
+def study(n_images=24, seed=3):
+    rng = np.random.default_rng(seed)
+    h1, base = labels(rng, n_images, 0.1)
+    h2, _ = labels(rng, n_images, 0.15, base, missing=0.05)
+    m1, _ = labels(rng, n_images, 0.3, base)
+    m2, _ = labels(rng, n_images, 0.25, base)
+    h1[n_images - 4:] = np.nan  # four images with one human only: outside the human study
+    gt = (base == 1).astype(float)
+    values = np.stack([h1, h2, m1, m2, gt])
+    return LabelSet(values=values, names=["human:a", "human:b", "model:x", "model:y", "ground-truth:bench"],
+                    kinds=["human", "human", "model", "model", "ground_truth"], keys=KEYS, attr_levels=LEVELS_,
+                    image_ids=list(range(n_images)), annotator_ids=[1, 2, 3, 4, 5])
+
+
+def draws(n):
+    return np.random.default_rng(agreement_ci.SEED).integers(0, n, size=(B, n), dtype=np.int32)
+
+
+def test_ground_truth_is_not_an_annotator_and_populations_are_stated():
+    report = agreement.agreement_report(study(), resamples=B)
+    names = {a["name"] for a in report["annotators"]}
+    assert "ground-truth:bench" not in names
+    assert all("ground-truth" not in (p["a"] + p["b"]) for p in report["pairs"] + report["vs_majority"])
+    pops = {(p["a"], p["b"]): p["population"] for p in report["pairs"]}
+    assert pops[("model:x", "model:y")] == {"rule": "all images labelled by both", "images": 24}
+    assert pops[("human:a", "model:x")] == {"rule": "human study images", "images": 20}
+
+
+def test_model_pair_kappa_interval_equals_sklearn_per_resample():
+    data = study()
+    report = agreement.agreement_report(data, resamples=B)
+    pair = next(p for p in report["pairs"] if (p["a"], p["b"]) == ("model:x", "model:y"))
+    x, y = (data.values[2] == 1).astype(int), (data.values[3] == 1).astype(int)
+    samples, attr_samples, ac1 = [], [], []
+    for ix in draws(x.shape[0]):
+        samples.append(cohen_kappa_score(x[ix].ravel(), y[ix].ravel()))
+        attr_samples.append(cohen_kappa_score(x[ix, 0], y[ix, 0]) if len(set(x[ix, 0]) | set(y[ix, 0])) > 1 else np.nan)
+        ac1.append(textbook_ac1(x[ix].ravel(), y[ix].ravel()))
+    ci = pair["ci"]
+    assert ci["overall"]["kappa"]["lo"] == pytest.approx(np.percentile(samples, 2.5))
+    assert ci["overall"]["kappa"]["hi"] == pytest.approx(np.percentile(samples, 97.5))
+    assert ci["overall"]["ac1"]["lo"] == pytest.approx(np.percentile(ac1, 2.5))
+    defined = np.array(attr_samples)[np.isfinite(attr_samples)]
+    assert ci["attributes"]["attr0"]["kappa"]["lo"] == pytest.approx(np.percentile(defined, 2.5))
+    assert ci["attributes"]["attr0"]["kappa"]["defined"] == defined.size
+    assert pair["overall"]["pabak"] == pytest.approx(2 * np.mean(x == y) - 1)
+
+
+def fleiss_reference(ratings):
+    """Fleiss' kappa of a list of per-item rating lists (binary), items with >= 2 ratings."""
+    items = [r for r in ratings if len(r) >= 2]
+    p_i = [(sum(v == 1 for v in r) * (sum(v == 1 for v in r) - 1) + sum(v == 0 for v in r) * (sum(v == 0 for v in r) - 1))
+           / (len(r) * (len(r) - 1)) for r in items]
+    share = sum(sum(r) for r in items) / sum(len(r) for r in items)
+    p_e = share**2 + (1 - share) ** 2
+    return (np.mean(p_i) - p_e) / (1 - p_e), np.mean([len(set(r)) == 1 for r in items])
+
+
+def test_human_human_intervals_equal_a_fleiss_loop_over_study_resamples():
+    data = study()
+    report = agreement.agreement_report(data, resamples=B)
+    humans = (np.where(np.isnan(data.values[:2]), np.nan, data.values[:2] == 1)).astype(float)
+    study_images = np.flatnonzero((~np.isnan(data.values[:2])).any(axis=2).sum(axis=0) >= 2)
+    kappas, stricts = [], []
+    for ix in draws(study_images.size):
+        chosen = study_images[ix]
+        ratings = [[v for v in humans[:, i, j] if not np.isnan(v)] for i in chosen for j in range(len(KEYS))]
+        k, s = fleiss_reference(ratings)
+        kappas.append(k)
+        stricts.append(s)
+    ci = report["human_human"]["ci"]["overall"]
+    assert ci["fleiss_kappa"]["lo"] == pytest.approx(np.percentile(kappas, 2.5))
+    assert ci["fleiss_kappa"]["hi"] == pytest.approx(np.percentile(kappas, 97.5))
+    assert ci["strict"]["lo"] == pytest.approx(np.percentile(stricts, 2.5))
+
+
+def test_alpha_interval_equals_the_point_function_per_resample():
+    data = study()
+    report = agreement.agreement_report(data, resamples=B)
+    models = np.asarray(data.values[2:4])
+    samples = [agreement.krippendorff_alpha(models[:, ix, :])["ordinal_three_valued"] for ix in draws(models.shape[1])]
+    row = next(r for r in report["krippendorff"] if r["annotators_kind"] == "models only")
+    assert row["ci"]["ordinal_three_valued"]["lo"] == pytest.approx(np.percentile(samples, 2.5))
+    assert row["ci"]["ordinal_three_valued"]["hi"] == pytest.approx(np.percentile(samples, 97.5))
+    nominal = [agreement.krippendorff_alpha(models[:, ix, :])["nominal_binary"] for ix in draws(models.shape[1])]
+    assert row["ci"]["nominal_binary"]["lo"] == pytest.approx(np.percentile(nominal, 2.5))

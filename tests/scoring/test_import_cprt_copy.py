@@ -1,0 +1,81 @@
+"""The CPRT-Bench import's COPY path (PostgreSQL) writes exactly what the bulk path writes: the same
+file imported both ways from the same starting state (new images, existing ones in another split,
+labels new, changed and unchanged) leaves the same images, labels, history and scores."""
+from __future__ import annotations
+
+import pytest
+from django.db import connection, transaction
+
+from annotations import taxonomy
+from annotations.models import Annotator, Image, Label
+from scoring.cprt_bench import importing
+from scoring.cprt_bench.copying import store_rows_with_copy as copy_path
+from scoring.models import ImageScore
+from tests.support.bench_rows import make_rows, write_jsonl
+
+pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="COPY is PostgreSQL's")
+
+
+class Rollback(Exception):
+    pass
+
+
+def _state() -> dict:
+    history = Label.history.model
+    return {
+        "images": sorted(Image.objects.values_list("vispr_id", "split", "source", "published_level", "published_score")),
+        "labels": sorted(Label.objects.values_list("image__vispr_id", "annotator__name", "attribute_id", "value", "rationale")),
+        "history": sorted(history.objects.values_list("image__vispr_id", "attribute_id", "value", "rationale", "history_type",
+                                                      "history_user_id")),
+        "scores": sorted(ImageScore.objects.values_list("image__vispr_id", "profile__name", "level", "score")),
+    }
+
+
+def _import_and_look(path, monkeypatch, use_copy: bool, actor) -> tuple[dict, dict]:
+    monkeypatch.setattr(importing, "USE_COPY", use_copy)
+    copy_calls = []
+    monkeypatch.setattr(importing, "store_rows_with_copy", lambda *a, **k: copy_calls.append(1) or copy_path(*a, **k))
+    try:
+        with transaction.atomic():
+            result = importing.import_bench_file(path, "test", actor=actor)
+            seen = _state(), {"rows": result.rows, "created": result.images_created, "updated": result.images_updated,
+                              "split_differs": result.split_differs, "scored": result.scored}
+            raise Rollback
+    except Rollback:
+        pass
+    assert copy_calls == ([1] if use_copy else [])  # the path asked for is the path taken
+    return seen
+
+
+@pytest.mark.django_db
+def test_copy_and_bulk_paths_write_the_same_rows(tmp_path, monkeypatch, admin_user):
+    rows = make_rows(400, seed=4)
+    path = write_jsonl(tmp_path / "bench.jsonl", rows)
+    # Starting state: 50 of the images exist already (10 in another split), with some ground-truth labels
+    # that differ from the file's, some equal and some with a rationale.
+    gt = Annotator.ground_truth("cprt-bench")
+    ids = taxonomy.attribute_ids()
+    first_key = taxonomy.active().keys[0]
+    for k, row in enumerate(rows[:50]):
+        image = Image.objects.create(vispr_id=row["id"], split="train" if k < 10 else "test", source="before")
+        value = row["binary_labels"]["level1"][first_key]
+        Label.objects.create(image=image, annotator=gt, attribute_id=ids[first_key],
+                             value=value if k % 3 else 1 - value, rationale="seen" if k % 5 == 0 else "")
+    bulk, bulk_result = _import_and_look(path, monkeypatch, False, admin_user)
+    copied, copy_result = _import_and_look(path, monkeypatch, True, admin_user)
+    assert copy_result == bulk_result
+    assert bulk_result["created"] == 350 and bulk_result["updated"] == 50 and len(bulk_result["split_differs"]) == 10
+    for part in ("images", "labels", "history", "scores"):
+        assert copied[part] == bulk[part], part
+    assert len(bulk["labels"]) == 400 * 22 and len(bulk["history"]) > 400 * 21
+
+
+@pytest.mark.django_db
+def test_a_refused_file_leaves_nothing_on_the_copy_path(tmp_path, monkeypatch):
+    monkeypatch.setattr(importing, "USE_COPY", True)
+    rows = make_rows(30, seed=5)
+    rows[7]["level"] = 9
+    path = write_jsonl(tmp_path / "bad.jsonl", rows)
+    with pytest.raises(ValueError, match="level"):
+        importing.import_bench_file(path, "test")
+    assert Image.objects.count() == 0 and Label.objects.count() == 0
