@@ -18,6 +18,7 @@ from core.api import (
     MAX_INT,
     ApiView,
     EmptyBody,
+    PageQuery,
     Pagination,
     StrictCharField,
     StrictIntegerField,
@@ -38,12 +39,11 @@ from .models import Annotator, Image, Label, Labeling
 # Images
 
 
-class ImageQuery(StrictSerializer):
+class ImageQuery(PageQuery):
     split = serializers.ChoiceField(choices=[s for s, _ in Image.SPLITS], required=False)
     level = serializers.IntegerField(min_value=1, max_value=4, required=False, help_text="Consensus level under the active profile. Reviewers: among the images they have submitted only.")
     attribute = serializers.CharField(max_length=64, required=False, help_text="Consensus (active profile) has this attribute = 1. Staff only.")
     annotator = serializers.IntegerField(min_value=1, max_value=MAX_INT, required=False, help_text="Has labels from this annotator id. Reviewers: their own id only.")
-    page = serializers.IntegerField(min_value=1, max_value=MAX_INT, required=False)
 
     def validate_attribute(self, value):
         keys = taxonomy.active().keys
@@ -288,9 +288,8 @@ def labeling_error(exc: editing.LabelingError) -> Response:
     return error_response(exc.message, exc.status)
 
 
-class LabelingQuery(StrictSerializer):
+class LabelingQuery(PageQuery):
     status = serializers.ChoiceField(choices=[s for s, _ in Labeling.STATUSES], required=False)
-    page = serializers.IntegerField(min_value=1, max_value=MAX_INT, required=False)
 
 
 class LabelingList(ApiView):

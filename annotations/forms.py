@@ -117,3 +117,44 @@ class PreferencesForm(forms.ModelForm):
     class Meta:
         model = Profile
         fields = ["blur_images_by_default", "stay_after_submit"]
+
+
+class ImageFilterForm(forms.Form):
+    """The Images page's filters and search (GET). Unknown parameters are refused, like the API's."""
+
+    COVERAGE = [("", "any coverage"), ("none", "no human labeling yet"), ("partial", "fewer than needed"),
+                ("complete", "enough human labelings"), ("models", "labelled by a model")]
+    PAGE_SIZES = [("48", "48 a page"), ("96", "96 a page"), ("200", "200 a page")]
+
+    q = forms.CharField(required=False, max_length=64, label="Image id", strip=True,
+                        widget=forms.TextInput(attrs={"placeholder": "e.g. 2017_10000580", "type": "search"}))
+    split = forms.ChoiceField(required=False, choices=[("", "all splits"), ("train", "train"), ("test", "test"), ("other", "other")])
+    dataset = forms.ModelChoiceField(queryset=None, required=False, empty_label="any dataset version", label="Dataset version")
+    level = forms.TypedChoiceField(required=False, coerce=int, empty_value=None, label="Consensus level",
+                                   choices=[("", "any")] + [(str(n), str(n)) for n in (1, 2, 3, 4)])
+    attribute = forms.ChoiceField(required=False, label="Consensus attribute")
+    coverage = forms.ChoiceField(required=False, choices=COVERAGE, label="Annotator coverage")
+    vispr_label = forms.RegexField(required=False, max_length=64, regex=r"^[A-Za-z0-9_.-]+\Z", label="VISPR label",
+                                   error_messages={"invalid": "A VISPR label id is letters, digits, _ . - only (e.g. a17_color)."},
+                                   widget=forms.TextInput(attrs={"placeholder": "e.g. a17_color"}))
+    page_size = forms.TypedChoiceField(required=False, coerce=int, empty_value=48, choices=PAGE_SIZES, label="Page size")
+    page = forms.IntegerField(required=False, min_value=1, max_value=10**6)
+
+    def __init__(self, *args, attribute_keys=(), staff: bool = False, **kwargs):
+        from .datasets.models import DatasetVersion
+
+        super().__init__(*args, **kwargs)
+        self.fields["dataset"].queryset = DatasetVersion.objects.order_by("name")
+        self.fields["attribute"].choices = [("", "any attribute")] + [(k, k) for k in attribute_keys]
+        if not staff:
+            # Blind rule: a reviewer filters by consensus only among the images they have submitted, and
+            # never by a consensus attribute (as in the API).
+            del self.fields["attribute"]
+            self.fields["level"].help_text = "Among the images you have labelled."
+        self.unknown = sorted(set(self.data) - set(self.fields)) if self.is_bound else []
+
+    def clean(self):
+        data = super().clean()
+        if self.unknown:
+            raise ValidationError(f"Unknown filter(s): {', '.join(u[:32] for u in self.unknown[:10])}.")
+        return data

@@ -11,26 +11,33 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from core.accounts import ThrottledPasswordChangeMixin
 from core.files import protected_file_response
-from core.roles import ROLES, STAFF_ROLES, require_role
+from core.roles import ROLES, STAFF_ROLES, require_role, role_of
 
 from . import blind, taxonomy
-from .services import editing, labeling_queue, page, profiles
+from .services import editing, image_list, labeling_queue, page, profiles
 from .services import image_history as histories
 from .hooks import consensus_scores
 from .images import mime_type
 from .access import get_image_for_user, get_labeling_for_user
-from .forms import LabelingForm, PreferencesForm
-from .models import Annotator, Image, Labeling
+from .forms import ImageFilterForm, LabelingForm, PreferencesForm
+from .models import Annotator, Labeling
 
 
 @require_role(*ROLES)
 @require_GET
 def home(request):
-    """The image list with each image's consensus level and score under the active profile, where the
-    blind rule lets the user see it (reviewers: only images whose labeling they have submitted)."""
+    """The image list, filtered and searched (services/image_list.py), with each image's consensus level
+    and score under the active profile where the blind rule lets the user see it (reviewers: only images
+    whose labeling they have submitted)."""
     profile = consensus_scores().active_profile()
-    images = Image.objects.order_by("vispr_id")
-    page = Paginator(images, 48).get_page(request.GET.get("page"))
+    staff = role_of(request.user) in STAFF_ROLES
+    form = ImageFilterForm(request.GET, attribute_keys=taxonomy.active().keys, staff=staff)
+    if not form.is_valid():
+        return render(request, "annotations/home.html", {"form": form, "rows": [], "page": None, "profile": profile, "filtered": True},
+                      status=400)
+    f = form.cleaned_data
+    images = image_list.filtered_images(request.user, f)
+    page = Paginator(images, f["page_size"]).get_page(f.get("page") or 1)
     ids = [image.pk for image in page.object_list]
     visible = blind.consensus_visible_ids(request.user, ids)
     shown = ids if visible is None else [i for i in ids if i in visible]
@@ -40,7 +47,11 @@ def home(request):
         Labeling.objects.filter(annotator__user=request.user, image_id__in=ids).values_list("image_id", "pk"))
     rows = [{"image": image, "score": scores.get(image.id), "visible": image.id in shown, "labeling_id": mine.get(image.id)}
             for image in page.object_list]
-    return render(request, "annotations/home.html", {"page": page, "rows": rows, "profile": profile})
+    query = request.GET.copy()
+    query.pop("page", None)
+    filtered = any(v not in (None, "") for k, v in f.items() if k not in ("page", "page_size"))
+    return render(request, "annotations/home.html", {"page": page, "rows": rows, "profile": profile, "form": form,
+                                                     "query": query.urlencode(), "filtered": filtered})
 
 
 @require_role(*ROLES)

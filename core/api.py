@@ -165,8 +165,13 @@ class ApiView(APIView):
         return serializer.validated_data
 
 
+MAX_PAGE_SIZE = 500
+
+
 class Pagination(PageNumberPagination):
     page_size = 50
+    page_size_query_param = "page_size"  # validated by PageQuery first: out of range is refused, not clamped
+    max_page_size = MAX_PAGE_SIZE
 
 
 def names_list(keys) -> str:
@@ -195,9 +200,11 @@ class EmptyBody(StrictSerializer):
 
 
 class PageQuery(StrictSerializer):
-    """The query of a paginated list: `page` only."""
+    """The query of a paginated list: `page` and `page_size` (default 50)."""
 
     page = serializers.IntegerField(min_value=1, max_value=MAX_INT, required=False)
+    page_size = serializers.IntegerField(min_value=1, max_value=MAX_PAGE_SIZE, required=False,
+                                         help_text=f"Items per page, 1 to {MAX_PAGE_SIZE} (default 50).")
 
 
 def form_errors(errors) -> dict:

@@ -14,6 +14,8 @@ from core.api import HasRole
 from inference import api as inference_api
 from scoring import api as scoring_api
 
+from .api_index import ApiIndex
+
 # The schema and its viewer need a role like everything else (drf-spectacular serves them to anyone by default).
 SCHEMA_PERMISSIONS = [IsAuthenticated, HasRole]
 
@@ -37,6 +39,7 @@ class SwaggerUI(SpectacularSwaggerSplitView):
 
 app_name = "api"
 urlpatterns = [
+    path("", ApiIndex.as_view(), name="index"),
     path("images/", annotations_api.ImageList.as_view(), name="image-list"),
     path("images/<int:image_id>/", annotations_api.ImageDetail.as_view(), name="image-detail"),
     path("labelings/", annotations_api.LabelingList.as_view(), name="labeling-list"),

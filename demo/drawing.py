@@ -1,7 +1,9 @@
-"""Drawn stand-ins for privacy-sensitive photos: Pillow scenes, each with the labels it was meant to show.
+"""Stand-ins for privacy-sensitive photos: Pillow scenes, each with the labels it was meant to show.
 
-Nothing here is real data. Every image is drawn from a fixed seed (an ID card with a drawn face, a
-payment card, a prescription, a crowd of blob figures...). `noisy()` makes the seeded model
+Nothing here is research data. Most images are drawn from a fixed seed (a payment card, a prescription,
+a crowd of blob figures...); six use real photographs from scikit-image's sample data (demo.photos: a
+portrait, an ID card and a passport with a real face, a family photo, a cat, a coffee cup), so the face
+pages have faces to detect and anonymize. `noisy()` makes the seeded model
 annotators sometimes disagree. Used only by the demo seeding (demo.seeding), never on a request path.
 """
 from __future__ import annotations
@@ -15,7 +17,7 @@ from PIL import Image as PILImage
 
 from annotations.models import Image
 
-from . import painting
+from . import painting, photos
 from .painting import HEIGHT, WIDTH  # noqa: F401 (the demo's public names)
 
 DEMO_SEED = 20260321
@@ -31,9 +33,9 @@ class Scene:
 
 
 SCENES: tuple[Scene, ...] = (
-    Scene("id-card", "ID card with a face and a name", painting.draw_id_card,
+    Scene("id-card", "ID card with a face and a name", photos.photo_id_card,
           {"biometrics": 1, "gov_ids": 1, "full_legal_name": 1, "non_unique_id": 1, "age": 1, "gender": 0.5, "race_ethnicity": 0.5, "metadata": 1}),
-    Scene("passport", "Passport page", painting.draw_passport,
+    Scene("passport", "Passport page", photos.photo_passport,
           {"biometrics": 1, "gov_ids": 1, "full_legal_name": 1, "non_unique_id": 1, "age": 1, "gender": 1, "race_ethnicity": 0.5, "location": 0.5, "metadata": 1}),
     Scene("payment-card", "Payment card with digits", painting.draw_payment_card,
           {"financial_data": 1, "full_legal_name": 0.5, "property_assets": 0.5, "metadata": 0.5}),
@@ -56,7 +58,7 @@ SCENES: tuple[Scene, ...] = (
           {"financial_data": 1, "full_legal_name": 1, "documents": 1, "metadata": 1}),
     Scene("jersey", "Jersey with a first name", painting.draw_jersey,
           {"non_unique_id": 1, "activities": 1}),
-    Scene("selfie", "Selfie-like face", painting.draw_selfie,
+    Scene("selfie", "Portrait photograph", photos.photo_selfie,
           {"biometrics": 1, "age": 1, "gender": 0.5, "race_ethnicity": 0.5, "emotion_mental_health": 0.5}, fmt="JPEG"),
     Scene("wheelchair", "Wheelchair symbol and a person", painting.draw_wheelchair,
           {"disability": 0.5, "location": 0.5}),
@@ -67,8 +69,8 @@ SCENES: tuple[Scene, ...] = (
     Scene("wedding-banner", "Wedding banner with a date", painting.draw_wedding_banner,
           {"non_unique_id": 1, "activities": 1, "location": 0.5, "metadata": 1, "background_people": 1}),
     Scene("empty-room", "Empty room", painting.draw_empty_room, {}),
-    Scene("pet", "A pet dog", painting.draw_pet, {"lifestyle": 0.5}, fmt="JPEG"),
-    Scene("food", "A plate of food", painting.draw_food, {"lifestyle": 0.5}),
+    Scene("pet", "A pet cat", photos.photo_pet, {"lifestyle": 0.5}, fmt="JPEG"),
+    Scene("food", "A cup of coffee", photos.photo_food, {"lifestyle": 0.5}),
     Scene("beach", "Beach with two people", painting.draw_beach,
           {"activities": 1, "location": 0.5, "background_people": 0.5}, fmt="JPEG"),
     Scene("concert", "Concert crowd", painting.draw_concert,
@@ -79,7 +81,7 @@ SCENES: tuple[Scene, ...] = (
           {"biometrics": 0.5, "medical_data": 1, "emotion_mental_health": 1, "location": 0.5}),
     Scene("bar-night", "Night at a bar, smoking", painting.draw_bar_night,
           {"lifestyle": 1, "activities": 1, "gender": 0.5}),
-    Scene("family-photo", "Family photo with a caption", painting.draw_family_photo,
+    Scene("family-photo", "Family photo with a caption", photos.photo_family,
           {"biometrics": 1, "age": 1, "gender": 1, "race_ethnicity": 1, "beliefs": 0.5, "metadata": 1}, fmt="JPEG"),
 )
 

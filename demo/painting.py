@@ -209,13 +209,6 @@ def draw_jersey(rng):
     return img
 
 
-def draw_selfie(rng):
-    img, d = _canvas((180, 210, 230))
-    _face(d, 160, 120, 80, skin=(235, 195, 160), hair=(150, 90, 40))
-    d.rectangle((0, 200, 320, 240), fill=(60, 90, 150))
-    return img
-
-
 def draw_wheelchair(rng):
     img, d = _canvas((235, 235, 235))
     d.rectangle((70, 20, 250, 200), fill=(20, 80, 170))
@@ -269,28 +262,6 @@ def draw_empty_room(rng):
     d.polygon([(0, 180), (320, 180), (320, 240), (0, 240)], fill=(160, 120, 80))
     d.rectangle((120, 40, 200, 110), fill=(170, 210, 240), outline=(255, 255, 255), width=4)
     d.line((160, 40, 160, 110), fill=(255, 255, 255), width=3)
-    return img
-
-
-def draw_pet(rng):
-    img, d = _canvas((180, 220, 160))
-    d.ellipse((90, 110, 230, 190), fill=(200, 140, 60))
-    d.ellipse((190, 70, 260, 135), fill=(200, 140, 60))
-    d.polygon([(195, 80), (205, 50), (220, 78)], fill=(200, 140, 60))
-    d.polygon([(232, 78), (248, 50), (256, 82)], fill=(200, 140, 60))
-    for ex in (215, 240):
-        d.ellipse((ex - 4, 95, ex + 4, 103), fill=(20, 20, 20))
-    d.line((90, 140, 50, 110), fill=(200, 140, 60), width=10)
-    return img
-
-
-def draw_food(rng):
-    img, d = _canvas((240, 230, 210))
-    d.ellipse((60, 40, 260, 210), fill=(255, 255, 255), outline=(200, 200, 200), width=3)
-    for _ in range(9):
-        x, y = rng.randint(100, 210), rng.randint(80, 170)
-        color = rng.choice([(200, 40, 40), (60, 150, 60), (240, 190, 60), (130, 80, 40)])
-        d.ellipse((x - 14, y - 10, x + 14, y + 10), fill=color)
     return img
 
 
@@ -350,13 +321,4 @@ def draw_bar_night(rng):
     _stick(d, 100, 40, 1.0, (230, 200, 170))
     d.line((112, 62, 140, 55), fill=(240, 240, 240), width=2)  # cigarette
     d.ellipse((140, 40, 156, 54), outline=(180, 180, 180))
-    return img
-
-
-def draw_family_photo(rng):
-    img, d = _canvas((200, 225, 200))
-    _face(d, 90, 90, 34, skin=(240, 205, 170), hair=(60, 40, 20))
-    _face(d, 200, 85, 36, skin=(150, 100, 70), hair=(10, 10, 10))
-    _face(d, 145, 160, 22, skin=(200, 160, 120), hair=(100, 60, 20))
-    _text(d, (10, 220), "Christmas 2023", 12, (120, 40, 40))
     return img

@@ -44,8 +44,9 @@ class RunSerializer(serializers.ModelSerializer):
         model = Run
         fields = [
             "id", "task", "provider", "model_name", "strategy", "counterfactual_faces", "face_variant", "prompt_version", "selection",
-            "options", "concurrency", "mode", "status", "total_images", "done_count", "percent_done", "outcome_counts", "tokens_in",
-            "tokens_out", "estimated_cost_usd", "items_resent", "estimate", "error", "created_by", "created_at", "started_at",
+            "options", "concurrency", "mode", "endpoint", "stand_in", "status", "total_images", "done_count", "percent_done",
+            "outcome_counts", "tokens_in", "tokens_out", "estimated_cost_usd", "items_resent", "estimate", "error", "created_by",
+            "created_at", "started_at",
             "finished_at", "is_active", "can_resume",
         ]
         read_only_fields = fields
@@ -76,7 +77,8 @@ class RunLaunch(StrictSerializer):
     min_score = StrictFloatField(min_value=0, max_value=1, required=False, allow_null=True)
     sample_size = StrictIntegerField(min_value=1, max_value=1_000_000, required=False, allow_null=True)
     seed = StrictIntegerField(min_value=0, max_value=MAX_INT, required=False, allow_null=True)
-    concurrency = StrictIntegerField(min_value=1, max_value=MAX_CONCURRENCY)
+    concurrency = StrictIntegerField(min_value=1, max_value=MAX_CONCURRENCY, required=False,
+                                     help_text="Requests in flight for the whole run; absent: the launch form's default (8).")
     mode = StrictCharField(max_length=8, required=False, help_text="online (default) or batch (the provider's batch API).")
     spy_set = StrictIntegerField(min_value=1, max_value=MAX_INT, required=False, allow_null=True, help_text="SPY-Bench runs: the set's id.")
     distractors = StrictBooleanField(required=False, help_text="SPY-Bench runs: one instruction line per label of other_labels.")
@@ -106,7 +108,9 @@ class RunList(ApiView):
     @once_per_key
     def post(self, request):
         data = self.validated_body(RunLaunch)
-        form = LaunchForm({"split": "all", **{k: v for k, v in data.items() if v is not None}})
+        # Absent values take the launch form's defaults, so the API launches what the page would.
+        defaults = {"split": "all", "concurrency": LaunchForm.base_fields["concurrency"].initial}
+        form = LaunchForm({**defaults, **{k: v for k, v in data.items() if v is not None}})
         if not form.is_valid():
             return Response(form_errors(form.errors), status=status.HTTP_400_BAD_REQUEST)
         try:

@@ -40,7 +40,8 @@ class LaunchForm(forms.Form):
         validators=[RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]*\Z", "Letters, digits and . _ : / @ + - only.")],
         help_text="As the provider names it, e.g. gpt-5.1, gemini-3-flash-preview, Qwen/Qwen2.5-VL-7B-Instruct.",
     )
-    strategy = forms.ChoiceField(choices=[("", "— (annotate runs)")] + [(s, s) for s in prompts.STRATEGIES], required=False)
+    strategy = forms.ChoiceField(choices=[("", "default (judge: taxonomy; annotate: none)")] + [(s, s) for s in prompts.STRATEGIES],
+                                 required=False, help_text="Blank: the kind's default strategy.")
     counterfactual_faces = forms.BooleanField(required=False, help_text="Judge runs: assume every face is perfectly anonymized.")
     prompt_version = forms.ChoiceField(
         choices=lambda: [("", "latest")] + [(v, prompts.version_label(v)) for kind in kinds.KINDS.values() for v in kind.versions], required=False
@@ -108,6 +109,7 @@ class LaunchForm(forms.Form):
         if version not in versions:
             self.add_error("prompt_version", f"{version} is not a {task} prompt; choose one of {', '.join(versions)}.")
         data["prompt_version"] = version
+        data["strategy"] = data.get("strategy") or kind.default_strategy
         if data.get("face_variant") and data.get("mode") == Run.MODE_BATCH:
             self.add_error("mode", "Runs on anonymized images are online only (batch request files carry the originals).")
         if data.get("attribute") and data.get("attribute_value") is None:

@@ -91,6 +91,7 @@ def launch_run(user, spec: LaunchSpec, send: bool = True) -> Run:
             options=planned["options"],
             concurrency=spec.concurrency,
             mode=spec.mode,
+            endpoint=type(provider).endpoint(),
             annotator=annotator,
             total=len(planned["item_ids"]),
             request_params=request_params,
@@ -99,7 +100,8 @@ def launch_run(user, spec: LaunchSpec, send: bool = True) -> Run:
         )
         audit(user, "run.launch", run, task=run.task, provider=run.provider, model=run.model_name,
               strategy=run.strategy, counterfactual_faces=run.counterfactual_faces, face_variant=run.face_variant, prompt_version=run.prompt_version,
-              images=len(run.image_ids), items=run.total, options=run.options, selection=run.selection, concurrency=run.concurrency, mode=run.mode)
+              images=len(run.image_ids), items=run.total, options=run.options, selection=run.selection, concurrency=run.concurrency,
+              mode=run.mode, endpoint=run.endpoint)
         if send and run.mode == Run.MODE_ONLINE:
             dispatching.dispatch_on_commit(run.pk)
         elif send:

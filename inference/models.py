@@ -41,6 +41,10 @@ class Run(Job):
     MODE_ONLINE, MODE_BATCH = "online", "batch"
     MODES = [(MODE_ONLINE, "online (request by request)"), (MODE_BATCH, "batch (provider batch API, half price, up to 24 h)")]
     mode = models.CharField(max_length=8, choices=MODES, default=MODE_ONLINE)
+    endpoint = models.CharField(max_length=255, blank=True, help_text=(
+        "Where the requests went: the provider's host (and port) at launch, never a path, user or key."))
+    stand_in = models.BooleanField(default=False, help_text=(
+        "A reply came from a stand-in (the project's fake provider server), not the real provider: not research data."))
     annotator = models.ForeignKey("annotations.Annotator", null=True, blank=True, on_delete=models.PROTECT, related_name="runs")
     items_resent = models.PositiveIntegerField(default=0, help_text=(
         "Items whose requests were in flight when a worker stopped, asked again: possibly paid twice."))

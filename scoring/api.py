@@ -10,7 +10,7 @@ from rest_framework import serializers, status
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from core.api import MAX_INT, ApiView, EmptyBody, IsStaff, Pagination, StrictSerializer, error_response
+from core.api import ApiView, EmptyBody, IsStaff, PageQuery, Pagination, StrictSerializer, error_response
 from annotations.models import Image
 from inference.models import Run
 
@@ -35,9 +35,8 @@ class RunMetricsSerializer(serializers.Serializer):
                                               "pairwise accuracy, bootstrap intervals, excluded results.")
 
 
-class MetricsQuery(StrictSerializer):
+class MetricsQuery(PageQuery):
     strategy = serializers.ChoiceField(choices=[s for s, _ in Run.STRATEGIES if s], required=False)
-    page = serializers.IntegerField(min_value=1, max_value=MAX_INT, required=False)
 
 
 class AgreementQuery(StrictSerializer):

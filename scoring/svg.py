@@ -100,8 +100,8 @@ def heatmap(row_names: Sequence[str], col_names: Sequence[str], matrix: Sequence
     so the chart reads without colour. Column names are written diagonally, long names shortened
     with an ellipsis (the full name is in the cell's tooltip and the tables).
     """
-    short_rows = [_short(n) for n in row_names]
-    short_cols = [_short(n) for n in col_names]
+    short_rows = distinct_short(row_names)
+    short_cols = distinct_short(col_names)
     label_w = 16 + 8 * max((len(n) for n in short_rows), default=4)
     label_h = 20 + int(5.2 * max((len(n) for n in short_cols), default=4))
     legend_h = 58
@@ -156,6 +156,21 @@ def heatmap(row_names: Sequence[str], col_names: Sequence[str], matrix: Sequence
 
 def _short(name: str, limit: int = 22) -> str:
     return name if len(name) <= limit else name[: limit - 1] + "…"
+
+
+def distinct_short(names: Sequence[str], limit: int = 22) -> list[str]:
+    """Names shortened to `limit` characters that stay told apart: cut at the end when that keeps them
+    distinct, else in the middle (names of one model often differ only at the end, e.g. "...@v1" and
+    "...@v1-annotate"), else numbered."""
+    short = [_short(n, limit) for n in names]
+    if len(set(short)) == len(short):
+        return short
+    head = (limit - 1) // 2
+    tail = limit - 1 - head
+    short = [n if len(n) <= limit else n[:head] + "…" + n[-tail:] for n in names]
+    if len(set(short)) == len(short):
+        return short
+    return [f"{i + 1}. {s}" if short.count(s) > 1 else s for i, s in enumerate(short)]
 
 
 def _diverging(frac: float) -> str:

@@ -170,7 +170,8 @@ def _run_cells(run) -> dict:
     return {"run": Link(f"#{run.pk}", reverse("scoring:run", args=[run.pk])), "model": f"{run.provider}/{run.model_name}",
             "strategy": run.strategy + (" + cf. faces" if run.counterfactual_faces else "")
             + (f" + pixel faces ({run.face_variant.get('method', '')})" if getattr(run, "face_variant", None) else ""),
-            "prompt_version": run.prompt_version}
+            "prompt_version": run.prompt_version,
+            "stand_in": "yes" if getattr(run, "stand_in", False) else "", "endpoint": getattr(run, "endpoint", "")}
 
 
 def comparison_table(data: dict, run_a, run_b, adjust: str = "holm") -> Table:

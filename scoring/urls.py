@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import binary_views, import_views, multipriv_views, three_way_views, views
+from . import binary_views, import_views, multipriv_views, review_views, three_way_views, views
 from .sft import views as sft_views
 
 app_name = "scoring"
@@ -13,8 +13,8 @@ urlpatterns = [
     path("compare/", views.compare, name="compare"),
     path("agreement/", views.agreement, name="agreement"),
     path("disagreements/", views.disagreements, name="disagreements"),
-    path("images/<int:image_id>/review/", views.review, name="review"),
-    path("images/<int:image_id>/adjudicate/", views.adjudicate, name="adjudicate"),
+    path("images/<int:image_id>/review/", review_views.review, name="review"),
+    path("images/<int:image_id>/adjudicate/", review_views.adjudicate, name="adjudicate"),
     path("counterfactual/", views.counterfactual, name="counterfactual"),
     path("counterfactual/three-way/", three_way_views.three_way, name="three_way"),
     path("benchmarks/", multipriv_views.benchmarks, name="benchmarks"),

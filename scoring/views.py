@@ -1,6 +1,6 @@
-"""Scoring pages: leaderboard, run metrics, agreement, disagreements, image review + adjudication,
-counterfactual faces (adjudicators and admins, see scoring/access.py for why), and dataset exports
-(admins only).
+"""Scoring pages: leaderboard, run metrics, agreement, disagreements, counterfactual faces
+(adjudicators and admins, see scoring/access.py for why), and dataset exports (admins only). The
+review and adjudication page is scoring/review_views.py.
 
 Each page validates its query parameters with a form (400 with the messages otherwise) and can be
 downloaded with ?format=csv&table=<name> or ?format=json; every download is audited.
@@ -19,7 +19,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotations import taxonomy
-from annotations.models import Adjudication, Image
+from annotations.models import Image
 from core import jobviews
 from core.files import protected_file_response
 from core.idempotency import once_per_submission
@@ -29,7 +29,7 @@ from core.audit import audit
 from . import exports, leaderboard_tables, queries, study_tables, svg
 from . import tables as T
 from . import calibration as calibration_lib
-from .services import adjudication, counterfactuals
+from .services import counterfactuals
 from .services.agreement import agreement_study, annotate_run_agreement
 from .services.cache import served_stale
 from .services.calibration import run_calibration
@@ -38,9 +38,9 @@ from .services import disagreements as dispute_queue
 from .services.disagreements import disagreement_queue
 from .services.leaderboard import is_ablation, leaderboard_ranking, training_overlap
 from .services.run_metrics import run_metrics, run_points, weight_sensitivity
-from .access import get_export_for_user, get_image_for_review, get_run_for_review
+from .access import get_export_for_user, get_run_for_review
 from .forms import (
-    AdjudicationForm, AgreementForm, CalibrationForm, CompareForm, CounterfactualForm, DisagreementForm, ExportJobForm,
+    AgreementForm, CalibrationForm, CompareForm, CounterfactualForm, DisagreementForm, ExportJobForm,
     LeaderboardForm, RunForm,
 )
 from .metrics import histogram, predicted_levels
@@ -300,74 +300,6 @@ def disagreements(request):
     context = {"form": form, "page": page, "total": total, "pairs": pairs, "querystring": q.urlencode(),
                "selected_pair": "-".join(map(str, c["pair"])) if c["pair"] else ""}
     return _respond(request, form, "disagreements", "scoring/disagreements.html", context, [table], {"profile": profile.label})
-
-
-def _review_context(request, image, form=None, neighbours=True) -> dict:
-    """The review page's context. A refused POST passes neighbours=False: the disagreement queue behind
-    previous/next is a stored computation, and a refused request must change nothing."""
-    profile = ScoringProfile.active()
-    attributes = adjudication.active_attributes()
-    labels = queries.image_labels(image)
-    annotators = []
-    for row in labels:
-        if row["annotator"] not in annotators:
-            annotators.append(row["annotator"])
-    by = {(r["annotator"], r["key"]): r for r in labels}
-    kinds = {r["annotator"]: r["kind"] for r in labels}
-    adjudications = {a.attribute.key: a for a in Adjudication.objects.filter(image=image).select_related("attribute", "adjudicator")}
-    score = ImageScore.objects.filter(image=image, profile=profile).first()
-    rows = []
-    for key, attribute in sorted(attributes.items(), key=lambda kv: kv[1].order):
-        cells = [by.get((name, key)) for name in annotators]
-        binaries = {1 if c["value"] == 1 else 0 for c in cells if c}
-        rows.append({
-            "key": key, "level": attribute.level, "question": attribute.question, "cells": cells,
-            "disputed": len(binaries) > 1, "consensus": None if score is None else score.binary_labels.get(key),
-            "adjudication": adjudications.get(key),
-            # What "Set" writes unless changed: the current final label (adjudication, else consensus), never a silent 0.
-            "default": _label_text(adjudications[key].value) if key in adjudications
-            else ("" if score is None or score.binary_labels.get(key) is None else str(score.binary_labels[key])),
-        })
-    return {
-        "image": image, "profile": profile, "score": score, "annotators": [(n, kinds[n]) for n in annotators], "rows": rows,
-        "blur": _blur(request), "form": form or AdjudicationForm(attribute_keys=attributes.keys()),
-        "label_choices": [("0", "0"), ("0.5", "0.5"), ("1", "1")],
-        "neighbours": _disputed_neighbours(profile, image.pk) if neighbours else None,
-    }
-
-
-def _label_text(value: float) -> str:
-    return {0.0: "0", 0.5: "0.5", 1.0: "1"}.get(value, str(value))
-
-
-def _disputed_neighbours(profile, image_id: int) -> dict:
-    """The previous and next image of the disagreement queue (impact order) around this one."""
-    return dispute_queue.neighbours(disagreement_queue(profile), image_id)
-
-
-@require_role(*STAFF_ROLES)
-@require_GET
-def review(request, image_id: int):
-    image = get_image_for_review(request.user, image_id)
-    return render(request, "scoring/review.html", _review_context(request, image))
-
-
-@require_role(*STAFF_ROLES)
-@require_POST
-def adjudicate(request, image_id: int):
-    image = get_image_for_review(request.user, image_id)
-    attributes = adjudication.active_attributes()
-    form = AdjudicationForm(request.POST, attribute_keys=attributes.keys())
-    if not form.is_valid():
-        return render(request, "scoring/review.html", _review_context(request, image, form, neighbours=False), status=400)
-    c = form.cleaned_data
-    try:
-        adjudication.adjudicate(request.user, image, attributes[c["attribute"]], c["value"], c["note"])
-    except adjudication.AdjudicationConflict as exc:
-        messages.error(request, exc.message)
-        return render(request, "scoring/review.html", _review_context(request, image, neighbours=False), status=exc.status)
-    messages.success(request, f"{c['attribute']} of {image.vispr_id} set to {c['value']:g}; score updated.")
-    return redirect("scoring:review", image_id=image.pk)
 
 
 # ---------------------------------------------------------------------------------------------

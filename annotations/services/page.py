@@ -9,8 +9,6 @@ from ..models import Annotator, Label, Labeling
 VALUE_NAMES = {0.0: "No", 0.5: "Unsure", 1.0: "Yes"}
 
 
-
-
 @dataclass
 class Row:
     key: str
@@ -18,8 +16,24 @@ class Row:
     question: str
     value: float | None
     rationale: str
-    suggestions: list = field(default_factory=list)  # [(annotator label, value name, rationale)]
+    suggestions: list = field(default_factory=list)  # [(annotator label, value name, rationale, value)]
     others: list = field(default_factory=list)  # [(annotator label, value name)]
+
+    @property
+    def suggested(self) -> dict | None:
+        """The one suggestion row of this attribute: the value most models gave (a tie is Unsure), how many
+        gave it, and each model's answer and rationale for the hover text (provenance)."""
+        if not self.suggestions:
+            return None
+        counts: dict[float, int] = {}
+        for s in self.suggestions:
+            counts[s[3]] = counts.get(s[3], 0) + 1
+        top = max(counts.values())
+        winners = [v for v, n in counts.items() if n == top]
+        value = winners[0] if len(winners) == 1 else 0.5
+        provenance = "\n".join(f"{name}: {text}" + (f" — {why}" if why else "") for name, text, why, _ in self.suggestions)
+        return {"value": value, "name": VALUE_NAMES.get(value, str(value)), "agree": counts.get(value, 0),
+                "total": len(self.suggestions), "provenance": provenance}
 
 
 @dataclass
@@ -62,7 +76,7 @@ def page_rows(labeling: Labeling, values: dict | None = None, rationales: dict |
             name = annotator_label(label.annotator, {})
             names[name] = True
             if label.attribute.key in rows:
-                rows[label.attribute.key].suggestions.append((name, VALUE_NAMES.get(label.value, label.value), label.rationale))
+                rows[label.attribute.key].suggestions.append((name, VALUE_NAMES.get(label.value, label.value), label.rationale, label.value))
         info["suggestions_from"] = list(names)
     if submitted:
         humans: dict = {}

@@ -58,6 +58,7 @@ class Kind:
     stages: ClassVar[tuple[str, ...]] = ()  # request names (at most 8 characters: batch requests store them)
     versions: ClassVar[tuple[str, ...]] = ()  # prompt versions, oldest first; the last is the default
     strategies: ClassVar[tuple[str, ...]] = ()  # the strategies a run may take ("" only when empty)
+    default_strategy: ClassVar[str] = ""  # taken when the launch leaves the strategy blank ("": one must be chosen)
     output_tokens: ClassVar[dict[str, int]] = {}  # launch-time guess of output tokens per stage
     writes_labels: ClassVar[bool] = False
     # True: a run asks about the CPRT images its selection chooses (split, filters, sample). False: its
@@ -84,7 +85,7 @@ class Kind:
     def launch_errors(cls, data: dict) -> dict[str, str]:
         """field -> message for launch-form values this kind refuses (the version is checked by the form)."""
         errors = {}
-        if cls.strategies and not data.get("strategy"):
+        if cls.strategies and not data.get("strategy") and not cls.default_strategy:
             errors["strategy"] = f"{cls.key.capitalize()} runs need a strategy."
         if not cls.strategies and data.get("strategy"):
             errors["strategy"] = f"{cls.key.capitalize()} runs take no strategy (leave it blank)."

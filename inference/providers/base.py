@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from functools import lru_cache, wraps
 from typing import Any
+from urllib.parse import urlsplit
 
 from core.secrets import display_url, scrub
 
@@ -146,6 +147,18 @@ class Availability:
         self.settings = {k: scrub(display_url(v)) if isinstance(v, str) else v for k, v in self.settings.items()}
 
 
+def endpoint_host(url: str) -> str:
+    """host[:port] of a URL, without scheme, credentials, path or query ("" for no or a broken URL)."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname or "", parts.port
+    except ValueError:
+        return ""
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{host}:{port}" if host and port else host
+
+
 class Provider:
     """Base class: subclasses implement `generate` and `availability`."""
 
@@ -153,6 +166,17 @@ class Provider:
     label: str = ""
     queue: str = "api"
     kinds: tuple[str, ...] = ()  # the run kinds it serves; empty: every kind (the launch form refuses the others)
+    default_base_url: str = ""  # where the SDK goes when no base URL is configured
+
+    @classmethod
+    def base_url(cls) -> str:
+        """The base URL configured for this provider ("" when the SDK's default is used)."""
+        return ""
+
+    @classmethod
+    def endpoint(cls) -> str:
+        """Where requests go, as a run records it: the host (and port) only, never a path, user or key."""
+        return endpoint_host(cls.base_url() or cls.default_base_url)
 
     def __init__(self, model_name: str):
         self.model_name = model_name

@@ -156,8 +156,10 @@ def dataset_card(profile: ScoringProfile, tax: taxonomy.Taxonomy, summary: dict,
             "## Configuration `predictions`",
             "",
             "One row per (image, judge run): the run id, provider, model, prompt version, strategy, whether faces were",
-            "assumed anonymised (`counterfactual_faces`), the outcome (`ok`, `unparseable`, `refused`, `error`) and the",
-            "predicted score with its level under the profile above (null without a valid score).",
+            "assumed anonymised (`counterfactual_faces`), where its requests went (`endpoint`, the host only) and whether",
+            "its replies came from a stand-in (`stand_in`: the project's fake provider, not research data), the outcome",
+            "(`ok`, `unparseable`, `refused`, `error`) and the predicted score with its level under the profile above",
+            "(null without a valid score).",
         ]
     if include_images:
         lines += [
@@ -190,16 +192,17 @@ def _annotator_section(consensus: list[dict], summary: dict, include_annotations
             "",
             "Judge runs in the configuration `predictions`:",
             "",
-            "| run | provider | model | prompt version | strategy | counterfactual faces | predictions |",
-            "|---|---|---|---|---|---|---|",
+            "| run | provider | model | prompt version | strategy | counterfactual faces | endpoint | predictions |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for run_id, r in sorted(summary["prediction_runs"].items(), key=lambda item: int(item[0])):
             lines.append(
                 f"| {run_id} | {r['provider']} | {r['model_name']} | {r['prompt_version']} | {r['strategy']} "
-                f"| {'yes' if r['counterfactual_faces'] else 'no'} | {r['rows']} |"
+                f"| {'yes' if r['counterfactual_faces'] else 'no'} "
+                f"| {r.get('endpoint') or '—'}{' (**stand-in**: the fake provider, not research data)' if r.get('stand_in') else ''} | {r['rows']} |"
             )
         if not summary["prediction_runs"]:
-            lines.append("| (none) | | | | | | |")
+            lines.append("| (none) | | | | | | | |")
     return lines
 
 

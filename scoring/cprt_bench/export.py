@@ -85,6 +85,8 @@ def predictions_schema() -> pa.Schema:
             ("prompt_version", pa.string()),
             ("strategy", pa.string()),
             ("counterfactual_faces", pa.bool_()),
+            ("endpoint", pa.string()),
+            ("stand_in", pa.bool_()),
             ("outcome", pa.string()),
             ("predicted_score", pa.float64()),
             ("predicted_level", pa.int64()),
@@ -366,11 +368,12 @@ def _prediction_rows(chunk, bounds: engine.Bounds, seen: dict) -> list[dict]:
         .order_by("image__vispr_id", "run_id")
         .values_list(
             "image__vispr_id", "run_id", "run__provider", "run__model_name", "run__prompt_version", "run__strategy",
-            "run__counterfactual_faces", "outcome", "score",
+            "run__counterfactual_faces", "run__endpoint", "run__stand_in", "outcome", "score",
         )
     )
     rows = []
-    for vispr_id, run_id, provider, model_name, prompt_version, strategy, counterfactual_faces, outcome, score in results:
+    for (vispr_id, run_id, provider, model_name, prompt_version, strategy, counterfactual_faces, endpoint, stand_in,
+         outcome, score) in results:
         rows.append(
             {
                 "id": vispr_id,
@@ -380,6 +383,8 @@ def _prediction_rows(chunk, bounds: engine.Bounds, seen: dict) -> list[dict]:
                 "prompt_version": prompt_version,
                 "strategy": strategy,
                 "counterfactual_faces": counterfactual_faces,
+                "endpoint": endpoint,
+                "stand_in": stand_in,
                 "outcome": outcome,
                 "predicted_score": score,
                 "predicted_level": None if score is None else engine.level_of_score(score, bounds),
@@ -387,7 +392,7 @@ def _prediction_rows(chunk, bounds: engine.Bounds, seen: dict) -> list[dict]:
         )
         entry = seen.setdefault(str(run_id), {
             "provider": provider, "model_name": model_name, "prompt_version": prompt_version, "strategy": strategy,
-            "counterfactual_faces": counterfactual_faces, "rows": 0,
+            "counterfactual_faces": counterfactual_faces, "endpoint": endpoint, "stand_in": stand_in, "rows": 0,
         })
         entry["rows"] += 1
     return rows

@@ -24,6 +24,9 @@ def _number(value) -> str:
     return str(value)
 
 
+LIST_SHOWN = 2  # items of a list cell shown before "+N more"
+
+
 @register.filter
 def cell(value):
     """Format one table value: intervals as 'v [lo, hi]', floats to 3 places, links, lists, None as —."""
@@ -40,6 +43,11 @@ def cell(value):
     if isinstance(value, (list, tuple)):
         if not value:
             return DASH
+        if len(value) > LIST_SHOWN:
+            # A long list folds: its first items, then the rest on a click (no wall of text in a table cell).
+            return format_html('{} <details class="more"><summary>+{} more</summary>{}</details>',
+                               format_html_join(", ", "{}", ((cell(v),) for v in value[:LIST_SHOWN])), len(value) - LIST_SHOWN,
+                               format_html_join(", ", "{}", ((cell(v),) for v in value[LIST_SHOWN:])))
         return format_html_join(", ", "{}", ((cell(v),) for v in value))
     return _number(value)
 

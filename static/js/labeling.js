@@ -1,11 +1,71 @@
-/* Keyboard-first labeling page: move between questions, answer with n/u/y (0/5/1), autosave drafts,
-   reveal/blur the image, submit with Enter or s (the server then opens the next image), skip with k
+/* Keyboard-first labeling page: move between questions, answer with n/u/y (0/5/1), accept the model
+   suggestion with a, autosave drafts, reveal/blur the image, zoom (+ / - / x, the wheel) and pan it
+   (Shift+arrows, dragging), submit with Enter or s (the server then opens the next image), skip with k
    (asks first when the draft holds work). A focused control keeps its own keys. Loaded by templates/annotations/labeling.html;
    no inline script, all configuration comes from data- attributes so a strict CSP can forbid inline code. */
 (function () {
   "use strict";
 
   var KEY_VALUES = { n: "0", "0": "0", u: "0.5", "5": "0.5", y: "1", "1": "1" };
+  var ZOOM_MIN = 1, ZOOM_MAX = 8, ZOOM_STEP = 1.25, PAN_STEP = 60;
+
+  // Zoom and pan of the labeling image: a CSS transform inside a frame that clips it. The state is
+  // mirrored in data-zoom / data-pan-x / data-pan-y on the image (tests and CSS read them).
+  function setupZoom(image, frame, levelEl) {
+    var z = 1, tx = 0, ty = 0;
+    function clamp() {
+      var w = frame.clientWidth, h = frame.clientHeight;
+      var mx = (z - 1) * w / 2, my = (z - 1) * h / 2;
+      tx = Math.max(-mx, Math.min(mx, tx));
+      ty = Math.max(-my, Math.min(my, ty));
+    }
+    function apply() {
+      clamp();
+      image.style.transform = z === 1 ? "" : "translate(" + tx + "px, " + ty + "px) scale(" + z + ")";
+      image.dataset.zoom = z.toFixed(2);
+      image.dataset.panX = Math.round(tx);
+      image.dataset.panY = Math.round(ty);
+      frame.classList.toggle("zoomed", z > 1);
+      if (levelEl) levelEl.textContent = Math.round(z * 100) + "%";
+    }
+    // Zoom by `factor` keeping the point (cx, cy), relative to the frame's centre, where it is.
+    function zoomBy(factor, cx, cy) {
+      var next = Math.max(ZOOM_MIN, Math.min(ZOOM_MAX, z * factor));
+      cx = cx || 0; cy = cy || 0;
+      tx = cx - (cx - tx) * (next / z);
+      ty = cy - (cy - ty) * (next / z);
+      z = next;
+      apply();
+    }
+    function pan(dx, dy) { tx += dx; ty += dy; apply(); }
+    function reset() { z = 1; tx = 0; ty = 0; apply(); }
+    frame.addEventListener("wheel", function (e) {
+      e.preventDefault();
+      var r = frame.getBoundingClientRect();
+      zoomBy(e.deltaY < 0 ? ZOOM_STEP : 1 / ZOOM_STEP, e.clientX - r.left - r.width / 2, e.clientY - r.top - r.height / 2);
+    }, { passive: false });
+    // Dragging pans; a drag is not a click (the click on the image toggles the blur).
+    var drag = null, dragged = false;
+    frame.addEventListener("pointerdown", function (e) {
+      if (z === 1) return;
+      drag = { x: e.clientX, y: e.clientY };
+      dragged = false;
+      frame.setPointerCapture(e.pointerId);
+    });
+    frame.addEventListener("pointermove", function (e) {
+      if (!drag) return;
+      var dx = e.clientX - drag.x, dy = e.clientY - drag.y;
+      if (Math.abs(dx) + Math.abs(dy) > 3) dragged = true;
+      drag = { x: e.clientX, y: e.clientY };
+      pan(dx, dy);
+    });
+    frame.addEventListener("pointerup", function () { drag = null; });
+    frame.addEventListener("click", function (e) {
+      if (dragged) { e.stopPropagation(); e.preventDefault(); dragged = false; }
+    }, true);
+    apply();
+    return { zoomIn: function () { zoomBy(ZOOM_STEP); }, zoomOut: function () { zoomBy(1 / ZOOM_STEP); }, pan: pan, reset: reset };
+  }
 
   function init() {
     var form = document.getElementById("labeling-form");
@@ -18,6 +78,8 @@
     var conflictEl = document.querySelector("[data-conflict-banner]");
     var image = document.getElementById("labeling-image");
     var blurButton = document.querySelector("[data-blur-button]");
+    var frame = document.querySelector("[data-zoom-frame]");
+    var zoom = image && frame ? setupZoom(image, frame, document.querySelector("[data-zoom-level]")) : null;
     var current = 0;
     var conflict = false;
     var dirty = false;
@@ -119,6 +181,14 @@
       return true;
     }
 
+    // The suggestion row carries the value most models gave; a accepts it as this reviewer's own answer.
+    function acceptSuggestion(row) {
+      var suggestion = row.querySelector("[data-suggested-value]");
+      if (!suggestion) return false;
+      var value = suggestion.dataset.suggestedValue;
+      return answer(row, value === "0.5" ? "0.5" : value);
+    }
+
     function submit() {
       if (!editable || conflict || submitting) return;
       var missing = missingRows();
@@ -173,6 +243,14 @@
     document.querySelectorAll('[data-action="toggle-blur"]').forEach(function (el) {
       el.addEventListener("click", function (e) { e.preventDefault(); toggleBlur(); });
     });
+    if (zoom) {
+      var zoomActions = { "zoom-in": zoom.zoomIn, "zoom-out": zoom.zoomOut, "zoom-reset": zoom.reset };
+      Object.keys(zoomActions).forEach(function (name) {
+        document.querySelectorAll('[data-action="' + name + '"]').forEach(function (el) {
+          el.addEventListener("click", function (e) { e.preventDefault(); zoomActions[name](); });
+        });
+      });
+    }
 
     // Focus and the current row are one thing: whatever gets focus inside a row makes it current.
     function highlight(i) { current = i; rows.forEach(function (r, j) { r.classList.toggle("current", j === i); }); }
@@ -212,6 +290,20 @@
       if (t.matches && t.matches("input[type=radio], input[type=checkbox]") &&
           (e.key === " " || e.key.indexOf("Arrow") === 0)) return;
       var row = rows[current];
+      if (zoom && e.shiftKey && e.key.indexOf("Arrow") === 0) {
+        e.preventDefault();
+        var d = { ArrowLeft: [PAN_STEP, 0], ArrowRight: [-PAN_STEP, 0], ArrowUp: [0, PAN_STEP], ArrowDown: [0, -PAN_STEP] }[e.key];
+        zoom.pan(d[0], d[1]);
+        return;
+      }
+      if (zoom && (e.key === "+" || e.key === "=")) { e.preventDefault(); zoom.zoomIn(); return; }
+      if (zoom && e.key === "-") { e.preventDefault(); zoom.zoomOut(); return; }
+      if (zoom && e.key === "x") { e.preventDefault(); zoom.reset(); return; }
+      if (e.key === "a" && row && editable) {
+        e.preventDefault();
+        if (acceptSuggestion(row) && current < rows.length - 1) setCurrent(current + 1);
+        return;
+      }
       switch (e.key) {
         case "ArrowDown": e.preventDefault(); setCurrent(current + 1); return;
         case "ArrowUp": e.preventDefault(); setCurrent(current - 1); return;

@@ -1,6 +1,7 @@
 /* Marks the navigation link of the current page (aria-current="page"): the link to exactly this path, else
    the longest link path this page's path starts with, leaving out a section's index ("/scoring/") when other
    links live under it, so that a review page under /scoring/ does not mark the leaderboard.
+   Also opens a folded section (<details>) that the address's #fragment points at.
    No inline script, so the strict CSP holds. */
 (function () {
   "use strict";
@@ -19,6 +20,13 @@
     }
     if (best) best.el.setAttribute("aria-current", "page");
   }
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", mark);
-  else mark();
+  // Long pages fold their big sections (<details class="fold" id=...>); a link to one opens it.
+  function openTarget() {
+    var id = decodeURIComponent(window.location.hash.slice(1));
+    var target = id && document.getElementById(id);
+    if (target && target.tagName === "DETAILS") target.open = true;
+  }
+  function start() { mark(); openTarget(); window.addEventListener("hashchange", openTarget); }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
 })();

@@ -318,7 +318,10 @@ def test_batch_suggestions_are_marked_and_never_saved_as_answers(client_as, revi
     labeling.image.save()
     client = client_as(reviewer_a)
     body = client.get(url("labeling", labeling)).content.decode()
-    assert "Suggestion · openai/gpt-5.1 · prompt annotate-v1: <strong>Yes</strong>" in body
+    # One suggestion row per attribute: the value, how many models gave it, who said what in its hover text.
+    assert body.count("data-suggested-value=") == 22
+    assert 'data-suggested-value="1" title="openai/gpt-5.1 · prompt annotate-v1: Yes"' in body
+    assert "Suggested: <strong>Yes</strong>" in body and "(1 of 1 model)" in body
     assert "not your answers" in body and "gemini" not in body
     assert " checked" not in body  # suggestions never pre-fill the answers
     # Submitting without answering is still refused: suggestions are not answers.
@@ -327,7 +330,7 @@ def test_batch_suggestions_are_marked_and_never_saved_as_answers(client_as, revi
     assert not Label.objects.filter(annotator=labeling.annotator).exists()
     batch.show_model_suggestions = False
     batch.save()
-    assert "Suggestion" not in client.get(url("labeling", labeling)).content.decode()
+    assert "Suggest" not in client.get(url("labeling", labeling)).content.decode()
 
 
 # --- skip ----------------------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ def test_permission_cases_for_the_api(db, client):
              "admin": make_user("admin", "admin", superuser=True)}
     api_cases.setup(world)
     cases = api_cases.cases(world)
-    assert len({c.url_name for c in cases}) == 16  # every API URL name
+    assert len({c.url_name for c in cases}) == 17  # every API URL name
     failures = []
     for case in cases:
         url = reverse(case.url_name, kwargs=case.kwargs) + (f"?{case.query}" if case.query else "")
@@ -101,6 +101,15 @@ def test_image_list_with_filters(api, adjudicator, scored):
     assert client.get("/api/images/", {"annotator": gpt.pk}).json()["count"] == 2
 
 
+def test_page_size_sets_the_page(api, adjudicator, scored):
+    client = api(adjudicator)
+    body = client.get("/api/images/", {"page_size": 2}).json()
+    assert body["count"] == 3 and [r["vispr_id"] for r in body["results"]] == ["2017_s1", "2017_s2"] and body["next"]
+    second = client.get("/api/images/", {"page_size": 2, "page": 2}).json()
+    assert [r["vispr_id"] for r in second["results"]] == ["2017_s3"] and second["next"] is None
+    assert len(client.get("/api/labelings/", {"page_size": 1}).json()["results"]) <= 1
+
+
 def test_reviewers_filter_by_their_own_annotator_only(api, reviewer_a, reviewer_b, scored, set_labels):
     mine = Annotator.for_user(reviewer_a)
     set_labels(scored[2], mine)
@@ -121,6 +130,9 @@ def test_reviewers_filter_by_their_own_annotator_only(api, reviewer_a, reviewer_
     ({"annotator": "9" * 40}, "less than or equal to"),
     ({"colour": "red"}, "Unknown field(s): colour"),
     ({"page": "-1"}, "greater than or equal to 1"),
+    ({"page_size": "0"}, "greater than or equal to 1"),
+    ({"page_size": "501"}, "less than or equal to 500"),
+    ({"page_size": "ten"}, "valid integer"),
 ])
 def test_image_list_refuses_bad_filters(api, adjudicator, scored, query, message):
     response = api(adjudicator).get("/api/images/", query)
@@ -171,8 +183,19 @@ def test_admin_launches_a_run_with_the_forms_rules(api, admin_user, openai_serve
     assert client.get("/api/runs/").json()["results"][0]["id"] == run.pk
 
 
+def test_api_launch_without_concurrency_takes_the_forms_default(api, admin_user, openai_server, images, monkeypatch,
+                                                               django_capture_on_commit_callbacks):
+    monkeypatch.setattr(dispatching, "dispatch", lambda run_id, image_ids=None, **kw: 1)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api(admin_user).post("/api/runs/", {"task": "judge", "provider": "openai", "model_name": "gpt-5.1"}, format="json")
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert body["concurrency"] == 8
+    assert body["strategy"] == "taxonomy" and body["endpoint"].startswith("127.0.0.1:") and body["stand_in"] is False
+
+
 @pytest.mark.parametrize("change, field, message", [
-    ({"strategy": ""}, "strategy", "Judge runs need a strategy."),
+    ({"strategy": "wild"}, "strategy", "valid choice"),
     ({"task": "annotate"}, "strategy", "Annotate runs take no strategy"),
     ({"provider": "gemini"}, "provider", "unavailable"),
     ({"provider": "anthropic"}, "provider", "valid choice"),
@@ -286,7 +309,7 @@ def test_schema_generates_without_warnings_and_is_valid_openapi(api, reviewer_a)
     document = json.loads(served.content)
     validate(document)
     assert document["openapi"].startswith("3.")
-    assert set(document["paths"]) == set(schema["paths"]) and len(document["paths"]) == 18
+    assert set(document["paths"]) == set(schema["paths"]) and len(document["paths"]) == 19
     assert "tokenAuth" in document["components"]["securitySchemes"]
 
 
@@ -303,3 +326,15 @@ def test_swagger_ui_uses_local_assets_and_no_inline_script(api, reviewer_a):
     assert script.status_code == 200 and "/api/schema/" in script.content.decode()
     assets = Path(drf_spectacular_sidecar.__file__).parent / "static" / "drf_spectacular_sidecar" / "swagger-ui-dist"
     assert (assets / "swagger-ui-bundle.js").is_file() and (assets / "swagger-ui.css").is_file()
+
+
+def test_api_index_lists_every_endpoint_as_json_and_as_a_page(api, reviewer_a, client_as):
+    body = api(reviewer_a).get("/api/", HTTP_ACCEPT="application/json").json()
+    assert body["docs"] == "/api/docs/" and body["schema"] == "/api/schema/"
+    listed = {(e["path"], e["method"]) for e in body["endpoints"]}
+    assert {("/api/images/", "GET"), ("/api/runs/", "POST"), ("/api/labelings/{labeling_id}/submit/", "POST")} <= listed
+    assert all(e["summary"] for e in body["endpoints"])
+    page = client_as(reviewer_a).get("/api/", HTTP_ACCEPT="text/html,application/xhtml+xml,*/*;q=0.8")
+    html = page.content.decode()
+    assert page.status_code == 200 and "<nav class=\"nav\">" in html and "/api/labelings/{labeling_id}/submit/" in html
+    assert api(reviewer_a).get("/api/?x=1").status_code == 400

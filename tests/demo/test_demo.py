@@ -79,6 +79,22 @@ def test_scenes_are_valid_distinct_and_deterministic():
     assert levels == {1, 2, 3, 4}
 
 
+def test_demo_photographs_give_the_face_pages_faces_to_anonymize():
+    """Six scenes are real photographs (skimage.data, read offline from the wheel); the face pipeline finds
+    the faces in those that show people, none in the cat or the coffee, and none left after blurring."""
+    from annotations.faces import variants
+
+    found = {}
+    for i, scene in enumerate(demo.SCENES):
+        if scene.slug in ("selfie", "id-card", "passport", "family-photo", "pet", "food"):
+            computed = variants.compute(demo.render(i), "jpg" if scene.fmt == "JPEG" else "png", "blur", 0.5, 0.2, scene.slug)
+            found[scene.slug] = (len(computed.boxes), len(computed.residual_boxes))
+    assert found["selfie"][0] == found["id-card"][0] == found["passport"][0] == 1
+    assert found["family-photo"][0] == 3
+    assert found["pet"] == found["food"] == (0, 0)
+    assert all(residual == 0 for _, residual in found.values()), found
+
+
 def test_noise_changes_only_unprotected_values_by_one_step():
     import random
 
@@ -339,6 +355,7 @@ def test_run_demo_with_fake_provider_lets_the_admin_launch_a_run_that_the_worker
             run = json.loads(raw)
         assert run["status"] == "finished", run
         assert run["done_count"] == len(demo.SCENES) and run["outcome_counts"].get("ok") == len(demo.SCENES), run
+        assert run["stand_in"] is True and run["endpoint"].startswith("127.0.0.1:"), run  # the fake provider, badged
         assert key not in raw
 
         proc.send_signal(signal.SIGTERM)

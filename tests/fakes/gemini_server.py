@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 
 from .gemini_batches import GeminiBatchesMixin
 from .server import FakeServer, Reply, model_answer, schema_kind
@@ -14,6 +15,8 @@ def response(text: str | None, finish_reason: str = "STOP", block_reason: str | 
     body: dict = {
         "usageMetadata": {"promptTokenCount": prompt_tokens, "candidatesTokenCount": output_tokens, "totalTokenCount": prompt_tokens + output_tokens},
         "modelVersion": model,
+        # The stand-in's mark: a run that gets a reply carrying it shows the "stand-in" badge (inference.results).
+        "responseId": f"cprt-stand-in-{time.time_ns()}",
     }
     if block_reason:
         body["promptFeedback"] = {"blockReason": block_reason}

@@ -23,6 +23,8 @@ def completion(content: str | None, model: str = "fake-model", refusal: str | No
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
+        # The stand-in's mark: a run that gets a reply carrying it shows the "stand-in" badge (inference.results).
+        "system_fingerprint": "cprt-stand-in",
         "choices": [
             {
                 "index": 0,

@@ -42,7 +42,7 @@ def test_launch_creates_a_run_and_dispatches_on_commit(admin_client, openai_serv
 
 INVALID = [
     ({"provider": "gemini"}, "Google Gemini is unavailable"),
-    ({"strategy": ""}, "Judge runs need a strategy."),
+    ({"strategy": "wild"}, "Select a valid choice"),
     ({"task": "annotate"}, "Annotate runs take no strategy"),
     ({"task": "annotate", "strategy": "", "counterfactual_faces": "on"}, "judge runs only"),
     ({"prompt_version": "annotate-v1"}, "is not a judge prompt"),
@@ -77,7 +77,7 @@ def test_estimate_partial_counts_requests_and_cost(admin_client, openai_server, 
     assert response.status_code == 200 and "<html" not in body
     assert "5 images · 10 requests" in body and "≈ $" in body
     assert Run.objects.count() == 0
-    bad = admin_client.post(reverse("inference:run_estimate"), {**VALID, "strategy": ""}).content.decode()
+    bad = admin_client.post(reverse("inference:run_estimate"), {**VALID, "strategy": "wild"}).content.decode()
     assert "Fix the form" in bad
 
 

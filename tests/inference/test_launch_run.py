@@ -147,7 +147,7 @@ def test_defaults_are_the_forms(images, openai_server, broker):
 
 ERRORS = [
     # (command options, API body, the form field the message is about)
-    ([*JUDGE[:6]], {"task": "judge", "provider": "openai", "model_name": "gpt-5.1"}, "strategy"),
+    ([*JUDGE[:6], "--strategy", "wild"], {"task": "judge", "provider": "openai", "model_name": "gpt-5.1", "strategy": "wild"}, "strategy"),
     (["--kind", "annotate", "--provider", "openai", "--model", "gpt-5.1", "--strategy", "taxonomy"],
      {"task": "annotate", "provider": "openai", "model_name": "gpt-5.1", "strategy": "taxonomy"}, "strategy"),
     (["--kind", "bogus", "--provider", "openai", "--model", "gpt-5.1"], {"task": "bogus", "provider": "openai", "model_name": "gpt-5.1"}, "task"),

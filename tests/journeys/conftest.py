@@ -7,7 +7,8 @@
   uncaught exception, violated the Content Security Policy or got a 4xx/5xx response (for the page or any
   resource it loaded) that the test did not announce with `journey.expect_status(...)`.
   `journey.visit(page, path, name)` opens a page, checks its status and writes a full-page screenshot at
-  1280 px to test-artifacts/journeys/<name>.png.
+  1280 px to test-artifacts/journeys/<name>.png; `journey.shot(page, name, docs="x")` with
+  CPRT_DOCS_SCREENSHOTS=1 also refreshes the README's docs/screenshots/x.png.
 
 Other engineers' browser tests can reuse these fixtures by living in this folder.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 from contextlib import contextmanager
+from pathlib import Path
 import pytest
 
 # Playwright's sync API runs an event loop in this thread; the ORM calls in these tests are synchronous.
@@ -26,6 +28,7 @@ from tests.support.browser import ARTIFACTS as ALL_ARTIFACTS  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = ALL_ARTIFACTS / "journeys"
+DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -162,8 +165,13 @@ class Journey:
         self.check(page)
         return response
 
-    def shot(self, page, name: str):
+    def shot(self, page, name: str, docs: str | None = None):
+        """A full-page screenshot in test-artifacts/journeys/. With `docs` and CPRT_DOCS_SCREENSHOTS=1, also
+        the visible part (1280 x 900) as docs/screenshots/<docs>.png: the README's pictures, kept current."""
         page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+        if docs and os.environ.get("CPRT_DOCS_SCREENSHOTS") == "1":
+            DOCS_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(DOCS_SCREENSHOTS / f"{docs}.png"), full_page=False)
 
     def close(self):
         for context in self.contexts:

@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from django.urls import reverse
 
+from inference.models import Run
 from core.models import AuditEvent
 from scoring import cprt_bench, exports
 from scoring.models import ExportJob
@@ -118,6 +119,8 @@ def test_a_valid_launch_stores_audits_and_dispatches_the_job_on_commit(
 
 @pytest.mark.django_db
 def test_a_zip_job_runs_end_to_end_and_every_configuration_loads(world, export_root, tmp_path, admin_user):
+    # The run's provenance travels with its predictions: where it sent (host only) and that it was a stand-in.
+    Run.objects.filter(pk=world["run"].pk).update(endpoint="127.0.0.1:8911", stand_in=True)
     job = make_job(world, created_by=admin_user)
     assert exports.run_export(job.pk) == {"job_id": job.pk, "status": "finished"}
     job.refresh_from_db()
@@ -145,6 +148,7 @@ def test_a_zip_job_runs_end_to_end_and_every_configuration_loads(world, export_r
     ]
     assert rows[0]["provider"] == "openai" and rows[0]["model_name"] == "gpt-5.1" and rows[0]["strategy"] == "taxonomy"
     assert rows[0]["prompt_version"] == "judge-v1" and rows[0]["counterfactual_faces"] is False
+    assert all(r["endpoint"] == "127.0.0.1:8911" and r["stand_in"] is True for r in rows)
     images = load(folder, "images", cache)
     assert isinstance(images["test"].features["image"], datasets.Image)
     stored = {i.vispr_id: i for i in world["images"]}
@@ -160,10 +164,11 @@ def test_a_zip_job_runs_end_to_end_and_every_configuration_loads(world, export_r
     assert "Warning: provisional boundaries" in card and "`models` version 1 (PROVISIONAL)" in card
     assert "| train | 2 | 0 | 2 | 1 | 0 | 1 | 0 | 0 | 0 |" in card  # counts per split and level
     assert "This export contains images" in card and "Images are not redistributed" not in card
+    assert "| 127.0.0.1:8911 (**stand-in**: the fake provider, not research data) |" in card
     for human in world["humans"]:
         assert f"| `human-{human.pk}` | person (pseudonym) |" in card
     assert f"`{world['gpt'].name}`: model openai / gpt-5.1, prompt annotate-v1" in card
-    assert f"| {world['run'].pk} | openai | gpt-5.1 | judge-v1 | taxonomy | no | 3 |" in card
+    assert f"| {world['run'].pk} | openai | gpt-5.1 | judge-v1 | taxonomy | no | 127.0.0.1:8911 (**stand-in**: the fake provider, not research data) | 3 |" in card
     actions = list(AuditEvent.objects.filter(target_type="ExportJob").values_list("action", flat=True))
     assert "export.finished" in actions and AuditEvent.objects.filter(action="export_hf", actor=admin_user).exists()
 

@@ -64,3 +64,46 @@ def test_favicon_is_served_and_a_failed_login_keeps_the_user_name(client, review
     assert response.status_code == 301 and "favicon" in response["Location"]
     page = client.post(reverse("login"), {"username": "reviewer_a", "password": "wrong"}).content.decode()
     assert 'name="username"' in page and 'value="reviewer_a"' in page
+
+
+DISPUTES = [("gov_ids", "location"), ("full_legal_name",), ("age",), ("documents",)]
+
+
+def _next(html: str) -> int | None:
+    found = re.search(r'href="/scoring/images/(\d+)/review/" rel="next"', html)
+    return int(found.group(1)) if found else None
+
+
+def test_next_follows_the_order_the_adjudicator_entered_until_refreshed(client_as, adjudicator, model_annotators):
+    from scoring.review_views import entered_order
+
+    images = make_images(4, prefix="2017_81", with_published=False)
+    gpt, gem = model_annotators
+    label_everything(images, gpt, lambda i, k: 1.0 if k in DISPUTES[i] else 0.0)
+    label_everything(images, gem, lambda i, k: 0.0)
+    profile = ScoringProfile.active()
+    profile.consensus_annotators.set([gpt, gem])
+    recompute_scores(profile)
+    client = client_as(adjudicator)
+    first = client.get(reverse("scoring:review", args=[images[0].pk])).content.decode()
+    assert "disputed image 1 of 4" in first and _next(first) == images[1].pk
+    client.post(reverse("scoring:adjudicate", args=[images[0].pk]), {"attribute": "gov_ids", "value": "0", "note": ""})
+    live = entered_order(profile)
+    assert live[0] != images[0].pk  # the image moved down the live queue
+    after = client.get(reverse("scoring:review", args=[images[0].pk])).content.decode()
+    assert "disputed image 1 of 4" in after and _next(after) == images[1].pk  # the entered order holds
+    refreshed = client.get(reverse("scoring:review", args=[images[0].pk]) + "?queue=refresh").content.decode()
+    at = live.index(images[0].pk)
+    assert f"disputed image {at + 1} of 4" in refreshed
+    assert _next(refreshed) == (live[at + 1] if at + 1 < len(live) else None)
+    assert client.session["adjudication_queue"]["ids"] == live
+
+
+def test_a_refused_adjudication_leaves_the_entered_order_alone(client_as, adjudicator, disputed_pair):
+    first, second = disputed_pair
+    client = client_as(adjudicator)
+    client.get(reverse("scoring:review", args=[first.pk]))
+    frozen = client.session["adjudication_queue"]
+    response = client.post(reverse("scoring:adjudicate", args=[first.pk]), {"attribute": "gov_ids", "value": "7"})
+    assert response.status_code == 400
+    assert client.session["adjudication_queue"] == frozen

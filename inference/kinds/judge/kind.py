@@ -18,6 +18,7 @@ class JudgeKind(Kind):
     stages = ("judge",)
     versions = prompts.JUDGE_VERSIONS
     strategies = prompts.STRATEGIES
+    default_strategy = "taxonomy"  # the paper's main judge setting; the form and the API take it when left blank
     output_tokens = {"judge": 150}
 
     @classmethod

@@ -61,6 +61,11 @@ def _client(api_key: str, base_url: str, timeout: float) -> genai.Client:
 
 class GeminiProvider(Provider):
     name = "gemini"
+    default_base_url = "https://generativelanguage.googleapis.com"
+
+    @classmethod
+    def base_url(cls) -> str:
+        return settings.GEMINI_BASE_URL
     label = "Google Gemini"
     queue = "api"
 

@@ -145,6 +145,11 @@ def _status_error(exc: openai.APIStatusError):
 
 class OpenAIProvider(OpenAICompatibleProvider):
     name = "openai"
+    default_base_url = "https://api.openai.com/v1"
+
+    @classmethod
+    def base_url(cls) -> str:
+        return settings.OPENAI_BASE_URL
     label = "OpenAI"
     queue = "api"
 

@@ -32,6 +32,10 @@ def downscale(image: bytes, mime: str, max_pixels: int) -> tuple[bytes, str]:
 
 class VLLMProvider(OpenAICompatibleProvider):
     name = "vllm"
+
+    @classmethod
+    def base_url(cls) -> str:
+        return settings.VLLM_BASE_URL
     label = "vLLM (open models)"
     queue = "gpu"
 

@@ -17,6 +17,12 @@ def cases(world):
     image = world["image"]
     return [
         Case("home", expect=ALL_ROLES),
+        # The Images page's filters: bad values 400; the consensus attribute is staff only (the blind rule), a
+        # reviewer's level filter runs among their own submitted images.
+        Case("home", query="split=test&q=2017&vispr_label=a17_color&coverage=none&page_size=96", expect=ALL_ROLES),
+        Case("home", query="level=1", expect=ALL_ROLES),
+        Case("home", query="split=bogus", expect=matrix(reviewer_a=400, reviewer_b=400, adjudicator=400, admin=400)),
+        Case("home", query="attribute=gov_ids", expect=matrix(reviewer_a=400, reviewer_b=400)),
         Case("home", method="post", expect=matrix(outsider=403, reviewer_a=405, reviewer_b=405, adjudicator=405, admin=405)),
         Case("login", expect=matrix(anonymous=200, outsider=302, reviewer_a=302, reviewer_b=302, adjudicator=302, admin=302)),
         Case("logout", method="post", expect=matrix(anonymous=302, outsider=302, reviewer_a=302, reviewer_b=302, adjudicator=302, admin=302)),

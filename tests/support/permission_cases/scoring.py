@@ -164,6 +164,7 @@ def cases(world):
         Case("scoring:disagreements", method="post", expect=WRONG_METHOD),
         Case("scoring:review", kwargs=review, expect=STAFF_ONLY),
         Case("scoring:review", kwargs={"image_id": 999999}, expect=NOT_FOUND),
+        Case("scoring:review", kwargs=review, query="queue=refresh", expect=STAFF_ONLY),
         Case("scoring:review", kwargs=review, method="post", expect=WRONG_METHOD),
         Case("scoring:adjudicate", kwargs=review, method="post", data={"attribute": "gov_ids", "value": "1", "note": "seen"}, expect=post_ok),
         Case("scoring:adjudicate", kwargs=review, method="post", data={"attribute": "gov_ids", "value": "2"}, expect=BAD),
