@@ -58,7 +58,7 @@ class RunSerializer(serializers.ModelSerializer):
 class RunLaunch(StrictSerializer):
     """The launch form's fields as typed JSON; LaunchForm then applies the page's rules."""
 
-    task = StrictCharField(max_length=16)
+    task = StrictCharField(max_length=32)
     provider = StrictCharField(max_length=16)
     model_name = StrictCharField(max_length=200)
     strategy = StrictCharField(max_length=16, required=False, allow_blank=True)

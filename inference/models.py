@@ -21,7 +21,7 @@ class Run(Job):
     TASK_ANNOTATE, TASK_JUDGE = "annotate", "judge"  # the first two run kinds (inference.kinds)
     STRATEGIES = [("", "—"), ("zero_shot", "zero-shot"), ("intuition", "intuition"), ("taxonomy", "taxonomy")]
     PROVIDERS = [("openai", "OpenAI"), ("gemini", "Google Gemini"), ("vllm", "vLLM (open models)")]
-    task = models.CharField(max_length=16, help_text="The run's kind: a key of inference.kinds.KINDS.")
+    task = models.CharField(max_length=32, help_text="The run's kind: a key of inference.kinds.KINDS.")
     provider = models.CharField(max_length=16, choices=PROVIDERS)
     model_name = models.CharField(max_length=200)
     strategy = models.CharField(max_length=16, choices=STRATEGIES, blank=True)

@@ -88,3 +88,10 @@ def test_demo_runs_show_on_the_pages(client, admin_user):
     image = PersonImage.objects.first()
     response = client.get(f"/multipriv/images/{image.pk}/bytes")
     assert response.status_code == 200 and "no-store" in response["Cache-Control"]
+
+
+def test_every_kind_key_fits_the_run_task_field():
+    from inference import kinds
+
+    limit = Run._meta.get_field("task").max_length
+    assert all(len(key) <= limit for key in kinds.KINDS), [k for k in kinds.KINDS if len(k) > limit]
