@@ -16,6 +16,7 @@ from demo.multipriv import write_release
 from inference.models import Run, RunResult
 from tests.fakes.fixtures import *  # noqa: F401,F403
 from tests.fakes.openai_server import request_images
+from tests.support.batch_steps import no_dispatch  # noqa: F401 - the fixture
 
 
 @pytest.fixture
@@ -95,3 +96,33 @@ def test_every_kind_key_fits_the_run_task_field():
 
     limit = Run._meta.get_field("task").max_length
     assert all(len(key) <= limit for key in kinds.KINDS), [k for k in kinds.KINDS if len(k) > limit]
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_reid_over_gemini_sends_both_images_of_each_pair(gemini_server, persons):
+    from tests.fakes.gemini_server import request_images as gemini_images
+
+    report = launch("--kind", "multipriv-reid", "--provider", "gemini", "--model", "gemini-3-flash", "--sample", "4", "--seed", "1")
+    run = Run.objects.get(pk=report["id"])
+    assert report["status"] == "finished" and report["results"] == 4
+    by_bytes = {i.file.open("rb").read(): i.pk for i in PersonImage.objects.all()}
+    sent = sorted(tuple(by_bytes[b] for b in gemini_images(r["json"])) for r in gemini_server.requests)
+    pairs = PersonPair.objects.filter(pk__in=run.item_ids)
+    assert sent == sorted((p.first_id, p.second_id) for p in pairs)
+
+
+@pytest.mark.django_db
+def test_profile_runs_in_batch_mode_to_the_same_figures(openai_server, persons, admin_user, no_dispatch):
+    from inference import launching
+    from inference.selection import Selection
+    from tests.support.batch_steps import drive
+    from scoring.services import multipriv as service
+
+    spec = launching.LaunchSpec("multipriv-profile", "openai", "gpt-5.1", "", False, "multipriv-profile-v1", Selection(), 2,
+                                mode=Run.MODE_BATCH)
+    run = drive(launching.launch_run(admin_user, spec), steps=20)
+    assert run.status == Run.STATUS_FINISHED, (run.status, run.error)
+    paths = [p for _, p in openai_server.batch_calls]
+    assert "/v1/files" in paths and "/v1/batches" in paths  # through the Files and Batches endpoints, not one chat request
+    figures = service.report(run)["metrics"]
+    assert figures["persons"] == 4 and figures["fields"]["Gender"]["recovered"] == 2 and figures["fields"]["Name"]["recovered"] == 0
