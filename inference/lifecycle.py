@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
@@ -23,7 +24,18 @@ from .models import Run, RunLane, RunResult
 
 
 def refresh_totals(run_id: int) -> None:
-    """Outcome counts, done, tokens and estimated cost from the stored results (idempotent)."""
+    """Outcome counts, done, tokens and estimated cost from the stored results (idempotent).
+
+    The run's row is locked first and the results counted after: two lanes ending together could
+    otherwise each count, and the one that counted before the other's results committed would write
+    its smaller totals last (a finished run showing 3 of 5 done). With the lock, the last writer
+    counts after every commit that came before it."""
+    with transaction.atomic():
+        Run.objects.select_for_update().filter(pk=run_id).values_list("pk", flat=True).first()
+        _write_totals(run_id)
+
+
+def _write_totals(run_id: int) -> None:
     rows = RunResult.objects.filter(run_id=run_id).values("outcome").annotate(n=Count("id"), ti=Sum("tokens_in"), to=Sum("tokens_out"))
     counts, tokens_in, tokens_out = {}, 0, 0
     for row in rows:
