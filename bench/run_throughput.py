@@ -130,10 +130,11 @@ def main() -> None:
             report["runs"].append(entry)
             print(json.dumps(entry), flush=True)
     finally:
-        from core.processes import stop_process
+        from core.processes import stop_processes
 
-        for proc in (worker, server):
-            stop_process(proc, 20)
+        started = time.monotonic()
+        stop_processes([worker, server], 15)
+        print(f"worker and fake server stopped in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
     print(json.dumps(report, indent=2))
 
 

@@ -29,3 +29,27 @@ def stop_process(proc: subprocess.Popen, timeout: float, *, group: bool = True, 
             on_kill()
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
+
+
+def stop_processes(procs: list[subprocess.Popen], timeout: float) -> None:
+    """Stop several children at once: SIGTERM to every group first, then one shared grace period,
+    then SIGKILL for the groups still alive. Stopping them one after another made the waits add up
+    (a benchmark's worker waiting on an in-flight request, then its fake server)."""
+    import time
+
+    alive = [p for p in procs if p.poll() is None]
+    for proc in alive:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + timeout
+    for proc in alive:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(timeout=10)

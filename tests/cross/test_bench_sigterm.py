@@ -6,6 +6,7 @@ benchmark's cleanup runs; without it both children were left running.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -13,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -41,6 +43,14 @@ def processes_matching(*needles: str) -> list[int]:
     return found
 
 
+def in_flight(port: int) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stats", timeout=5) as reply:
+            return json.load(reply)["in_flight"]
+    except OSError:
+        return 0
+
+
 def wait_until(predicate, timeout: float, what: str):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -57,17 +67,23 @@ def test_sigterm_ends_the_benchmark_and_its_children(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND", "BENCH_DATABASE_URL", "BENCH_BROKER_URL")}
     cmd = [sys.executable, "bench/run_throughput.py", "--images", "4", "--concurrency", "1", "--c1-sample", "0", "--latency", "30",
            "--data-dir", str(tmp_path), "--port", str(port), "--worker-processes", "1", "--server-processes", "1"]
-    bench = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    errors = tmp_path / "bench-stderr.txt"  # a file, not a pipe nobody reads while waiting
+    bench = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=errors.open("w"))
     server_marks = ("tests.fakes.openai_server", f"--port {port}")
     worker_marks = ("celery", f"bench-{bench.pid}@")
     try:
         # Both children are up and the run is in flight (the fake answers after 30 s).
         wait_until(lambda: processes_matching(*server_marks) and processes_matching(*worker_marks), 120, "the fake server and the worker")
         wait_until(lambda: (tmp_path / "bench-worker.log").exists(), 30, "the worker log")
-        time.sleep(3)
-        assert bench.poll() is None, bench.stderr.read()
+        wait_until(lambda: in_flight(port), 120, "a request in flight at the fake server")
+        assert bench.poll() is None, errors.read_text()
         bench.send_signal(signal.SIGTERM)
-        assert bench.wait(timeout=60) == 128 + signal.SIGTERM
+        # The cleanup signals both children at once and waits at most 15 s (+10 s after a SIGKILL).
+        try:
+            code = bench.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the benchmark did not end within 60 s of SIGTERM; its stderr:\n{errors.read_text()}")
+        assert code == 128 + signal.SIGTERM, errors.read_text()
         wait_until(lambda: not processes_matching(*server_marks), 30, "the fake server to end")
         wait_until(lambda: not processes_matching(*worker_marks), 30, "the worker to end")
     finally:
