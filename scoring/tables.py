@@ -41,7 +41,8 @@ class Table:
         return [[row.get(key) for key, _ in self.columns] for row in self.rows]
 
 
-FIGURES = ("agreement", "kappa", "pabak", "ac1", "weighted_kappa", "strict", "fleiss_kappa", "nominal_binary", "ordinal_three_valued")
+FIGURES = ("agreement", "kappa", "pabak", "ac1", "weighted_kappa", "strict", "fleiss_kappa", "nominal_binary", "ordinal_three_valued",
+           "binary", "three_valued")
 CI_NOTE = ("Intervals: image-level cluster bootstrap, percentile 95% ({resamples} resamples of the population's images; "
            "every item of a drawn image goes with it). PABAK = 2·p_o − 1; Gwet's AC1 uses chance agreement "
            "Σ π_q(1 − π_q)/(k − 1): both stay informative for rare attributes, where κ falls towards 0.")

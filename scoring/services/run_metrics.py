@@ -17,7 +17,8 @@ from .cache import cached, in_background, jsonable, serve_stale
 # Judge-run metrics
 
 
-def _run_key(run_id: int, profile: ScoringProfile) -> str:
+def run_key(run_id: int, profile: ScoringProfile) -> str:
+    """The cache key of a run's metrics under a profile."""
     return f"run-metrics:{run_id}:profile:{profile.pk}"
 
 
@@ -32,7 +33,7 @@ def run_metrics(runs: list[Run], profile: ScoringProfile) -> dict[int, dict]:
         return {}
     gt_print = queries.ground_truth_fingerprint(profile)
     prints = {rid: queries.digest(p, gt_print) for rid, p in queries.run_fingerprints(runs).items()}
-    keys = {rid: _run_key(rid, profile) for rid in run_ids}
+    keys = {rid: run_key(rid, profile) for rid in run_ids}
     stored = {e.key: e for e in ComputedMetrics.objects.filter(key__in=keys.values())}
     out, missing = {}, []
     for rid in run_ids:
