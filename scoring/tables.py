@@ -16,6 +16,7 @@ from pathlib import Path
 from django.urls import reverse
 
 from . import multiplicity
+from .metrics import prediction_row
 
 
 @dataclass(frozen=True)
@@ -290,17 +291,15 @@ def binary_table(report: dict, threshold: int) -> Table:
 
 
 def prediction_rows(points: dict, vispr: dict, pred_levels) -> list[dict]:
-    rows = []
-    for i, image_id in enumerate(points["image_id"].tolist()):
-        pred = points["pred"][i]
-        ok = points["outcome"][i] == "ok" and pred == pred
-        rows.append({
-            "image": Link(vispr.get(image_id, str(image_id)), reverse("scoring:review", args=[image_id])),
-            "image_id": image_id, "gt": float(points["gt"][i]), "gt_level": int(points["gt_level"][i]),
-            "pred": float(pred) if ok else None, "pred_level": int(pred_levels[i]) if ok else None,
-            "error": float(pred - points["gt"][i]) if ok else None, "outcome": points["outcome"][i],
-        })
-    return rows
+    return with_image_links([prediction_row(points, i, pred_levels[i]) for i in range(len(points["image_id"]))], vispr)
+
+
+def with_image_links(rows: list[dict], vispr: dict) -> list[dict]:
+    """Prediction rows with their image's name linked to its review page. One URL is reversed and the ids put
+    in: reverse() for each of 20,000 rows took most of a run's download (bench/run_page.py)."""
+    review = reverse("scoring:review", args=[0])
+    head, tail = review.rsplit("/0/", 1)
+    return [{"image": Link(vispr.get(r["image_id"], str(r["image_id"])), f"{head}/{r['image_id']}/{tail}"), **r} for r in rows]
 
 
 PREDICTION_COLUMNS = [("image", "image"), ("image_id", "id"), ("gt", "GT score"), ("gt_level", "GT level"),

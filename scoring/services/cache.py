@@ -34,6 +34,7 @@ QUEUED = "queued"
 # spec["kind"] -> the function(spec) that recomputes an entry of that kind (through its service).
 REFRESHERS = {
     "run_metrics": "scoring.services.run_metrics.refresh_entry",
+    "run_page": "scoring.services.run_page.refresh_entry",
     "leaderboard": "scoring.services.leaderboard.refresh_entry",
     "agreement": "scoring.services.agreement.refresh_entry",
     "disagreements": "scoring.services.disagreements.refresh_entry",
