@@ -200,9 +200,10 @@ def run_detail(request, run_id: int):
         return _respond(request, form, f"run-{run.pk}", "scoring/run.html", context, [T.annotate_attributes_table(data)], meta)
 
     threshold = form.cleaned_data["threshold"]
-    report = run_metrics([run], profile)[run.pk]
+    gt_print = queries.ground_truth_fingerprint(profile)  # once: the three cached parts below share it
+    report = run_metrics([run], profile, gt_print)[run.pk]
     if form.cleaned_data["format"] == "html":  # page-sized data, computed once per run and ground truth
-        data = run_page_data(run, profile)
+        data = run_page_data(run, profile, gt_print)
         predictions = []
     else:  # a download lists every prediction
         points = run_points(run, profile)
@@ -211,7 +212,7 @@ def run_detail(request, run_id: int):
     extremes = T.extremes_table(T.with_image_links(data["extremes"], _vispr_ids([r["image_id"] for r in data["extremes"]])))
     tables = [T.run_metrics_table(report), T.significance_table(report), T.excluded_table(report), T.confusion_table(report),
               T.per_level_table(report), T.binary_table(report, threshold), extremes, T.predictions_table(predictions),
-              T.sensitivity_table(weight_sensitivity(run, profile))]
+              T.sensitivity_table(weight_sensitivity(run, profile, gt_print))]
     thumbs = {i.pk: i for i in Image.objects.filter(id__in=[r["image_id"] for r in extremes.rows])}
     context.update({
         "report": report, "threshold": threshold, "blur": _blur(request),

@@ -25,9 +25,10 @@ def page_key(run_id: int, profile: ScoringProfile) -> str:
     return f"run-page:{run_id}:profile:{profile.pk}"
 
 
-def run_page_data(run: Run, profile: ScoringProfile) -> dict:
-    """The cached page-sized data of a judge run under a profile (see the module's docstring)."""
-    fingerprint = queries.digest(queries.run_fingerprints([run])[run.pk], queries.ground_truth_fingerprint(profile))
+def run_page_data(run: Run, profile: ScoringProfile, gt_print: str | None = None) -> dict:
+    """The cached page-sized data of a judge run under a profile (see the module's docstring); `gt_print`: the
+    profile's ground-truth fingerprint, where the caller has it."""
+    fingerprint = queries.digest(queries.run_fingerprints([run])[run.pk], gt_print or queries.ground_truth_fingerprint(profile))
     return cached(page_key(run.pk, profile), fingerprint, lambda: page_data(run_points(run, profile), profile.bounds),
                   spec={"kind": "run_page", "run_id": run.pk, "profile": profile.pk})
 
