@@ -15,6 +15,8 @@ from django.core.exceptions import ImproperlyConfigured
 
 from core.logs import FORMATS as LOG_FORMATS
 from core.logs import logging_config
+from cprt_site.security_headers import (  # noqa: F401 - cookie flags and response headers, the CSP among them
+    CONTENT_SECURITY_POLICY, SECURE_CONTENT_TYPE_NOSNIFF, SECURE_REDIRECT_EXEMPT, SECURE_REFERRER_POLICY, SESSION_COOKIE_HTTPONLY, X_FRAME_OPTIONS)
 from cprt_site.env import (SECRETS_READ, envbool, envchoice, envduration, envfloat, envint, envlist, envpath, envstr, envurl,
                            refuse, secret, secret_url)
 
@@ -394,27 +396,6 @@ if not DEBUG:
     # in front terminates TLS and redirects (W008), and preloading is opt-in (W021).
     SILENCED_SYSTEM_CHECKS = [check for check, on in (("security.W008", SECURE_SSL_REDIRECT), ("security.W021", SECURE_HSTS_PRELOAD)) if not on]
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-SESSION_COOKIE_HTTPONLY = True
-# Content Security Policy (django-csp): no inline or third-party script anywhere. Inline style
-# *attributes* are allowed (progress-bar widths, SVG plots); style sheets come only from us.
-CONTENT_SECURITY_POLICY = {
-    "DIRECTIVES": {
-        "default-src": ["'self'"],
-        "script-src": ["'self'"],
-        "style-src": ["'self'"],
-        "style-src-attr": ["'unsafe-inline'"],
-        "img-src": ["'self'", "data:"],
-        "connect-src": ["'self'"],
-        "font-src": ["'self'"],
-        "object-src": ["'none'"],
-        "base-uri": ["'self'"],
-        "form-action": ["'self'"],
-        "frame-ancestors": ["'none'"],
-    }
-}
-X_FRAME_OPTIONS = "DENY"
-SECURE_CONTENT_TYPE_NOSNIFF = True
-SECURE_REFERRER_POLICY = "same-origin"
 
 # One line per event: timestamp, level, logger, request id, job id, task (core/logs.py); plain text,
 # or one JSON object per line with LOG_FORMAT=json. Log records are scrubbed of configured secrets
@@ -466,5 +447,3 @@ if PROMETHEUS_MULTIPROC_DIR:
     use_shared_files(PROMETHEUS_MULTIPROC_DIR)
 # Jobs counted by status at each scrape (model labels: the base layer imports no app above it).
 CPRT_METRICS_JOB_MODELS = {"run": "inference.Run", "export": "scoring.ExportJob", "anonymization": "annotations.AnonymizationJob"}
-# /healthz, /readyz and /metrics answer over plain HTTP too (probes inside the compose network).
-SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
