@@ -11,6 +11,9 @@ Rules every job keeps:
   the statuses it may leave, so two writers never both "finish" or "cancel" a job.
 - **Progress lives in the row** (`done` / `total`, `heartbeat_at`); pages read it, never Celery.
 - **Errors are scrubbed** of configured secrets (`error` is a ScrubbedTextField).
+- **A queued job's message is known to be out** once the broker took it (`sent_at`, written by
+  core.dispatch.send_job); `queued_at` is when it was (last) queued. The reconciler (core.reconcile)
+  sends again a queued job whose send failed or whose message the broker lost.
 """
 from __future__ import annotations
 
@@ -66,6 +69,8 @@ class Job(models.Model):
     status = models.CharField(max_length=16, choices=STATUSES, default=QUEUED, db_index=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+    queued_at = models.DateTimeField(default=timezone.now, help_text="When the job was (last) queued.")
+    sent_at = models.DateTimeField(null=True, blank=True, help_text="When the broker took its message; empty until one is known to be out.")
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last sign of life from the worker.")
@@ -104,6 +109,8 @@ class Job(models.Model):
             fields.setdefault("lease_expires_at", None)
         elif target == QUEUED:
             fields.setdefault("finished_at", None)
+            fields.setdefault("queued_at", timezone.now())
+            fields.setdefault("sent_at", None)  # until the new message is out (core.dispatch.send_job)
         queryset = queryset.filter(status__in=sources)
         if where is not None:
             queryset = queryset.filter(where)

@@ -36,7 +36,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from core.audit import audit
-from core.dispatch import send_on_commit
+from core.dispatch import send_job_on_commit
 from core.jobs import JobExecution, Stopped, expired_condition
 
 from . import cprt_bench
@@ -81,7 +81,7 @@ def start_export(actor, data: dict) -> ExportJob:
             include_images=job.include_images, face_variant=job.face_variant, destination=job.destination, repo_id=job.repo_id, private=job.private,
             dataset_version=job.dataset_version.name if job.dataset_version else "",
         )
-        send_on_commit(TASK, [job.pk])
+        send_job_on_commit(ExportJob, job.pk, TASK)
     return job
 
 
@@ -133,7 +133,7 @@ def resume_export(actor, job: ExportJob) -> bool:
                               started_at=None, heartbeat_at=None, lease_owner="", lease_expires_at=None):
             return False
         audit(actor, "export.resume", job, status=job.status, error=job.error)
-        send_on_commit(TASK, [job.pk])
+        send_job_on_commit(ExportJob, job.pk, TASK)
     return True
 
 

@@ -26,7 +26,7 @@ from annotations.services.vispr import FolderRefused
 from annotations.services.vispr_labels import MappingError
 from annotations.services.vispr_release import import_release, is_release
 from core.audit import audit
-from core.dispatch import send_on_commit
+from core.dispatch import send_job_on_commit
 from core.jobs import JobExecution, Stopped, expired_condition
 
 from . import cprt_bench
@@ -84,7 +84,7 @@ def start_import(actor, kind: str, path: str, options: dict) -> ImportJob:
     with transaction.atomic():
         job = ImportJob.objects.create(kind=kind, path=relative, options=options, created_by=actor)
         audit(actor, "import.start", job, kind=kind, path=relative, options=options)
-        send_on_commit(TASK, [job.pk])
+        send_job_on_commit(ImportJob, job.pk, TASK)
     return job
 
 
@@ -129,7 +129,7 @@ def resume_import(actor, job: ImportJob) -> bool:
                               heartbeat_at=None, lease_owner="", lease_expires_at=None):
             return False
         audit(actor, "import.resume", job, status=job.status, error=job.error)
-        send_on_commit(TASK, [job.pk])
+        send_job_on_commit(ImportJob, job.pk, TASK)
     return True
 
 
