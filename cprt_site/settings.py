@@ -346,6 +346,8 @@ CPRT_RUN_LANE_CONCURRENCY = envint("CPRT_RUN_LANE_CONCURRENCY", 16, min=1, max=1
 CPRT_RUN_STALE_S = envduration("CPRT_RUN_STALE_S", 180.0, min=1.0, max=7 * 24 * 3600)
 CPRT_RUN_HEARTBEAT_S = envduration("CPRT_RUN_HEARTBEAT_S", 2.0, min=0.05, max=3600)
 CPRT_RECONCILE_EVERY_S = envduration("CPRT_RECONCILE_EVERY_S", 60.0, min=1.0, max=24 * 3600)
+# A queued job whose message the broker has not taken this long after it was queued is sent again by the reconciler.
+CPRT_JOB_SEND_GRACE_S = envduration("CPRT_JOB_SEND_GRACE_S", 30.0, min=1.0, max=24 * 3600)
 # Requests per minute allowed for a provider, shared by every worker; 0 means no limit.
 OPENAI_MAX_RPM = envint("OPENAI_MAX_RPM", 500, min=0, max=10_000_000)
 GEMINI_MAX_RPM = envint("GEMINI_MAX_RPM", 300, min=0, max=10_000_000)
@@ -375,11 +377,10 @@ if CPRT_PROVIDER_BACKOFF_S > CPRT_PROVIDER_BACKOFF_MAX_S:
 # Periodic jobs (celery beat): the apps own the tasks, the project owns the schedule.
 CELERY_BEAT_SCHEDULE = {
     "annotations.release_idle_drafts": {"task": "annotations.release_idle_drafts", "schedule": 3600.0, "options": {"queue": "default"}},
-    "inference.reconcile_runs": {"task": "inference.reconcile_runs", "schedule": CPRT_RECONCILE_EVERY_S, "options": {"queue": "default"}},
+    # One reconciler for every kind of job (core/reconcile.py): runs' lanes, exports, imports, face
+    # anonymization, dataset builds; it alone asks the broker whether it lost its messages.
+    "core.reconcile_jobs": {"task": "core.reconcile_jobs", "schedule": CPRT_RECONCILE_EVERY_S, "options": {"queue": "default"}},
     "inference.poll_batches": {"task": "inference.poll_batches", "schedule": CPRT_BATCH_POLL_S, "options": {"queue": "default"}},
-    "scoring.reconcile_exports": {"task": "scoring.reconcile_exports", "schedule": 60.0, "options": {"queue": "default"}},
-    "annotations.reconcile_face_jobs": {"task": "annotations.reconcile_face_jobs", "schedule": 60.0, "options": {"queue": "default"}},
-    "annotations.reconcile_dataset_builds": {"task": "annotations.reconcile_dataset_builds", "schedule": 60.0, "options": {"queue": "default"}},
 }
 
 if not DEBUG:
