@@ -9,8 +9,8 @@ worker handing on its next chunk, the reconciler).
 A job row's message goes through `send_job_on_commit` (or `send_job`): once the broker took it, the
 row's `sent_at` says so. A send refused because the broker is away (BROKER_ERRORS) is logged and
 leaves `sent_at` empty, without failing the request that already committed: the job stays queued
-and the reconciler (core.reconcile) sends it when the broker is back. A job's task declares
-`ignore_result=True` (its outcome is the row): a send whose result is tracked first subscribes to a
+and the reconciler (core.reconcile) sends it when the broker is back. Tasks ignore their results
+(CELERY_TASK_IGNORE_RESULT; outcomes are rows): a send whose result is tracked first subscribes to a
 Redis result backend, and while Redis is away that fails with celery's RuntimeError ("Retry limit
 exceeded ... result store"), not with a broker error.
 
