@@ -5,6 +5,8 @@ with no `sent_at`), or the broker lost its messages (a Redis that came back empt
 included. A copy sent too many does nothing: the job is claimed before it runs."""
 from __future__ import annotations
 
+import logging
+
 from datetime import timedelta
 
 import kombu.exceptions
@@ -85,14 +87,19 @@ def test_every_job_type_is_registered_with_its_task():
 
 @pytest.mark.parametrize("name", list(TYPES))
 def test_a_launch_while_the_broker_is_down_is_sent_by_the_reconciler_once_the_grace_is_over(
-        name, admin_user, settings, tmp_path, monkeypatch, no_loss, capfd, django_capture_on_commit_callbacks):
+        name, admin_user, settings, tmp_path, monkeypatch, no_loss, caplog, django_capture_on_commit_callbacks):
     _, model, task = TYPES[name]
+    # Loading the task modules the first time lets Celery's Django fixup call django.setup(), whose
+    # LOGGING replaces the root handlers, caplog's among them: load them first, then listen.
+    dispatch.registered(task)
+    logging.getLogger().addHandler(caplog.handler)
+    caplog.set_level("WARNING", logger="core.dispatch")
     broker_down(monkeypatch)
     with django_capture_on_commit_callbacks(execute=True):
         job = launch(name, admin_user, settings, tmp_path)  # the send fails after the commit: the launch does not
     job.refresh_from_db()
     assert job.status == "queued" and job.sent_at is None
-    assert f"the broker did not take {task}" in capfd.readouterr().err  # the log says so (the console handler)
+    assert f"the broker did not take {task}" in caplog.text  # the log says so
     sent = record_sends(monkeypatch)  # the broker is back
     assert reconcile_jobs()[name]["resent"] == [] and sent == []  # within the grace: its send may still be on its way
     model.objects.filter(pk=job.pk).update(queued_at=timezone.now() - timedelta(seconds=settings.CPRT_JOB_SEND_GRACE_S + 1))
