@@ -152,7 +152,7 @@ class PairPlan:
         R, P = int(row.max()) + 1, int(pr.max()) + 1
         self.row, self.R, self.P = row, R, P
         self.sweep = contiguous and R * P <= SWEEP_RATIO * gt.size * max(np.log2(gt.size), 1)
-        self.cross = _SameGtOtherLevel(gt, pred, row)
+        self.cross = _SameGtOtherLevel(gt, pred)
         if not self.sweep:
             return
         row_gt = np.empty(R)
@@ -302,24 +302,23 @@ class _MergePlan:
 
 class _SameGtOtherLevel:
     """Position pairs in different rows (levels) of one gt value with equal predictions: the shared
-    boundary scores, a handful of cells."""
+    boundary scores. Cells are distinct (gt, pred, level), so the cells of one (gt, pred) value lie in
+    different rows and these pairs are the pairs of different cells of one (gt, pred) group: group
+    sums over the few groups of several cells, linear in the cells (a pairwise matrix over the cells of
+    one gt value grew quadratically when thousands of continuous predictions shared a boundary score)."""
 
-    def __init__(self, gt, pred, row):
-        self.parts = []
-        values, counts = np.unique(gt, return_counts=True)
-        for value in values[counts > 1]:
-            cols = np.flatnonzero(gt == value)
-            r = row[cols]
-            if np.unique(r).size < 2:
-                continue
-            pc = pred[cols]
-            equal = (r[:, None] < r[None, :]) & (pc[:, None] == pc[None, :])
-            if equal.any():
-                self.parts.append((cols, equal.astype(np.int64)))
+    def __init__(self, gt, pred):
+        keys = np.unique(np.stack([gt, pred], axis=1), axis=0, return_inverse=True)[1].ravel()
+        order = np.argsort(keys, kind="stable")
+        starts = run_starts(keys[order])
+        sizes = np.diff(np.append(starts, order.size))
+        self.cells = order[np.repeat(sizes > 1, sizes)]  # cells of groups with several cells, group by group
+        multi = sizes[sizes > 1]
+        self.starts = np.concatenate(([0], np.cumsum(multi)[:-1])) if multi.size else multi
 
     def equal_pred(self, M: np.ndarray) -> np.ndarray:
-        out = np.zeros(M.shape[0], dtype=np.int64)
-        for cols, equal in self.parts:
-            Mc = M[:, cols].astype(np.int64)
-            out += np.einsum("bi,ij,bj->b", Mc, equal, Mc)
-        return out
+        if not self.cells.size:
+            return np.zeros(M.shape[0], dtype=np.int64)
+        W = M[:, self.cells].astype(np.int64)
+        S = np.add.reduceat(W, self.starts, axis=1)
+        return ((S * S).sum(axis=1) - (W * W).sum(axis=1)) // 2
