@@ -50,17 +50,20 @@ class ResampledPairs:
 
 
 class _Sweep:
-    """The index plan of a weighted merge-sort sweep for one fixed order of items (see module doc)."""
+    """The index plan of a weighted merge-sort sweep for one fixed order of items (see module doc), whose leaves
+    are the groups of equal ground truth (`group`, non-decreasing along the order): a pair within one group
+    is never compared, so the sweep counts exactly the pairs with different gt, and its depth is log2 of
+    the number of gt values, not of the items."""
 
-    def __init__(self, rank: np.ndarray):
+    def __init__(self, rank: np.ndarray, group: np.ndarray):
         n = rank.size
         P = int(rank.max()) + 1 if n else 1
+        G = int(group.max()) + 1 if n else 1
         self.levels = []
         size = 1
-        pos = np.arange(n)
-        while size < n:
-            blk = pos // (2 * size)
-            side = (pos // size) % 2
+        while size < G:
+            blk = group // (2 * size)
+            side = (group // size) % 2
             left = np.flatnonzero(side == 0)
             right = np.flatnonzero(side == 1)
             lkeys = blk[left] * P + rank[left]
@@ -82,7 +85,7 @@ class _Sweep:
         B = WT.shape[1]
         total = np.zeros(B, dtype=np.int64)
         for left_sorted, right, a, b, start, end in self.levels:
-            cw = np.empty((left_sorted.size + 1, B), dtype=np.int64)
+            cw = np.empty((left_sorted.size + 1, B), dtype=WT.dtype)
             cw[0] = 0
             np.cumsum(WT[left_sorted], axis=0, out=cw[1:])
             diff = cw[a]
@@ -92,7 +95,8 @@ class _Sweep:
                 diff += cw[b]
             diff -= cw[start]
             diff -= cw[end]  # (less) - (greater)
-            total += np.einsum("ij,ij->j", WT[right], diff)
+            diff *= WT[right]
+            total += diff.sum(axis=0, dtype=np.int64)
         return total
 
 
@@ -277,8 +281,8 @@ class _MergePlan:
     def _signed_plan(gt, pred, cols):
         order = cols[np.lexsort((pred[cols], gt[cols]))]
         g_o, p_o = dense_rank(gt[order]), dense_rank(pred[order])
-        # Same-gt pairs are counted +1 by the sweep when their predictions differ (sorted by pred within gt).
-        return order, _Sweep(p_o), _Groups(g_o, order), _Groups(g_o * (pred.size + 1) + p_o, order)
+        # The sweep's leaves are the gt values: pairs with one gt value are never compared.
+        return order, _Sweep(p_o, g_o)
 
     def counts(self, M64, jt, jt_gp, margins: dict | None = None) -> dict[str, ResampledPairs]:
         MT = np.ascontiguousarray(M64.T)  # (cells, resamples)
@@ -291,8 +295,8 @@ class _MergePlan:
         Nl = np.stack([MT[cols].sum(axis=0) for cols in self.levels], axis=0)
         pairs, ties = N * (N - 1) // 2 - xt, yt - jt_gp
         pairs_i, ties_i = _choose2(Nl) - xt_row, yt_lv - jt
-        signed = [sweep.signed_sum(MT[order]) - (same_gt.excess(MT) - same_cell.excess(MT))
-                  for order, sweep, same_gt, same_cell in self.signed_plans]
+        MT32 = MT.astype(np.int32) if int(MT.max(initial=0)) * 2 * int(N.max(initial=0)) < 2**31 else MT
+        signed = [sweep.signed_sum(MT32[order]) for order, sweep in self.signed_plans]
         conc = (pairs - ties + signed[0]) // 2
         conc_i = (pairs_i - ties_i + sum(signed[1:])) // 2
         total = ResampledPairs(pairs, conc, pairs - ties - conc, ties)
