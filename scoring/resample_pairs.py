@@ -190,7 +190,7 @@ class PairPlan:
         jt = (np.einsum("ij,ij->i", M, M, dtype=np.int64) - M.sum(axis=1, dtype=np.int64)) // 2
         jt_gp = jt + self.cross.equal_pred(M)
         if not self.sweep:
-            return self._fallback(M.astype(np.int64), jt, jt_gp, margins)
+            return self._fallback(M, jt, jt_gp, margins)
         MT = np.ascontiguousarray(M[:, self.order].T, dtype=np.int32)  # (cells in sweep order, resamples)
         G = np.zeros((self.R + 1, B), dtype=np.int32)  # G[r + 1]: positions in row r of the columns swept
         H = np.empty_like(G)
@@ -221,10 +221,10 @@ class PairPlan:
         intra = ResampledPairs(pairs_i, conc_i, pairs_i - ties_i - conc_i, ties_i)
         return {"all": total, "intra": intra, "inter": total - intra}
 
-    def _fallback(self, M64, jt, jt_gp, margins) -> dict[str, ResampledPairs]:
+    def _fallback(self, M, jt, jt_gp, margins) -> dict[str, ResampledPairs]:
         if self._merge is None:
             self._merge = _MergePlan(self.gt, self.pred, self.level, self.row)
-        return self._merge.counts(M64, jt, jt_gp, margins)
+        return self._merge.counts(M, jt, jt_gp, margins)
 
 
 class _Groups:
@@ -248,7 +248,7 @@ class _Groups:
 
     def sums(self, MT: np.ndarray) -> np.ndarray:
         """(groups, resamples) sums of MT (cells, resamples) over each group."""
-        cs = np.cumsum(MT[self.order], axis=0)
+        cs = np.cumsum(MT[self.order], axis=0, dtype=MT.dtype)  # each sum is at most a resample's size
         out = cs[self.ends]
         out[1:] -= cs[self.ends[:-1]]
         return out
@@ -284,19 +284,20 @@ class _MergePlan:
         # The sweep's leaves are the gt values: pairs with one gt value are never compared.
         return order, _Sweep(p_o, g_o)
 
-    def counts(self, M64, jt, jt_gp, margins: dict | None = None) -> dict[str, ResampledPairs]:
-        MT = np.ascontiguousarray(M64.T)  # (cells, resamples)
-        N = MT.sum(axis=0)
+    def counts(self, M, jt, jt_gp, margins: dict | None = None) -> dict[str, ResampledPairs]:
+        N = M.sum(axis=1, dtype=np.int64)
+        # (cells, resamples), int32 while the sweep's products (a count times twice a resample's size) fit
+        small = int(M.max(initial=0)) * 2 * int(N.max(initial=0)) < 2**31
+        MT = np.ascontiguousarray(M.T, dtype=np.int32 if small else np.int64)
         if margins is not None:  # group sizes per prediction value and per gt value, for Spearman's ranks
             margins["pred"], margins["gt"] = self.pred_groups.sums(MT).T, self.gt_groups.sums(MT).T
         # Tied position pairs: copies of one cell (jt) plus pairs of different cells in one group.
         xt, yt = jt + self.gt_groups.excess(MT), jt + self.pred_groups.excess(MT)
         xt_row, yt_lv = jt + self.row_groups.excess(MT), jt + self.level_pred_groups.excess(MT)
-        Nl = np.stack([MT[cols].sum(axis=0) for cols in self.levels], axis=0)
+        Nl = np.stack([MT[cols].sum(axis=0, dtype=np.int64) for cols in self.levels], axis=0)
         pairs, ties = N * (N - 1) // 2 - xt, yt - jt_gp
         pairs_i, ties_i = _choose2(Nl) - xt_row, yt_lv - jt
-        MT32 = MT.astype(np.int32) if int(MT.max(initial=0)) * 2 * int(N.max(initial=0)) < 2**31 else MT
-        signed = [sweep.signed_sum(MT32[order]) for order, sweep in self.signed_plans]
+        signed = [sweep.signed_sum(MT[order]) for order, sweep in self.signed_plans]
         conc = (pairs - ties + signed[0]) // 2
         conc_i = (pairs_i - ties_i + sum(signed[1:])) // 2
         total = ResampledPairs(pairs, conc, pairs - ties - conc, ties)
