@@ -10,6 +10,7 @@ from simple_history.admin import SimpleHistoryAdmin
 
 from core.audit import audit
 
+from . import label_version
 from .models import Adjudication, Annotator, Attribute, Batch, Image, Label, Labeling, TaxonomyVersion
 
 
@@ -60,6 +61,8 @@ class ImageAdmin(admin.ModelAdmin):
         """The change form: saved, and audited field by field (old -> new)."""
         old = model_to_dict(Image.objects.get(pk=obj.pk), fields=form.changed_data) if change else {}
         super().save_model(request, obj, form, change)
+        if change and "split" in form.changed_data:
+            label_version.bump([label_version.ADJUDICATIONS])  # the pages read the labels of one split
         if form.changed_data:
             new = model_to_dict(obj, fields=form.changed_data)
             changes = {k: {"old": _plain(old.get(k)), "new": _plain(new.get(k))} for k in form.changed_data}

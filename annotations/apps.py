@@ -16,6 +16,7 @@ class AnnotationsConfig(AppConfig):
 
         reconcile.register("anonymization", AnonymizationJob, "annotations.anonymize_faces", reconcile=_reconcile_faces)
         reconcile.register("dataset_build", DatasetBuild, "annotations.build_dataset", reconcile=_reconcile_builds)
+        from . import label_version  # noqa: F401,E402 - connects the receivers that count deletions
 
 
 def _reconcile_faces(emptied_at) -> dict:

@@ -276,6 +276,19 @@ class Adjudication(models.Model):
         ]
 
 
+
+class LabelWrites(models.Model):
+    """Committed writes of labels, labelings and adjudications, counted per stream (an annotator's id; 0 for
+    adjudications and deletions): the label fingerprint is the sum, one read of a tiny table, exact.
+
+    Every write path bumps its stream in its own transaction (annotations.label_version). A stream per
+    annotator keeps a long import of one annotator's labels from blocking a reviewer's submission on one
+    shared counter row; the sum only grows, so two states of the labels never share a fingerprint."""
+
+    stream = models.IntegerField(primary_key=True)
+    writes = models.BigIntegerField(default=0)
+
+
 from .faces.models import AnonymizationJob, FaceVariant  # noqa: E402,F401 - registered with this app
 from .datasets.models import DatasetBuild, DatasetVersion  # noqa: E402,F401 - registered with this app
 from .multipriv.models import Person, PersonImage, PersonPair  # noqa: E402,F401 - registered with this app

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotations.models import Annotator, Image, Label
-from annotations import taxonomy
+from annotations import label_version, taxonomy
 from core.audit import audit
 from inference.models import Run, RunResult
 from scoring.models import ImageScore, ScoringProfile
@@ -93,6 +93,7 @@ def _annotate_run(images) -> Run:
         results.append(RunResult(run=run, item_id=image.pk, image=image, outcome=RunResult.OUTCOME_OK, reasoning="demo: synthetic labels",
                                  raw={"demo": True}, tokens_in=2400, tokens_out=160, latency_ms=rng.randint(600, 1500)))
     Label.objects.bulk_create(labels)
+    label_version.bump([annotator.pk])  # seeded past the label-writing API: counted as it would
     RunResult.objects.bulk_create(results)
     run.outcome_counts, run.done = {"ok": len(results)}, len(results)
     run.save(update_fields=["outcome_counts", "done"])

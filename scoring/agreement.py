@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -173,6 +173,10 @@ def agreement_report(data: LabelSet, resamples: int = agreement_ci.N_BOOT) -> di
     n_images, n_study = values.shape[1], int(study.sum())
     idx_all = resample.draw(n_images, resamples, agreement_ci.SEED) if n_images and resamples else None
     idx_study = resample.draw(n_study, resamples, agreement_ci.SEED) if n_study and resamples else None
+    # Every interval's sums are registered on the draw first and computed in one pass per draw (agreement_ci.Draw);
+    # `pending` fills each figure's "ci" once every figure has registered.
+    draws = {key: None if idx is None else agreement_ci.Draw(idx) for key, idx in (("all", idx_all), ("study", idx_study))}
+    pending: list[tuple[dict, Callable[[], dict]]] = []
 
     def population(with_humans: bool, i: int, j: int | None = None) -> dict:
         both = ~np.isnan(values[i]) & (True if j is None else ~np.isnan(values[j]))
@@ -188,11 +192,12 @@ def agreement_report(data: LabelSet, resamples: int = agreement_ci.N_BOOT) -> di
         stats_ij = breakdown(source_bin[i], source_bin[j], source[i], source[j], attr_levels, keys)
         if stats_ij["overall"]["n"] == 0:
             continue
-        cols, idx = (study, idx_study) if humans_in else (slice(None), idx_all)
-        ci = {} if idx is None else agreement_ci.pair_intervals(source_bin[i][cols], source_bin[j][cols], source[i][cols],
-                                                                source[j][cols], attr_levels, keys, idx)
-        pairs.append({"a": names[i], "b": names[j], "group": _group(kinds[i], kinds[j]), **stats_ij, "ci": ci,
+        cols, draw = (study, draws["study"]) if humans_in else (slice(None), draws["all"])
+        pairs.append({"a": names[i], "b": names[j], "group": _group(kinds[i], kinds[j]), **stats_ij, "ci": {},
                       "population": population(humans_in, i, j)})
+        if draw is not None:
+            pending.append((pairs[-1], agreement_ci.pair_intervals_on(draw, source_bin[i][cols], source_bin[j][cols], source[i][cols],
+                                                                       source[j][cols], attr_levels, keys)))
         kappa_matrix[i][j] = kappa_matrix[j][i] = stats_ij["overall"]["kappa"]
     for i in range(A):
         if (~np.isnan(binary[i])).any():
@@ -205,20 +210,30 @@ def agreement_report(data: LabelSet, resamples: int = agreement_ci.N_BOOT) -> di
         stats_i = breakdown(binary_study[i], majority, None, None, attr_levels, keys)
         majority_kappas[i] = stats_i["overall"]["kappa"]
         if stats_i["overall"]["n"]:
-            ci = {} if idx_study is None else agreement_ci.pair_intervals(
-                binary_study[i][study], majority[study], None, None, attr_levels, keys, idx_study)
             group = f"{VISPR_GROUP} vs human majority" if kinds[i] == DATASET else f"{kinds[i]}-human majority"
-            vs_majority.append({"a": names[i], "b": MAJORITY, "group": group, **stats_i, "ci": ci,
+            vs_majority.append({"a": names[i], "b": MAJORITY, "group": group, **stats_i, "ci": {},
                                 "population": population(True, i)})
+            if draws["study"] is not None:
+                pending.append((vs_majority[-1], agreement_ci.pair_intervals_on(
+                    draws["study"], binary_study[i][study], majority[study], None, None, attr_levels, keys)))
 
     humans = in_study[is_human]
     hh = human_human(humans, attr_levels, keys)
-    hh["ci"] = {} if idx_study is None else agreement_ci.human_human_intervals(binarise_array(humans[:, study]), attr_levels, keys, idx_study)
+    hh["ci"] = {}
+    if draws["study"] is not None:
+        pending.append((hh, agreement_ci.human_human_intervals_on(draws["study"], binarise_array(humans[:, study]), attr_levels, keys)))
     krippendorff = krippendorff_by_kind(values, kinds, study)
     kinds_arr = np.asarray(kinds)
     for row, mask, images in zip(krippendorff, (kinds_arr == HUMAN, kinds_arr == MODEL, (kinds_arr == HUMAN) | (kinds_arr == MODEL)),
                                  (study, None, study)):
-        row["ci"] = agreement_ci.alpha_intervals(values[mask], images, idx_all, idx_study) if resamples else {}
+        row["ci"] = {}
+        if resamples:
+            pending.append((row, agreement_ci.alpha_intervals_on(draws, values[mask], images)))
+    consensus = {**strict_consensus(humans, attr_levels, keys), "ci": {}}
+    if draws["study"] is not None:
+        pending.append((consensus, agreement_ci.strict_consensus_intervals_on(draws["study"], humans[:, study], attr_levels, keys)))
+    for row, intervals in pending:
+        row["ci"] = intervals()
     return {
         "annotators": [{"name": n, "kind": k} for n, k in zip(names, kinds)],
         "human_study": {"images": int(study.sum()), "all_images": int(values.shape[1]), "humans": int(is_human.sum()),
@@ -226,8 +241,7 @@ def agreement_report(data: LabelSet, resamples: int = agreement_ci.N_BOOT) -> di
         "pairs": pairs,
         "human_human": hh,
         "vs_majority": vs_majority,
-        "strict_consensus": {**strict_consensus(humans, attr_levels, keys), "ci": {} if idx_study is None else
-                             agreement_ci.strict_consensus_intervals(humans[:, study], attr_levels, keys, idx_study)},
+        "strict_consensus": consensus,
         "krippendorff": krippendorff,
         "bootstrap": {"resamples": resamples, "seed": agreement_ci.SEED, "unit": "image (cluster bootstrap)",
                       "method": "percentile, 95%"},

@@ -16,10 +16,10 @@ figure is defined (the number is kept).
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 
-from . import resample
 from .engine import LEVELS
 
 N_BOOT = 500
@@ -67,14 +67,17 @@ def _kappa(cm: np.ndarray, weights: str | None) -> np.ndarray:
         return 1 - (w * cm).sum(axis=(-2, -1)) / (w * expected).sum(axis=(-2, -1))
 
 
-def per_image_confusions(a: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
-    """(images, attributes, k, k) counts of label codes 0..k-1 where both raters labelled."""
+def confusion_cells(a: np.ndarray, b: np.ndarray, k: int):
+    """Per-image confusion counts of label codes 0..k-1 where both raters labelled, as a sparse
+    (attributes * k * k, images) matrix of ones: one cell per item, written straight from the labels."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    from scipy import sparse  # imported where used, not at start-up
+
     both = ~(np.isnan(a) | np.isnan(b))
-    out = np.zeros(a.shape + (k, k))
-    ia, ja = np.nonzero(both)
-    np.add.at(out, (ia, ja, np.nan_to_num(a[both]).astype(int), np.nan_to_num(b[both]).astype(int)), 1)
-    return out
+    images, attributes = np.nonzero(both)
+    cells = (attributes * k + a[both].astype(np.int64)) * k + b[both].astype(np.int64)
+    shape = (a.shape[1] * k * k, a.shape[0])
+    return sparse.csc_matrix((np.ones(cells.size), (cells, images)), shape=shape), (a.shape[1], k, k)
 
 
 def _percentiles(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -86,20 +89,65 @@ def _percentiles(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return lo, hi, defined
 
 
-def _resampled_sums(per_image: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """(resamples, ...) sums over the drawn images of a (images, ...) array.
+class Draw:
+    """One draw of image indices and the per-image arrays to sum over it, all in one pass.
 
-    The per-image arrays are mostly zeros (one confusion cell per item), so they are multiplied as a
-    sparse matrix: the cost follows the non-zero counts, not images x cells (bench/metrics.py)."""
-    n = per_image.shape[0]
-    from scipy import sparse  # imported where used, not at start-up
+    Figures register their per-image arrays (`add`: a dense (images, ...) array, or a sparse (cells,
+    images) matrix with its cell shape) before any result is read; the first `result` then counts each
+    chunk's multiplicities once, as an (images, resamples) array, and multiplies it with every array
+    at once (one sparse matrix: the per-image arrays are mostly zeros, so the cost follows the non-zero
+    counts). Each output cell adds its images in image order, as a pass per array did, so the sums are
+    the same numbers; one pass instead of one per figure keeps the study linear in the images."""
 
-    flat = sparse.csc_matrix(per_image.reshape(n, -1).T)  # (cells, images)
-    out = np.empty((idx.shape[0], flat.shape[0]))
-    for s in range(0, idx.shape[0], CHUNK):
-        W = resample.multiplicities(idx[s:s + CHUNK], n).astype(float)
-        out[s:s + W.shape[0]] = (flat @ W.T).T
-    return out.reshape((idx.shape[0],) + per_image.shape[1:])
+    def __init__(self, idx: np.ndarray):
+        self.idx = idx
+        self._blocks: list = []
+        self._shapes: list[tuple] = []
+        self._sums: list[np.ndarray] | None = None
+
+    def add(self, per_image, shape: tuple | None = None) -> int:
+        """Register a (images, ...) array, or a sparse (cells, images) matrix whose cells have `shape`."""
+        from scipy import sparse  # imported where used, not at start-up
+
+        if self._sums is not None:
+            raise RuntimeError("this draw's sums were computed already; register every array first")
+        if shape is None:
+            per_image = np.asarray(per_image)
+            per_image, shape = sparse.csc_matrix(per_image.reshape(per_image.shape[0], -1).T), per_image.shape[1:]
+        self._blocks.append(per_image)
+        self._shapes.append(tuple(shape))
+        return len(self._blocks) - 1
+
+    def result(self, i: int) -> np.ndarray:
+        """(resamples, ...) sums over the drawn images of the i-th registered array."""
+        if self._sums is None:
+            self._sums = self._compute()
+        return self._sums[i]
+
+    def _compute(self) -> list[np.ndarray]:
+        from scipy import sparse
+
+        flat = sparse.vstack(self._blocks, format="csc")  # (all cells, images)
+        n, B = flat.shape[1], self.idx.shape[0]
+        out = np.empty((flat.shape[0], B))
+        for s in range(0, B, CHUNK):
+            W = _multiplicities_by_image(self.idx[s:s + CHUNK], n)
+            out[:, s:s + W.shape[1]] = flat @ W
+        sums, start = [], 0
+        for block, shape in zip(self._blocks, self._shapes):
+            part = out[start:start + block.shape[0]]
+            start += block.shape[0]
+            sums.append(np.ascontiguousarray(part.T).reshape((B,) + shape))
+        return sums
+
+
+def _multiplicities_by_image(idx: np.ndarray, n: int) -> np.ndarray:
+    """(images, resamples) float counts of each image in each resample of `idx` (resamples, draws): the
+    layout the sparse product reads row by row."""
+    k = idx.shape[0]
+    flat = idx.astype(np.intp) * k
+    flat += np.arange(k, dtype=np.intp)[:, None]
+    return np.bincount(flat.ravel(), minlength=n * k).reshape(n, k).astype(float)
 
 
 def _stack_levels(cm: np.ndarray, attr_levels: np.ndarray) -> np.ndarray:
@@ -126,24 +174,44 @@ def _f(x) -> float | None:
 
 def pair_intervals(a, b, a3, b3, attr_levels, keys, idx: np.ndarray) -> dict:
     """Cluster-bootstrap intervals of agreement, kappa, PABAK, AC1 (binarised) and weighted kappa (three values)."""
+    draw = Draw(idx)
+    pending = pair_intervals_on(draw, a, b, a3, b3, attr_levels, keys)
+    return pending()
+
+
+def pair_intervals_on(draw: Draw, a, b, a3, b3, attr_levels, keys) -> Callable[[], dict]:
+    """pair_intervals over a shared draw: registers its sums now, computes the intervals when called."""
     attr_levels = np.asarray(attr_levels)
-    cm = _stack_levels(_resampled_sums(per_image_confusions(a, b, 2), idx), attr_levels)  # (B, rows, 2, 2)
-    n = cm.sum(axis=(-2, -1))
-    with np.errstate(all="ignore"):
-        agree = np.trace(cm, axis1=-2, axis2=-1) / n
-    samples = {"agreement": agree, "kappa": kappa_from_confusion(cm), "pabak": pabak(cm), "ac1": gwet_ac1(cm)}
+    binary = draw.add(*confusion_cells(a, b, 2))
+    three = None
     if a3 is not None and b3 is not None:
-        cm3 = _stack_levels(_resampled_sums(per_image_confusions(np.asarray(a3) * 2, np.asarray(b3) * 2, 3), idx), attr_levels)
-        samples["weighted_kappa"] = np.where(cm3.sum(axis=(-2, -1)) > 0, kappa_from_confusion(cm3, "linear"), np.nan)
-    return _interval_rows(samples, keys)
+        three = draw.add(*confusion_cells(np.asarray(a3) * 2, np.asarray(b3) * 2, 3))
+
+    def intervals() -> dict:
+        cm = _stack_levels(draw.result(binary), attr_levels)  # (B, rows, 2, 2)
+        n = cm.sum(axis=(-2, -1))
+        with np.errstate(all="ignore"):
+            agree = np.trace(cm, axis1=-2, axis2=-1) / n
+        samples = {"agreement": agree, "kappa": kappa_from_confusion(cm), "pabak": pabak(cm), "ac1": gwet_ac1(cm)}
+        if three is not None:
+            cm3 = _stack_levels(draw.result(three), attr_levels)
+            samples["weighted_kappa"] = np.where(cm3.sum(axis=(-2, -1)) > 0, kappa_from_confusion(cm3, "linear"), np.nan)
+        return _interval_rows(samples, keys)
+
+    return intervals
 
 
 def human_human_intervals(binary: np.ndarray, attr_levels, keys, idx: np.ndarray) -> dict:
     """Cluster-bootstrap intervals of the strict consensus rate and Fleiss' kappa of binarised human labels
     (humans, images, attributes), over items with >= 2 human labels."""
+    return human_human_intervals_on(Draw(idx), binary, attr_levels, keys)()
+
+
+def human_human_intervals_on(draw: Draw, binary: np.ndarray, attr_levels, keys) -> Callable[[], dict]:
+    """human_human_intervals over a shared draw: registers its sums now, computes the intervals when called."""
     binary = np.asarray(binary, dtype=float)
     if binary.shape[0] == 0:
-        return {}
+        return dict
     ones = np.nansum(binary, axis=0)
     count = (~np.isnan(binary)).sum(axis=0)
     eligible = count >= 2
@@ -151,41 +219,62 @@ def human_human_intervals(binary: np.ndarray, attr_levels, keys, idx: np.ndarray
     with np.errstate(all="ignore"):
         p_item = np.where(eligible, (ones * (ones - 1) + (count - ones) * (count - ones - 1)) / (count * (count - 1)), 0.0)
     parts = np.stack([eligible, same, p_item, np.where(eligible, ones, 0), np.where(eligible, count, 0)], axis=-1).astype(float)
-    n, same_n, p_sum, ones_n, ratings = _resampled_rows(parts, attr_levels, keys, idx)
-    with np.errstate(all="ignore"):
-        strict = np.where(n > 0, same_n / n, np.nan)
-        share = ones_n / ratings
-        p_e = share**2 + (1 - share) ** 2
-        fleiss = np.where((n > 0) & (p_e < 1), (p_sum / n - p_e) / (1 - p_e), np.nan)
-    return _interval_rows({"strict": strict, "fleiss_kappa": fleiss}, keys)
+    rows = _resampled_rows_on(draw, parts, attr_levels, keys)
+
+    def intervals() -> dict:
+        n, same_n, p_sum, ones_n, ratings = rows()
+        with np.errstate(all="ignore"):
+            strict = np.where(n > 0, same_n / n, np.nan)
+            share = ones_n / ratings
+            p_e = share**2 + (1 - share) ** 2
+            fleiss = np.where((n > 0) & (p_e < 1), (p_sum / n - p_e) / (1 - p_e), np.nan)
+        return _interval_rows({"strict": strict, "fleiss_kappa": fleiss}, keys)
+
+    return intervals
 
 
 def strict_consensus_intervals(human_values: np.ndarray, attr_levels, keys, idx: np.ndarray) -> dict:
     """Cluster-bootstrap intervals of the strict consensus rate (every human of an item gave the same label)
     on the binarised labels ("binary") and on the three-valued ones ("three_valued") of (humans, images,
     attributes) labels 0 / 0.5 / 1, over items with >= 2 human labels (scoring.agreement.strict_consensus)."""
+    return strict_consensus_intervals_on(Draw(idx), human_values, attr_levels, keys)()
+
+
+def strict_consensus_intervals_on(draw: Draw, human_values: np.ndarray, attr_levels, keys) -> Callable[[], dict]:
+    """strict_consensus_intervals over a shared draw: registers its sums now, computes the intervals when called."""
     values = np.asarray(human_values, dtype=float)
     if values.shape[0] == 0:
-        return {}
+        return dict
     count = (~np.isnan(values)).sum(axis=0)
     eligible = count >= 2
     ones = (values == 1.0).sum(axis=0)
     same_bin = eligible & ((ones == 0) | (ones == count))  # 0.5 counts as 0 once binarised
     same_3 = eligible & np.logical_or.reduce([(values == v).sum(axis=0) == count for v in (0.0, 0.5, 1.0)])
-    n, bin_n, three_n = _resampled_rows(np.stack([eligible, same_bin, same_3], axis=-1).astype(float), attr_levels, keys, idx)
-    with np.errstate(all="ignore"):
-        return _interval_rows({"binary": np.where(n > 0, bin_n / n, np.nan), "three_valued": np.where(n > 0, three_n / n, np.nan)}, keys)
+    rows = _resampled_rows_on(draw, np.stack([eligible, same_bin, same_3], axis=-1).astype(float), attr_levels, keys)
+
+    def intervals() -> dict:
+        n, bin_n, three_n = rows()
+        with np.errstate(all="ignore"):
+            return _interval_rows({"binary": np.where(n > 0, bin_n / n, np.nan), "three_valued": np.where(n > 0, three_n / n, np.nan)}, keys)
+
+    return intervals
 
 
-def _resampled_rows(parts: np.ndarray, attr_levels, keys, idx: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Per-item counts (images, attributes, parts) summed over each resample's drawn images and over the
-    attributes of each row (every attribute, every level, overall): one (resamples, rows) array per part."""
-    sums = _resampled_sums(parts, idx)  # (B, attributes, parts)
+def _resampled_rows_on(draw: Draw, parts: np.ndarray, attr_levels, keys) -> Callable[[], tuple[np.ndarray, ...]]:
+    """Per-item counts (images, attributes, parts) registered on the draw; when called: their sums over each
+    resample's drawn images and over the attributes of each row (every attribute, every level, overall), one
+    (resamples, rows) array per part."""
+    registered = draw.add(parts)
     attr_levels = np.asarray(attr_levels)
-    rows = [sums[:, j:j + 1] for j in range(len(keys))]
-    rows += [sums[:, attr_levels == lv] for lv in LEVELS] + [sums]
-    stacked = np.stack([r.sum(axis=1) for r in rows], axis=1)  # (B, rows, parts)
-    return tuple(stacked[..., i] for i in range(parts.shape[-1]))
+
+    def rows() -> tuple[np.ndarray, ...]:
+        sums = draw.result(registered)  # (B, attributes, parts)
+        by_row = [sums[:, j:j + 1] for j in range(len(keys))]
+        by_row += [sums[:, attr_levels == lv] for lv in LEVELS] + [sums]
+        stacked = np.stack([r.sum(axis=1) for r in by_row], axis=1)  # (B, rows, parts)
+        return tuple(stacked[..., i] for i in range(parts.shape[-1]))
+
+    return rows
 
 
 def per_image_coincidences(values: np.ndarray) -> np.ndarray:
@@ -225,20 +314,32 @@ def alpha_intervals(values: np.ndarray, images: np.ndarray | None, idx_all: np.n
 
     `idx_all` are the study's image draws; for a group restricted to `images` (the human study), the
     draw is over those images (`study_index`, the study's own resamples) so the population is kept."""
+    draws = {key: None if idx is None else Draw(idx) for key, idx in (("all", idx_all), ("study", study_index))}
+    return alpha_intervals_on(draws, values, images)()
+
+
+def alpha_intervals_on(draws: dict, values: np.ndarray, images: np.ndarray | None) -> Callable[[], dict]:
+    """alpha_intervals over shared draws {"all": Draw | None, "study": Draw | None}: registers its sums now,
+    computes the intervals when called."""
     values = np.asarray(values, dtype=float)
     if values.shape[0] < 2:
-        return {}
+        return dict
     if images is not None:
         values = values[:, np.asarray(images, dtype=bool), :]
-    idx = idx_all if images is None else study_index
-    if idx is None or values.shape[1] == 0:
-        return {}
-    o3 = _resampled_sums(per_image_coincidences(values), idx)  # (B, 3, 3)
-    o2 = np.stack([np.stack([o3[:, :2, :2].sum(axis=(1, 2)), o3[:, :2, 2].sum(axis=1)], axis=-1),
-                   np.stack([o3[:, 2, :2].sum(axis=1), o3[:, 2, 2]], axis=-1)], axis=1)
-    out = {}
-    for name, samples in (("nominal_binary", alpha_from_coincidence(o2, "nominal")),
-                          ("ordinal_three_valued", alpha_from_coincidence(o3, "ordinal"))):
-        lo, hi, d = _percentiles(samples[:, None])
-        out[name] = {"lo": _f(lo[0]), "hi": _f(hi[0]), "defined": int(d[0])}
-    return out
+    draw = draws["all"] if images is None else draws["study"]
+    if draw is None or values.shape[1] == 0:
+        return dict
+    registered = draw.add(per_image_coincidences(values))
+
+    def intervals() -> dict:
+        o3 = draw.result(registered)  # (B, 3, 3)
+        o2 = np.stack([np.stack([o3[:, :2, :2].sum(axis=(1, 2)), o3[:, :2, 2].sum(axis=1)], axis=-1),
+                       np.stack([o3[:, 2, :2].sum(axis=1), o3[:, 2, 2]], axis=-1)], axis=1)
+        out = {}
+        for name, samples in (("nominal_binary", alpha_from_coincidence(o2, "nominal")),
+                              ("ordinal_three_valued", alpha_from_coincidence(o3, "ordinal"))):
+            lo, hi, d = _percentiles(samples[:, None])
+            out[name] = {"lo": _f(lo[0]), "hi": _f(hi[0]), "defined": int(d[0])}
+        return out
+
+    return intervals

@@ -50,17 +50,20 @@ class ResampledPairs:
 
 
 class _Sweep:
-    """The index plan of a weighted merge-sort sweep for one fixed order of items (see module doc)."""
+    """The index plan of a weighted merge-sort sweep for one fixed order of items (see module doc), whose leaves
+    are the groups of equal ground truth (`group`, non-decreasing along the order): a pair within one group
+    is never compared, so the sweep counts exactly the pairs with different gt, and its depth is log2 of
+    the number of gt values, not of the items."""
 
-    def __init__(self, rank: np.ndarray):
+    def __init__(self, rank: np.ndarray, group: np.ndarray):
         n = rank.size
         P = int(rank.max()) + 1 if n else 1
+        G = int(group.max()) + 1 if n else 1
         self.levels = []
         size = 1
-        pos = np.arange(n)
-        while size < n:
-            blk = pos // (2 * size)
-            side = (pos // size) % 2
+        while size < G:
+            blk = group // (2 * size)
+            side = (group // size) % 2
             left = np.flatnonzero(side == 0)
             right = np.flatnonzero(side == 1)
             lkeys = blk[left] * P + rank[left]
@@ -82,7 +85,7 @@ class _Sweep:
         B = WT.shape[1]
         total = np.zeros(B, dtype=np.int64)
         for left_sorted, right, a, b, start, end in self.levels:
-            cw = np.empty((left_sorted.size + 1, B), dtype=np.int64)
+            cw = np.empty((left_sorted.size + 1, B), dtype=WT.dtype)
             cw[0] = 0
             np.cumsum(WT[left_sorted], axis=0, out=cw[1:])
             diff = cw[a]
@@ -92,7 +95,8 @@ class _Sweep:
                 diff += cw[b]
             diff -= cw[start]
             diff -= cw[end]  # (less) - (greater)
-            total += np.einsum("ij,ij->j", WT[right], diff)
+            diff *= WT[right]
+            total += diff.sum(axis=0, dtype=np.int64)
         return total
 
 
@@ -152,7 +156,7 @@ class PairPlan:
         R, P = int(row.max()) + 1, int(pr.max()) + 1
         self.row, self.R, self.P = row, R, P
         self.sweep = contiguous and R * P <= SWEEP_RATIO * gt.size * max(np.log2(gt.size), 1)
-        self.cross = _SameGtOtherLevel(gt, pred, row)
+        self.cross = _SameGtOtherLevel(gt, pred)
         if not self.sweep:
             return
         row_gt = np.empty(R)
@@ -186,7 +190,7 @@ class PairPlan:
         jt = (np.einsum("ij,ij->i", M, M, dtype=np.int64) - M.sum(axis=1, dtype=np.int64)) // 2
         jt_gp = jt + self.cross.equal_pred(M)
         if not self.sweep:
-            return self._fallback(M.astype(np.int64), jt, jt_gp, margins)
+            return self._fallback(M, jt, jt_gp, margins)
         MT = np.ascontiguousarray(M[:, self.order].T, dtype=np.int32)  # (cells in sweep order, resamples)
         G = np.zeros((self.R + 1, B), dtype=np.int32)  # G[r + 1]: positions in row r of the columns swept
         H = np.empty_like(G)
@@ -217,10 +221,10 @@ class PairPlan:
         intra = ResampledPairs(pairs_i, conc_i, pairs_i - ties_i - conc_i, ties_i)
         return {"all": total, "intra": intra, "inter": total - intra}
 
-    def _fallback(self, M64, jt, jt_gp, margins) -> dict[str, ResampledPairs]:
+    def _fallback(self, M, jt, jt_gp, margins) -> dict[str, ResampledPairs]:
         if self._merge is None:
             self._merge = _MergePlan(self.gt, self.pred, self.level, self.row)
-        return self._merge.counts(M64, jt, jt_gp, margins)
+        return self._merge.counts(M, jt, jt_gp, margins)
 
 
 class _Groups:
@@ -244,7 +248,7 @@ class _Groups:
 
     def sums(self, MT: np.ndarray) -> np.ndarray:
         """(groups, resamples) sums of MT (cells, resamples) over each group."""
-        cs = np.cumsum(MT[self.order], axis=0)
+        cs = np.cumsum(MT[self.order], axis=0, dtype=MT.dtype)  # each sum is at most a resample's size
         out = cs[self.ends]
         out[1:] -= cs[self.ends[:-1]]
         return out
@@ -277,22 +281,23 @@ class _MergePlan:
     def _signed_plan(gt, pred, cols):
         order = cols[np.lexsort((pred[cols], gt[cols]))]
         g_o, p_o = dense_rank(gt[order]), dense_rank(pred[order])
-        # Same-gt pairs are counted +1 by the sweep when their predictions differ (sorted by pred within gt).
-        return order, _Sweep(p_o), _Groups(g_o, order), _Groups(g_o * (pred.size + 1) + p_o, order)
+        # The sweep's leaves are the gt values: pairs with one gt value are never compared.
+        return order, _Sweep(p_o, g_o)
 
-    def counts(self, M64, jt, jt_gp, margins: dict | None = None) -> dict[str, ResampledPairs]:
-        MT = np.ascontiguousarray(M64.T)  # (cells, resamples)
-        N = MT.sum(axis=0)
+    def counts(self, M, jt, jt_gp, margins: dict | None = None) -> dict[str, ResampledPairs]:
+        N = M.sum(axis=1, dtype=np.int64)
+        # (cells, resamples), int32 while the sweep's products (a count times twice a resample's size) fit
+        small = int(M.max(initial=0)) * 2 * int(N.max(initial=0)) < 2**31
+        MT = np.ascontiguousarray(M.T, dtype=np.int32 if small else np.int64)
         if margins is not None:  # group sizes per prediction value and per gt value, for Spearman's ranks
             margins["pred"], margins["gt"] = self.pred_groups.sums(MT).T, self.gt_groups.sums(MT).T
         # Tied position pairs: copies of one cell (jt) plus pairs of different cells in one group.
         xt, yt = jt + self.gt_groups.excess(MT), jt + self.pred_groups.excess(MT)
         xt_row, yt_lv = jt + self.row_groups.excess(MT), jt + self.level_pred_groups.excess(MT)
-        Nl = np.stack([MT[cols].sum(axis=0) for cols in self.levels], axis=0)
+        Nl = np.stack([MT[cols].sum(axis=0, dtype=np.int64) for cols in self.levels], axis=0)
         pairs, ties = N * (N - 1) // 2 - xt, yt - jt_gp
         pairs_i, ties_i = _choose2(Nl) - xt_row, yt_lv - jt
-        signed = [sweep.signed_sum(MT[order]) - (same_gt.excess(MT) - same_cell.excess(MT))
-                  for order, sweep, same_gt, same_cell in self.signed_plans]
+        signed = [sweep.signed_sum(MT[order]) for order, sweep in self.signed_plans]
         conc = (pairs - ties + signed[0]) // 2
         conc_i = (pairs_i - ties_i + sum(signed[1:])) // 2
         total = ResampledPairs(pairs, conc, pairs - ties - conc, ties)
@@ -302,24 +307,23 @@ class _MergePlan:
 
 class _SameGtOtherLevel:
     """Position pairs in different rows (levels) of one gt value with equal predictions: the shared
-    boundary scores, a handful of cells."""
+    boundary scores. Cells are distinct (gt, pred, level), so the cells of one (gt, pred) value lie in
+    different rows and these pairs are the pairs of different cells of one (gt, pred) group: group
+    sums over the few groups of several cells, linear in the cells (a pairwise matrix over the cells of
+    one gt value grew quadratically when thousands of continuous predictions shared a boundary score)."""
 
-    def __init__(self, gt, pred, row):
-        self.parts = []
-        values, counts = np.unique(gt, return_counts=True)
-        for value in values[counts > 1]:
-            cols = np.flatnonzero(gt == value)
-            r = row[cols]
-            if np.unique(r).size < 2:
-                continue
-            pc = pred[cols]
-            equal = (r[:, None] < r[None, :]) & (pc[:, None] == pc[None, :])
-            if equal.any():
-                self.parts.append((cols, equal.astype(np.int64)))
+    def __init__(self, gt, pred):
+        keys = np.unique(np.stack([gt, pred], axis=1), axis=0, return_inverse=True)[1].ravel()
+        order = np.argsort(keys, kind="stable")
+        starts = run_starts(keys[order])
+        sizes = np.diff(np.append(starts, order.size))
+        self.cells = order[np.repeat(sizes > 1, sizes)]  # cells of groups with several cells, group by group
+        multi = sizes[sizes > 1]
+        self.starts = np.concatenate(([0], np.cumsum(multi)[:-1])) if multi.size else multi
 
     def equal_pred(self, M: np.ndarray) -> np.ndarray:
-        out = np.zeros(M.shape[0], dtype=np.int64)
-        for cols, equal in self.parts:
-            Mc = M[:, cols].astype(np.int64)
-            out += np.einsum("bi,ij,bj->b", Mc, equal, Mc)
-        return out
+        if not self.cells.size:
+            return np.zeros(M.shape[0], dtype=np.int64)
+        W = M[:, self.cells].astype(np.int64)
+        S = np.add.reduceat(W, self.starts, axis=1)
+        return ((S * S).sum(axis=1) - (W * W).sum(axis=1)) // 2

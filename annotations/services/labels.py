@@ -4,6 +4,7 @@ Every writer of Label rows comes through here: the labeling services (a reviewer
 results (annotate runs, `inference/execution.py`), the CPRT-Bench import; an adjudication (the final
 word on one (image, attribute), which overrides the consensus and never touches a Label) through
 `write_adjudication`. What a write promises:
+- the label version (annotations.label_version) is bumped in the same transaction when anything changed;
 - every created or changed label gets one history row (django-simple-history's HistoricalLabel: who,
   when, "+" created or "~" changed), as the image history page and docs/permissions.md promise; a label
   whose value and rationale are unchanged is not rewritten and gets none;
@@ -28,6 +29,7 @@ from functools import partial
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from .. import label_version
 from ..models import LABEL_VALUES, Adjudication, Label, Labeling
 from ..signals import labels_changed
 
@@ -81,6 +83,8 @@ def write_label_sets(sets: Iterable[LabelSet], *, user=None, notify: bool = Fals
     with transaction.atomic(savepoint=False):
         for start in range(0, len(keys), IMAGES_PER_STATEMENT):
             _write_chunk({key: merged[key] for key in keys[start : start + IMAGES_PER_STATEMENT]}, getattr(user, "pk", None), written)
+        if written.created or written.changed:
+            label_version.bump(annotator_id for _, annotator_id in keys)
         if notify and keys:
             image_ids = sorted({image_id for image_id, _ in keys})
             annotator_ids = sorted({annotator_id for _, annotator_id in keys})
@@ -143,6 +147,7 @@ def _mark_submitted(image_id: int, annotator_id: int, user, labeling: Labeling |
         labeling.submitted_at = timezone.now()
     labeling._history_user = user
     labeling.save()
+    label_version.bump([annotator_id])
     return labeling
 
 
@@ -187,4 +192,5 @@ def write_adjudication(user, image, attribute, value: float, note: str) -> tuple
             raise
         winner = Adjudication.objects.select_related("adjudicator", "attribute").get(image=image, attribute=attribute)
         raise AdjudicationConflict(winner) from None
+    label_version.bump([label_version.ADJUDICATIONS])
     return adjudication, old

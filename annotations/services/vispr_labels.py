@@ -24,7 +24,7 @@ from django.db import transaction
 
 from core.audit import audit
 
-from .. import taxonomy
+from .. import label_version, taxonomy
 from ..models import Annotator, Image, Label, VisprAttribute
 from .labels import LabelSet, Written, write_label_sets
 
@@ -106,6 +106,8 @@ def write_vispr_labels(rows: Sequence[tuple[int, Sequence[str]]], mapping: Mappi
                 removed += stale.count()
                 for label in stale:
                     label.delete()  # one by one: each removal gets its history row
+        if removed:
+            label_version.bump([annotator.pk])  # removals change the labels as writes do
     return written, removed
 
 

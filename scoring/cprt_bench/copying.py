@@ -12,6 +12,7 @@ from __future__ import annotations
 from django.db import connection
 from django.utils import timezone
 
+from annotations import label_version
 from annotations.models import Image, Label
 
 STAGE = "cprt_import_stage"
@@ -65,6 +66,7 @@ def store_rows_with_copy(rows, attribute_pks: list[int], split: str, annotator_i
             f"(SELECT 1 FROM {label} l WHERE l.image_id = t.image_id AND l.annotator_id = %s AND l.attribute_id = t.attribute_id)",
             [annotator_id, stamp, stamp, annotator_id],
         )
+        label_version.bump([annotator_id])  # as write_label_sets does: the label fingerprint changes with the import
         # History in bulk, as write_label_sets keeps it: the rows written at this import's stamp.
         labelled = ", ".join(f"l.{c.strip()}" for c in columns.split(","))
         cursor.execute(

@@ -10,7 +10,8 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from annotations.models import Annotator, Label
+from annotations import taxonomy
+from annotations.services.labels import LabelSet, write_label_sets
 from inference.models import RunResult
 from scoring import tasks
 from tests.support.dispatch import record_sends
@@ -63,7 +64,8 @@ def test_agreement_served_stale_says_updating_until_the_refresh_job_has_run(api,
     sent = record_sends(monkeypatch)
     first = api.get("/api/agreement/").json()
     assert first["updating"] is False and first["computed_at"] and first["report"]["pairs"]
-    Label.objects.filter(annotator=Annotator.objects.get(pk=gemini.pk)).update(value=1.0, updated_at=timezone.now())
+    ids = taxonomy.attribute_ids()  # gemini's labels changed through the label-writing API (it bumps the label version)
+    write_label_sets([LabelSet(image.pk, gemini.pk, {pk: (1.0, "") for pk in ids.values()}) for image in images])
     with django_capture_on_commit_callbacks(execute=True):
         stale = api.get("/api/agreement/").json()
     assert stale["updating"] is True and stale["report"] == first["report"] and stale["computed_at"] == first["computed_at"]

@@ -80,11 +80,13 @@ def test_fingerprints_follow_every_change(model_annotators):
     row = ImageScore.objects.get(image=images[4], profile=profile)
     ImageScore.objects.filter(pk=row.pk).update(score=row.score + 1e-6, computed_at=row.computed_at)  # same timestamp
     assert queries.ground_truth_fingerprint(profile) != gt2
-    # A label value changed without touching updated_at still changes the label key.
+    # A label value changed through the label-writing API changes the label key (an integer version bumped
+    # by every write path: tests/scoring/test_label_version.py covers each).
     from annotations.models import Label
+    from annotations.services.labels import write_labels
 
     label = Label.objects.filter(annotator=gpt).order_by("id").first()
-    Label.objects.filter(pk=label.pk).update(value=1.0, updated_at=label.updated_at)
+    write_labels(label.image_id, gpt.pk, {label.attribute_id: (1.0, label.rationale)})
     assert queries.label_fingerprint() != labels
 
 
