@@ -92,9 +92,8 @@ def import_bench_file(path: Path | str, split: str, profile_name: str = DEFAULT_
         joint, per_split = refit.fit_stored(stored)
         # Per-level least-squares lines under the fitted weights: diagnostics only (partition gaps, residuals).
         fit = engine.fit_bounds(stored.counts, stored.scores, stored.levels, joint.weights or engine.WEIGHTS)
-        computed_levels = [engine.determined_level(c) or 4 for c in stored.counts]
-        mismatches = [{"id": stored.ids[i], "published": int(stored.levels[i]), "computed": int(computed_levels[i])}
-                      for i in joint.level_mismatches]
+        mismatches = [{"id": vispr_id, "published": int(stored.levels[i]), "computed": engine.determined_level(stored.counts[i]) or 4}
+                      for i, vispr_id in zip(joint.level_mismatches, stored.vispr_ids(joint.level_mismatches))]
         previous = ScoringProfile.active_or_none()
         existing = ScoringProfile.objects.select_for_update().filter(name=profile_name).first()
         before = profiles.snapshot(existing) if existing is not None else {}
@@ -125,7 +124,7 @@ def import_bench_file(path: Path | str, split: str, profile_name: str = DEFAULT_
             file=path.name,
             split=split,
             rows=len(scanned.ids),
-            fitted_rows=len(stored.ids),
+            fitted_rows=len(stored),
             per_split=[{k: r[k] for k in ("split", "rows", "max_residual", "reproduces")} for r in per_split],
             images_created=created,
             profile_version=profile.version,
@@ -152,7 +151,7 @@ def import_bench_file(path: Path | str, split: str, profile_name: str = DEFAULT_
         activated=activated,
         not_activated_reason=reason,
         scored=scored,
-        fitted_rows=len(stored.ids),
+        fitted_rows=len(stored),
         per_split=per_split,
         previous_active=previous.label if previous else "",
         active_now=active_now.label if active_now else "",
@@ -219,7 +218,7 @@ def fit_report(path, split, tax, stored: refit.StoredRows, fit: engine.BoundaryF
         "tolerance": joint.tolerance,
         "file": Path(path).name,  # the import that triggered this fit
         "split": split,
-        "rows": len(stored.ids),  # every stored published row the fit used
+        "rows": len(stored),  # every stored published row the fit used
         "per_split": per_split,
         "taxonomy_version": tax.version,
         "fitted_at": timezone.now().isoformat(timespec="seconds"),
@@ -266,14 +265,14 @@ def _store_profile(name, profile, path, split, tax, stored, fit, joint, per_spli
     splits = ", ".join(f"{r['split']} {r['rows']}" for r in per_split)
     if reproduces:
         profile.source = (
-            f"Fitted on {when} from every stored CPRT-Bench row of this profile ({len(stored.ids)} rows: {splits}); "
+            f"Fitted on {when} from every stored CPRT-Bench row of this profile ({len(stored)} rows: {splits}); "
             f"weights {joint.weight_set} {list(joint.weights)}; largest residual {joint.max_residual:.3g} "
             f"(tolerance {joint.tolerance:.3g}, scores printed with {precision})."
         )
     else:
         kept = "fitted but not trusted" if joint.bounds is not None else "kept from before (or the provisional default)"
         profile.source = (
-            f"PROVISIONAL: fitted on {when} from every stored CPRT-Bench row of this profile ({len(stored.ids)} rows: {splits}); "
+            f"PROVISIONAL: fitted on {when} from every stored CPRT-Bench row of this profile ({len(stored)} rows: {splits}); "
             f"boundaries {kept} because {reason}."
         )
     profile.fit_report = fit_report(path, split, tax, stored, fit, joint, per_split, mismatches) | {"activated": reproduces}

@@ -29,12 +29,14 @@ UPSERT = (
     f"INSERT INTO {_TABLE} ({', '.join(_COLUMNS)}) VALUES ({', '.join(['%s'] * len(_COLUMNS))}) "
     f"ON CONFLICT (image_id, profile_id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _COLUMNS[2:])}"
 )
+_STAGE = "image_score_stage"
 
 
 def recompute_scores(profile: ScoringProfile, image_ids: Iterable[int] | None = None) -> dict:
     """Recompute consensus and score of images under `profile` (all images when ids are None).
 
-    Streams in chunks: labels are read as value tuples, never as model instances. Images whose
+    Streams in chunks: labels are read into arrays, never as model instances, and each chunk's scores are
+    written in one statement (one COPY and one upsert on PostgreSQL). Images whose
     consensus set is incomplete lose any stored score (they have no consensus yet).
     """
     tax = taxonomy.active()
@@ -42,7 +44,6 @@ def recompute_scores(profile: ScoringProfile, image_ids: Iterable[int] | None = 
     key_index = {k: i for i, k in enumerate(keys)}
     attr_levels = [tax.level_of[k] for k in keys]
     attr_ids = taxonomy.attribute_ids()
-    attr_key_by_id = {v: k for k, v in attr_ids.items()}
     consensus_ids = list(profile.consensus_annotators.values_list("id", flat=True))
     if not consensus_ids:
         raise ValueError(f"Scoring profile {profile.name!r} has no consensus annotators.")
@@ -53,43 +54,81 @@ def recompute_scores(profile: ScoringProfile, image_ids: Iterable[int] | None = 
     else:
         ids = sorted(set(image_ids))
     stored = incomplete = 0
+    # Column of each attribute id in `keys` (-1: an attribute outside the active taxonomy), row of each annotator.
+    attr_col = np.full(max(attr_ids.values(), default=0) + 1, -1, dtype=np.int64)
+    for key, attribute_id in attr_ids.items():
+        if key in key_index:
+            attr_col[attribute_id] = key_index[key]
+    ann_sorted = np.array(sorted(consensus_ids), dtype=np.int64)
+    ann_row = np.array([ann_index[a] for a in ann_sorted], dtype=np.int64)
     for chunk in _chunks(ids):
-        pos = {image_id: i for i, image_id in enumerate(chunk)}
+        chunk_ids = np.array(chunk, dtype=np.int64)  # sorted
         values = np.full((len(consensus_ids), len(chunk), len(keys)), np.nan)
-        for image_id, annotator_id, attribute_id, value in Label.objects.filter(
-            image_id__in=chunk, annotator_id__in=consensus_ids
-        ).values_list("image_id", "annotator_id", "attribute_id", "value"):
-            key = attr_key_by_id.get(attribute_id)
-            if key is not None:
-                values[ann_index[annotator_id], pos[image_id], key_index[key]] = value
+        image, annotator, attribute, value = _columns(Label.objects.filter(image_id__in=chunk, annotator_id__in=consensus_ids)
+                                                      .values_list("image_id", "annotator_id", "attribute_id", "value"), 4)
+        col = _lookup(attr_col, attribute)
+        known = col >= 0
+        values[ann_row[np.searchsorted(ann_sorted, annotator[known])], np.searchsorted(chunk_ids, image[known]), col[known]] = value[known]
         adjudications = np.full((len(chunk), len(keys)), np.nan)
-        for image_id, attribute_id, value in Adjudication.objects.filter(image_id__in=chunk).values_list(
-            "image_id", "attribute_id", "value"
-        ):
-            key = attr_key_by_id.get(attribute_id)
-            if key is not None:
-                adjudications[pos[image_id], key_index[key]] = value
+        image, attribute, value = _columns(Adjudication.objects.filter(image_id__in=chunk).values_list("image_id", "attribute_id", "value"), 3)
+        col = _lookup(attr_col, attribute)
+        known = col >= 0
+        adjudications[np.searchsorted(chunk_ids, image[known]), col[known]] = value[known]
         binary, complete = engine.consensus_array(values, adjudications, abstain)
         counts = engine.level_counts_array(binary, attr_levels)
         levels, scores = engine.severity_array(counts, profile.bounds, profile.weights or engine.WEIGHTS)
         # Plain-value rows and one upsert per chunk: building an ImageScore instance per image cost more
         # than computing the scores (bench/import_export.py).
-        now = connection.ops.adapt_datetimefield_value(timezone.now())
-        rows = [
-            (image_id, profile.pk, json.dumps({k: int(binary[i, j]) for j, k in enumerate(keys)}),
-             int(counts[i, 0]), int(counts[i, 1]), int(counts[i, 2]), int(counts[i, 3]), int(levels[i]), float(scores[i]), now)
-            for i, image_id in enumerate(chunk)
-            if complete[i]
-        ]
+        now = timezone.now()
+        keep = np.flatnonzero(complete)
         with transaction.atomic():
-            incomplete_ids = [image_id for i, image_id in enumerate(chunk) if not complete[i]]
+            incomplete_ids = chunk_ids[~complete].tolist()
             ImageScore.objects.filter(profile=profile, image_id__in=incomplete_ids).delete()
-            if rows:
-                with connection.cursor() as cursor:
-                    cursor.executemany(UPSERT, rows)
-        stored += len(rows)
-        incomplete += len(chunk) - len(rows)
+            if len(keep):
+                _upsert(profile.pk, keys, chunk_ids[keep].tolist(), binary[keep].tolist(), counts[keep].tolist(),
+                        levels[keep].tolist(), scores[keep].tolist(), now)
+        stored += len(keep)
+        incomplete += len(chunk) - len(keep)
     return {"scored": stored, "incomplete": incomplete}
+
+
+def _columns(queryset, width: int) -> list[np.ndarray]:
+    """A values_list query's columns as arrays (ids int64, the last one float64), read through the cursor
+    without a Python object per value."""
+    sql, params = queryset.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = np.array(cursor.fetchall(), dtype=float).reshape(-1, width)
+    return [rows[:, i].astype(np.int64) for i in range(width - 1)] + [rows[:, width - 1]]
+
+
+def _lookup(table: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """table[ids], -1 for ids beyond the table."""
+    out = np.full(len(ids), -1, dtype=np.int64)
+    inside = ids < len(table)
+    out[inside] = table[ids[inside]]
+    return out
+
+
+def _upsert(profile_id: int, keys, image_ids: list, binary: list, counts: list, levels: list, scores: list, now) -> None:
+    """Insert or update the ImageScore rows of one chunk: on PostgreSQL one COPY into a staging table and one
+    INSERT ... ON CONFLICT; elsewhere one executemany."""
+    labels = [json.dumps(dict(zip(keys, bits))) for bits in binary]
+    with connection.cursor() as cursor:
+        if connection.vendor != "postgresql":
+            stamp = connection.ops.adapt_datetimefield_value(now)
+            cursor.executemany(UPSERT, [(image_id, profile_id, labels[i], *counts[i], levels[i], scores[i], stamp)
+                                        for i, image_id in enumerate(image_ids)])
+            return
+        cursor.execute(f"CREATE TEMPORARY TABLE {_STAGE} (image_id integer, binary_labels jsonb, n1 smallint, n2 smallint, "
+                       "n3 smallint, n4 smallint, level smallint, score double precision) ON COMMIT DROP")
+        with cursor.cursor.copy(f"COPY {_STAGE} FROM STDIN") as copy:
+            for i, image_id in enumerate(image_ids):
+                copy.write_row((image_id, labels[i], *counts[i], levels[i], scores[i]))
+        cursor.execute(f"INSERT INTO {_TABLE} ({', '.join(_COLUMNS)}) SELECT image_id, %s, {', '.join(_COLUMNS[2:-1])}, %s "
+                       f"FROM {_STAGE} ORDER BY image_id ON CONFLICT (image_id, profile_id) DO UPDATE SET "
+                       f"{', '.join(f'{c} = excluded.{c}' for c in _COLUMNS[2:])}", [profile_id, now])
+        cursor.execute(f"DROP TABLE {_STAGE}")
 
 
 def dataset_abstentions(annotator_ids: list[int], keys) -> np.ndarray | None:
