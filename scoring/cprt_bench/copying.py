@@ -20,23 +20,51 @@ from django.utils import timezone
 
 from annotations.models import Image, Label
 
+from .common import CHUNK
+from .reading import check_rows, duplicate_problem, refuse_on_problems
+
 STAGE = "cprt_import_stage"
 
 
-def store_rows_with_copy(rows, attribute_pks: list[int], split: str, annotator_id: int, source: str, user_id: int | None):
-    """Write the valid rows (an iterator of reading.BenchRow); returns (image ids, created, updated, split_differs)."""
+def store_file_with_copy(path, tax, attribute_pks: list[int], split: str, annotator_id: int, source: str, user_id: int | None):
+    """Validate the file and write its rows in one pass; returns (rows, image ids, created, updated, split_differs).
+
+    Each row is checked as it is read and COPYed into the staging table (a refused row with its id only,
+    for the duplicate check); duplicate ids are then found by the database, and a file with any problem
+    raises BenchFileError listing them all, like `reading.scan_file`: the caller's transaction rolls back.
+    """
     quote = connection.ops.quote_name
     image = quote(Image._meta.db_table)
     stamp = timezone.now()
+    problems: list[tuple[int, str]] = []
+    rows = 0
     with connection.cursor() as cursor:
         # The import is one transaction that can be run again (it is idempotent): its commit need not wait
         # for the WAL to reach the disk. A crash just after the commit loses the import, never half of it.
         cursor.execute("SET LOCAL synchronous_commit = off")
-        cursor.execute(f"CREATE TEMPORARY TABLE {STAGE} (ord integer, vispr_id text, level smallint, score double precision, "
-                       "labels smallint[]) ON COMMIT DROP")
-        with cursor.cursor.copy(f"COPY {STAGE} (ord, vispr_id, level, score, labels) FROM STDIN") as copy:
-            for n, row in enumerate(rows):
-                copy.write_row((n, row.id, row.level, row.score, list(row.labels)))
+        cursor.execute(f"CREATE TEMPORARY TABLE {STAGE} (ord integer, place text, vispr_id text, level smallint, "
+                       "score double precision, labels text) ON COMMIT DROP")
+        with cursor.cursor.copy(f"COPY {STAGE} (ord, place, vispr_id, level, score, labels) FROM STDIN") as copy:
+            # COPY text written as it is: a place ("line 3", "row 3") and a VISPR id hold no tab, newline or backslash.
+            lines = []
+            for position, where, row_id, row in check_rows(path, tax, problems):
+                if row is None:
+                    lines.append(f"{position}\t{where}\t{row_id}\t\\N\t\\N\t\\N\n")
+                else:
+                    rows += 1
+                    lines.append(f"{position}\t{where}\t{row_id}\t{row.level}\t{row.score!r}\t{''.join(map(str, row.labels))}\n")
+                if len(lines) == CHUNK:
+                    copy.write("".join(lines))
+                    lines.clear()
+            copy.write("".join(lines))
+        # Duplicate ids: every row after the first of its id, against the first (a refused row's id counts).
+        cursor.execute(
+            f"WITH d AS (SELECT vispr_id, min(ord) AS first FROM {STAGE} GROUP BY vispr_id HAVING count(*) > 1) "
+            f"SELECT s.ord, s.place, s.vispr_id, f.place FROM d JOIN {STAGE} s ON s.vispr_id = d.vispr_id AND s.ord > d.first "
+            f"JOIN {STAGE} f ON f.ord = d.first WHERE s.labels IS NOT NULL ORDER BY s.ord"
+        )
+        problems.extend((position, duplicate_problem(where, row_id, first)) for position, where, row_id, first in cursor.fetchall())
+        refuse_on_problems(path, problems, rows)
         cursor.execute(f"ANALYZE {STAGE}")
         cursor.execute(f"SELECT i.vispr_id FROM {image} i JOIN {STAGE} s ON s.vispr_id = i.vispr_id WHERE i.split <> %s ORDER BY s.ord",
                        [split])
@@ -55,7 +83,7 @@ def store_rows_with_copy(rows, attribute_pks: list[int], split: str, annotator_i
         # The labels of the file: one row per (image, attribute), beside the image's id, in index order.
         cursor.execute(
             f"CREATE TEMPORARY TABLE {STAGE}_labels ON COMMIT DROP AS "
-            f"SELECT i.id AS image_id, a.attribute_id, s.labels[a.n]::double precision AS value FROM {STAGE} s "
+            f"SELECT i.id AS image_id, a.attribute_id, substr(s.labels, a.n::integer, 1)::double precision AS value FROM {STAGE} s "
             f"JOIN {image} i ON i.vispr_id = s.vispr_id CROSS JOIN unnest(%s::integer[]) WITH ORDINALITY a(attribute_id, n) "
             "ORDER BY i.id, a.attribute_id",
             [attribute_pks],
@@ -66,7 +94,7 @@ def store_rows_with_copy(rows, attribute_pks: list[int], split: str, annotator_i
         image_ids = [r[0] for r in cursor.fetchall()]
         cursor.execute(f"DROP TABLE {STAGE}_labels")
         cursor.execute(f"DROP TABLE {STAGE}")
-    return image_ids, created, updated, split_differs
+    return rows, image_ids, created, updated, split_differs
 
 
 def _merge_labels(cursor, staged: str, annotator_id: int, stamp, user_id: int | None) -> None:

@@ -1,7 +1,10 @@
 """Importing CPRT-Bench rows and fitting the profile (weights and boundaries) from every stored published row.
 
-Importing reads the file twice: a validation pass that keeps only ids and per-level counts (for
-duplicate detection and the boundary fit), then a write pass in chunks, all inside one transaction.
+On PostgreSQL the file is read once: every row is checked as it is COPYed into a staging table, the
+database finds duplicate ids, and a file with any problem is refused inside the import's transaction,
+so nothing stays (copying.py). Elsewhere it is read twice: a validation pass that keeps only the ids
+(duplicate detection), then a write pass in chunks inside one transaction. The fit reads every stored
+row back from the database (refit.py).
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ from ..services.scores import recompute_scores
 from . import refit
 from .reading import _key, iter_valid_rows, scan_file
 from .common import DEFAULT_PROFILE, SPLITS, chunked
-from .copying import store_rows_with_copy
+from .copying import store_file_with_copy
 
 
 # Import
@@ -83,11 +86,13 @@ def import_bench_file(path: Path | str, split: str, profile_name: str = DEFAULT_
     tax = taxonomy.active()
     if len(tax.keys) != sum(engine.LEVEL_MAXIMA) or tax.level_maxima != engine.LEVEL_MAXIMA:
         raise ValueError(f"The active taxonomy has {tax.level_maxima} attributes per level; the score needs {engine.LEVEL_MAXIMA}.")
-    scanned = scan_file(path, tax)
+    use_copy = USE_COPY and connection.vendor == "postgresql"
+    if not use_copy:
+        scan_file(path, tax)  # the COPY path checks every row as it copies it (one pass), inside the transaction
     with transaction.atomic():
         annotator = Annotator.ground_truth(profile_name)
         source = f"CPRT-Bench import of {path.name}"
-        image_ids, created, updated, split_differs = _store_rows(path, tax, split, annotator, source, actor)
+        rows, image_ids, created, updated, split_differs = _store_rows(path, tax, split, annotator, source, actor, use_copy)
         stored = refit.stored_published_rows(annotator, tax)
         joint, per_split = refit.fit_stored(stored)
         # Per-level least-squares lines under the fitted weights: diagnostics only (partition gaps, residuals).
@@ -123,7 +128,7 @@ def import_bench_file(path: Path | str, split: str, profile_name: str = DEFAULT_
             profile,
             file=path.name,
             split=split,
-            rows=len(scanned.ids),
+            rows=rows,
             fitted_rows=len(stored),
             per_split=[{k: r[k] for k in ("split", "rows", "max_residual", "reproduces")} for r in per_split],
             images_created=created,
@@ -140,7 +145,7 @@ def import_bench_file(path: Path | str, split: str, profile_name: str = DEFAULT_
             consensus=consensus,
         )
     return ImportResult(
-        rows=len(scanned.ids),
+        rows=rows,
         images_created=created,
         images_updated=updated,
         split_differs=split_differs,
@@ -163,16 +168,17 @@ def _names(profile: ScoringProfile) -> list[str]:
     return sorted(profile.consensus_annotators.values_list("name", flat=True))
 
 
-# PostgreSQL: the rows are streamed with COPY into a staging table and merged set-based (copying.py);
-# other databases (SQLite) take the bulk path below. Both write the same rows (tests compare them).
+# PostgreSQL: the rows are checked and streamed with COPY into a staging table in one pass and merged
+# set-based (copying.py); other databases (SQLite) take the bulk path below, after scan_file. Both
+# refuse a bad file with the same problems and write the same rows (tests compare them).
 USE_COPY = True
 
 
-def _store_rows(path, tax, split, annotator, source, actor) -> tuple[list[int], int, int, list[str]]:
+def _store_rows(path, tax, split, annotator, source, actor, use_copy: bool) -> tuple[int, list[int], int, int, list[str]]:
     attr_ids = taxonomy.attribute_ids()
     attribute_pks = [attr_ids[key] for key in tax.keys]
-    if USE_COPY and connection.vendor == "postgresql":
-        return store_rows_with_copy(iter_valid_rows(path, tax), attribute_pks, split, annotator.pk, source, getattr(actor, "pk", None))
+    if use_copy:
+        return store_file_with_copy(path, tax, attribute_pks, split, annotator.pk, source, getattr(actor, "pk", None))
     image_ids: list[int] = []
     created = updated = 0
     split_differs: list[str] = []
@@ -199,7 +205,7 @@ def _store_rows(path, tax, split, annotator, source, actor) -> tuple[list[int], 
             user=actor,
         )
         image_ids.extend(pk_of[row.id] for row in chunk)
-    return image_ids, created, updated, split_differs
+    return len(image_ids), image_ids, created, updated, split_differs
 
 
 def _execute_many(sql: str, rows: list[tuple]) -> None:

@@ -93,13 +93,26 @@ def recompute_scores(profile: ScoringProfile, image_ids: Iterable[int] | None = 
 
 
 def _columns(queryset, width: int) -> list[np.ndarray]:
-    """A values_list query's columns as arrays (ids int64, the last one float64), read through the cursor
-    without a Python object per value."""
     sql, params = queryset.query.sql_with_params()
+    return numeric_columns(sql, params, width)
+
+
+def numeric_columns(sql: str, params, width: int) -> list[np.ndarray]:
+    """The `width` NOT NULL numeric columns of a query as arrays (the first width - 1 as int64, the last as
+    float64), without a Python object per row: on PostgreSQL the database packs every row into one bytea
+    (int8send/float8send, big-endian) that numpy reads as it is; elsewhere one fetchall."""
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = np.array(cursor.fetchall(), dtype=float).reshape(-1, width)
-    return [rows[:, i].astype(np.int64) for i in range(width - 1)] + [rows[:, width - 1]]
+        if connection.vendor != "postgresql":
+            cursor.execute(sql, params)
+            rows = np.array(cursor.fetchall(), dtype=float).reshape(-1, width)
+            return [rows[:, i].astype(np.int64) for i in range(width - 1)] + [rows[:, width - 1]]
+        names = [f"c{i}" for i in range(width)]
+        packed = " || ".join([f"int8send({n}::bigint)" for n in names[:-1]] + [f"float8send({names[-1]}::double precision)"])
+        cursor.execute(f"SELECT string_agg({packed}, ''::bytea) FROM ({sql}) AS q ({', '.join(names)})", params)
+        data = cursor.fetchone()[0] or b""
+    fields = [(n, ">i8") for n in names[:-1]] + [(names[-1], ">f8")]
+    rows = np.frombuffer(bytes(data), dtype=np.dtype(fields))
+    return [rows[n].astype(np.int64) for n in names[:-1]] + [rows[names[-1]].astype(float)]
 
 
 def _lookup(table: np.ndarray, ids: np.ndarray) -> np.ndarray:
