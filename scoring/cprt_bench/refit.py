@@ -22,8 +22,8 @@ from annotations.models import Annotator, Image, Label
 
 from .. import engine
 from .. import fit as fit_lib
+from ..services.scores import numeric_columns
 
-BATCH = 10_000
 
 
 @dataclass
@@ -46,7 +46,7 @@ class StoredRows:
 
 def stored_published_rows(annotator: Annotator, tax: taxonomy.Taxonomy) -> StoredRows:
     """Every image with a published score and level and a full label set from `annotator`: one aggregate
-    query (the per-level counts of 1-labels counted by the database), read in batches into arrays."""
+    query (the per-level counts of 1-labels counted by the database) read into arrays."""
     level_of_attr = [(pk, tax.level_of[key]) for key, pk in taxonomy.attribute_ids().items() if key in tax.level_of]
     splits = [value for value, _ in Image.SPLITS]
     quote = connection.ops.quote_name
@@ -56,24 +56,20 @@ def stored_published_rows(annotator: Annotator, tax: taxonomy.Taxonomy) -> Store
         f"WITH a (attribute_id, level) AS (VALUES {', '.join(['(%s, %s)'] * len(level_of_attr))}), "
         f"c AS (SELECT l.image_id, COUNT(*) AS labelled, {per_level} FROM {quote(Label._meta.db_table)} l "
         "JOIN a ON a.attribute_id = l.attribute_id WHERE l.annotator_id = %s GROUP BY l.image_id) "
-        f"SELECT i.id, CASE i.split {split_code} ELSE -1 END, i.published_score, i.published_level, c.n1, c.n2, c.n3, c.n4 "
+        f"SELECT i.id, CASE i.split {split_code} ELSE -1 END, i.published_level, c.n1, c.n2, c.n3, c.n4, i.published_score "
         f"FROM {quote(Image._meta.db_table)} i JOIN c ON c.image_id = i.id "
         "WHERE i.published_score IS NOT NULL AND i.published_level IS NOT NULL AND c.labelled = %s ORDER BY i.id"
     )
     params = [v for pair in level_of_attr for v in pair] + [annotator.pk] + splits + [len(tax.keys)]
-    parts = []
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        while batch := cursor.fetchmany(BATCH):
-            parts.append(np.array(batch, dtype=float))
-    rows = np.concatenate(parts) if parts else np.zeros((0, 8))
-    codes = rows[:, 1].astype(np.int64)
+    columns = numeric_columns(sql, params, 8)
+    order = np.argsort(columns[0], kind="stable")  # by image id, whatever order the packed rows came in
+    image_ids, codes, levels, n1, n2, n3, n4, scores = (column[order] for column in columns)
     return StoredRows(
-        image_ids=rows[:, 0].astype(np.int64),
+        image_ids=image_ids,
         splits=np.array(splits + [""], dtype=object)[codes],
-        counts=rows[:, 4:8].astype(np.int64),
-        scores=rows[:, 2],
-        levels=rows[:, 3].astype(np.int64),
+        counts=np.stack([n1, n2, n3, n4], axis=1).reshape(-1, 4),
+        scores=scores,
+        levels=levels,
     )
 
 
