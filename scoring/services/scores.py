@@ -64,13 +64,16 @@ def recompute_scores(profile: ScoringProfile, image_ids: Iterable[int] | None = 
     for chunk in _chunks(ids):
         chunk_ids = np.array(chunk, dtype=np.int64)  # sorted
         values = np.full((len(consensus_ids), len(chunk), len(keys)), np.nan)
-        image, annotator, attribute, value = _columns(Label.objects.filter(image_id__in=chunk, annotator_id__in=consensus_ids)
+        # The id range beside the list: a range scan of the (annotator, image) index even when the planner's
+        # statistics predate the labels (an import's own transaction has just written them all).
+        in_chunk = {"image_id__in": chunk, "image_id__gte": chunk[0], "image_id__lte": chunk[-1]}
+        image, annotator, attribute, value = _columns(Label.objects.filter(**in_chunk, annotator_id__in=consensus_ids)
                                                       .values_list("image_id", "annotator_id", "attribute_id", "value"), 4)
         col = _lookup(attr_col, attribute)
         known = col >= 0
         values[ann_row[np.searchsorted(ann_sorted, annotator[known])], np.searchsorted(chunk_ids, image[known]), col[known]] = value[known]
         adjudications = np.full((len(chunk), len(keys)), np.nan)
-        image, attribute, value = _columns(Adjudication.objects.filter(image_id__in=chunk).values_list("image_id", "attribute_id", "value"), 3)
+        image, attribute, value = _columns(Adjudication.objects.filter(**in_chunk).values_list("image_id", "attribute_id", "value"), 3)
         col = _lookup(attr_col, attribute)
         known = col >= 0
         adjudications[np.searchsorted(chunk_ids, image[known]), col[known]] = value[known]
