@@ -15,11 +15,13 @@ no index: every merge is a hash join over the whole staging table, which ANALYZE
 """
 from __future__ import annotations
 
+import numpy as np
 from django.db import connection
 from django.utils import timezone
 
 from annotations.models import Image, Label
 
+from ..services.scores import numeric_columns
 from .common import CHUNK
 from .reading import check_rows, duplicate_problem, refuse_on_problems
 
@@ -27,7 +29,7 @@ STAGE = "cprt_import_stage"
 
 
 def store_file_with_copy(path, tax, attribute_pks: list[int], split: str, annotator_id: int, source: str, user_id: int | None):
-    """Validate the file and write its rows in one pass; returns (rows, image ids, created, updated, split_differs).
+    """Validate the file and write its rows in one pass; returns (rows, image ids (an array), created, updated, split_differs).
 
     Each row is checked as it is read and COPYed into the staging table (a refused row with its id only,
     for the duplicate check); duplicate ids are then found by the database, and a file with any problem
@@ -90,8 +92,7 @@ def store_file_with_copy(path, tax, attribute_pks: list[int], split: str, annota
         )
         cursor.execute(f"ANALYZE {STAGE}_labels")
         _merge_labels(cursor, f"{STAGE}_labels", annotator_id, stamp, user_id)
-        cursor.execute(f"SELECT i.id FROM {STAGE} s JOIN {image} i ON i.vispr_id = s.vispr_id ORDER BY s.ord")
-        image_ids = [r[0] for r in cursor.fetchall()]
+        image_ids = numeric_columns(f"SELECT i.id FROM {STAGE} s JOIN {image} i ON i.vispr_id = s.vispr_id", [], 1)[0].astype(np.int64)
         cursor.execute(f"DROP TABLE {STAGE}_labels")
         cursor.execute(f"DROP TABLE {STAGE}")
     return rows, image_ids, created, updated, split_differs

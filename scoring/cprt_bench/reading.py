@@ -225,9 +225,14 @@ def check_rows(path: Path, tax: taxonomy.Taxonomy, problems: list[tuple[int, str
     problems, which are appended to `problems` as (position, text). Duplicate ids are the caller's to
     find, with `duplicate_problem`: in memory (`scan_file`) or in the database (the COPY path).
     """
+    quick = _quick_parser(tax)
     for position, (where, raw, problem) in enumerate(read_rows(path)):
         if problem is not None:
             problems.append((position, f"{where}: {problem}"))
+            continue
+        row = quick(raw)
+        if row is not None:
+            yield position, where, row.id, row
             continue
         row, row_problems = parse_row(raw, tax)
         if row is not None:
@@ -237,6 +242,33 @@ def check_rows(path: Path, tax: taxonomy.Taxonomy, problems: list[tuple[int, str
         # Still note the id, so that a later duplicate of a bad row is reported too (only a VISPR id can be one).
         if isinstance(raw, dict) and isinstance(raw.get("id"), str) and ID_PATTERN.match(raw["id"]):
             yield position, where, raw["id"], None
+
+
+def _quick_parser(tax: taxonomy.Taxonomy):
+    """A check of the common row, exactly as parse_row wants it, that builds no message: it returns the
+    BenchRow parse_row would return, or None for parse_row to say what is wrong (or accept what this does not)."""
+    groups = tuple((f"level{level}", set(tax.keys_of_level(level))) for level in engine.LEVELS)
+    keys = tax.keys
+
+    def quick(raw) -> BenchRow | None:
+        if type(raw) is not dict:
+            return None
+        row_id, labels, level, score = raw.get("id"), raw.get("binary_labels"), raw.get("level"), raw.get("score")
+        if (type(row_id) is not str or not ID_PATTERN.match(row_id) or type(labels) is not dict or len(labels) != len(groups)
+                or type(level) is not int or not 1 <= level <= 4 or type(score) not in (int, float) or not 0 <= score <= 1):
+            return None
+        flat: dict = {}
+        for level_key, wanted in groups:
+            group = labels.get(level_key)
+            if type(group) is not dict or group.keys() != wanted:
+                return None
+            flat.update(group)
+        values = tuple(flat[key] for key in keys)
+        if not all(type(v) is int and (v == 0 or v == 1) for v in values):
+            return None
+        return BenchRow(id=row_id, labels=values, level=level, score=float(score))
+
+    return quick
 
 
 def duplicate_problem(where: str, row_id: str, first_where: str) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from django.db import connection
+from django.db.models import Max, Min
 
 from annotations import taxonomy
 from annotations.models import Annotator, Image, Label
@@ -23,6 +24,8 @@ from annotations.models import Annotator, Image, Label
 from .. import engine
 from .. import fit as fit_lib
 from ..services.scores import numeric_columns
+
+ID_RANGE = 200_000  # image ids per query of stored_published_rows
 
 
 
@@ -55,13 +58,19 @@ def stored_published_rows(annotator: Annotator, tax: taxonomy.Taxonomy) -> Store
     sql = (
         f"WITH a (attribute_id, level) AS (VALUES {', '.join(['(%s, %s)'] * len(level_of_attr))}), "
         f"c AS (SELECT l.image_id, COUNT(*) AS labelled, {per_level} FROM {quote(Label._meta.db_table)} l "
-        "JOIN a ON a.attribute_id = l.attribute_id WHERE l.annotator_id = %s GROUP BY l.image_id) "
+        "JOIN a ON a.attribute_id = l.attribute_id WHERE l.annotator_id = %s AND l.image_id >= %s AND l.image_id < %s "
+        "GROUP BY l.image_id) "
         f"SELECT i.id, CASE i.split {split_code} ELSE -1 END, i.published_level, c.n1, c.n2, c.n3, c.n4, i.published_score "
         f"FROM {quote(Image._meta.db_table)} i JOIN c ON c.image_id = i.id "
-        "WHERE i.published_score IS NOT NULL AND i.published_level IS NOT NULL AND c.labelled = %s ORDER BY i.id"
+        "WHERE i.published_score IS NOT NULL AND i.published_level IS NOT NULL AND c.labelled = %s"
     )
-    params = [v for pair in level_of_attr for v in pair] + [annotator.pk] + splits + [len(tax.keys)]
-    columns = numeric_columns(sql, params, 8)
+    # A range of image ids at a time: no single result holds every row twice over (packed, then as arrays).
+    first, last = Image.objects.aggregate(first=Min("id"), last=Max("id")).values()
+    parts = []
+    for start in range(first or 0, (last or -1) + 1, ID_RANGE):
+        params = [v for pair in level_of_attr for v in pair] + [annotator.pk, start, start + ID_RANGE] + splits + [len(tax.keys)]
+        parts.append(numeric_columns(sql, params, 8))
+    columns = [np.concatenate(column) for column in zip(*parts)] if parts else [np.zeros(0, np.int64)] * 7 + [np.zeros(0)]
     order = np.argsort(columns[0], kind="stable")  # by image id, whatever order the packed rows came in
     image_ids, codes, levels, n1, n2, n3, n4, scores = (column[order] for column in columns)
     return StoredRows(

@@ -18,9 +18,18 @@ from ..models import ImageScore, ScoringProfile
 CHUNK = 2000
 
 
-def _chunks(ids: list[int], size: int = CHUNK) -> Iterable[list[int]]:
+def _chunks(image_ids: Iterable[int] | None, size: int = CHUNK) -> Iterable[list[int]]:
+    """Sorted chunks of distinct image ids: of every image (read a chunk at a time, by id) when None."""
+    if image_ids is None:
+        last = None
+        while chunk := list(Image.objects.filter(**({} if last is None else {"id__gt": last}))
+                            .order_by("id").values_list("id", flat=True)[:size]):
+            yield chunk
+            last = chunk[-1]
+        return
+    ids = np.unique(np.fromiter(image_ids, dtype=np.int64))  # an array: 8 bytes an id, not a Python int each
     for i in range(0, len(ids), size):
-        yield ids[i : i + size]
+        yield ids[i : i + size].tolist()
 
 
 _TABLE = ImageScore._meta.db_table
@@ -49,10 +58,6 @@ def recompute_scores(profile: ScoringProfile, image_ids: Iterable[int] | None = 
         raise ValueError(f"Scoring profile {profile.name!r} has no consensus annotators.")
     ann_index = {a: i for i, a in enumerate(consensus_ids)}
     abstain = dataset_abstentions(consensus_ids, keys)
-    if image_ids is None:
-        ids = list(Image.objects.order_by("id").values_list("id", flat=True))
-    else:
-        ids = sorted(set(image_ids))
     stored = incomplete = 0
     # Column of each attribute id in `keys` (-1: an attribute outside the active taxonomy), row of each annotator.
     attr_col = np.full(max(attr_ids.values(), default=0) + 1, -1, dtype=np.int64)
@@ -61,7 +66,7 @@ def recompute_scores(profile: ScoringProfile, image_ids: Iterable[int] | None = 
             attr_col[attribute_id] = key_index[key]
     ann_sorted = np.array(sorted(consensus_ids), dtype=np.int64)
     ann_row = np.array([ann_index[a] for a in ann_sorted], dtype=np.int64)
-    for chunk in _chunks(ids):
+    for chunk in _chunks(image_ids):
         chunk_ids = np.array(chunk, dtype=np.int64)  # sorted
         values = np.full((len(consensus_ids), len(chunk), len(keys)), np.nan)
         # The id range beside the list: a range scan of the (annotator, image) index even when the planner's
