@@ -152,9 +152,9 @@ def build(first: int, last: int, annotators: dict, runs: list[int]) -> None:
                 )
         for k, run_id in enumerate(runs):
             cur.execute(
-                f"INSERT INTO {RunResult._meta.db_table} (run_id, image_id, outcome, score, reasoning, raw, error, "
+                f"INSERT INTO {RunResult._meta.db_table} (run_id, item_id, image_id, outcome, score, reasoning, raw, error, "
                 "tokens_in, tokens_out, latency_ms, created_at) "
-                "SELECT %s, i.id, CASE WHEN abs(hashtext(i.id::text || %s)) %% 50 = 0 THEN 'refused' ELSE 'ok' END, "
+                "SELECT %s, i.id, i.id, CASE WHEN abs(hashtext(i.id::text || %s)) %% 50 = 0 THEN 'refused' ELSE 'ok' END, "
                 "CASE WHEN abs(hashtext(i.id::text || %s)) %% 50 = 0 THEN NULL "
                 "ELSE least(1, greatest(0, i.published_score + (abs(hashtext(i.id::text || 'n' || %s)) %% 10007) / 10007.0 * 0.3 - 0.15)) END, "
                 "'', '{}'::jsonb, '', 0, 0, 0, now() "
@@ -200,7 +200,7 @@ def finish_runs(runs: list[int]) -> None:
 
     for run_id in runs:
         ids = list(RunResult.objects.filter(run_id=run_id).order_by("image_id").values_list("image_id", flat=True))
-        Run.objects.filter(pk=run_id).update(image_ids=ids, total=len(ids), done=len(ids), finished_at=timezone.now())
+        Run.objects.filter(pk=run_id).update(image_ids=ids, item_ids=ids, total=len(ids), done=len(ids), finished_at=timezone.now())
 
 
 def pages(runs: list[int]) -> dict[str, str]:

@@ -6,20 +6,32 @@ inside `transaction.on_commit`, so a worker never sees an id whose row is not co
 rolled-back request sends nothing. `send_now` is for code that already runs after the commit (a
 worker handing on its next chunk, the reconciler).
 
+A job row's message goes through `send_job_on_commit` (or `send_job`): once the broker took it, the
+row's `sent_at` says so. A send refused because the broker is away (BROKER_ERRORS) is logged and
+leaves `sent_at` empty, without failing the request that already committed: the job stays queued
+and the reconciler (core.reconcile) sends it when the broker is back. Tasks ignore their results
+(CELERY_TASK_IGNORE_RESULT; outcomes are rows): a send whose result is tracked first subscribes to a
+Redis result backend, and while Redis is away that fails with celery's RuntimeError ("Retry limit
+exceeded ... result store"), not with a broker error.
+
 Task arguments are ids and plain values; `task_args` validates them with a pydantic model in the
 task (the one task-side check, replacing per-app copies).
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, TypeVar
 
 import kombu.exceptions
 import redis.exceptions
 from celery import current_app
 from django.db import transaction
+from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, PositiveInt, ValidationError
 
 from core.logs import TASK_HEADER, current_request_id
+
+log = logging.getLogger(__name__)
 
 DEFAULT_QUEUE = "default"
 
@@ -51,6 +63,27 @@ def send_on_commit(task_name: str, args: list | tuple = (), kwargs: dict | None 
     registered(task_name)  # check the name now, where the caller can see the error
     args, kwargs, rid = list(args), dict(kwargs or {}), current_request_id()
     transaction.on_commit(lambda: _send(task_name, args, kwargs, queue, rid))
+
+
+def send_job(model, job_id: int, task_name: str, args: list | tuple | None = None, queue: str = DEFAULT_QUEUE,
+             rid: str | None = None) -> bool:
+    """Send the task for one row of the job model `model` now (default arguments: [job_id]) and
+    record `sent_at` once the broker took it. False, logged, when the broker is away."""
+    try:
+        _send(task_name, [job_id] if args is None else args, {}, queue, rid if rid is not None else current_request_id())
+    except BROKER_ERRORS as exc:
+        log.warning("%s #%s: the broker did not take %s (%s: %s); the reconciler sends it when the broker is back",
+                    model.__name__, job_id, task_name, type(exc).__name__, exc)
+        return False
+    model._default_manager.filter(pk=job_id).update(sent_at=timezone.now())
+    return True
+
+
+def send_job_on_commit(model, job_id: int, task_name: str, args: list | tuple | None = None, queue: str = DEFAULT_QUEUE) -> None:
+    """`send_job` when the current transaction commits (a launch, a resume)."""
+    registered(task_name)
+    args, rid = (None if args is None else list(args)), current_request_id()
+    transaction.on_commit(lambda: send_job(model, job_id, task_name, args, queue, rid))
 
 
 def _send(task_name: str, args, kwargs, queue: str, rid: str | None) -> Any:

@@ -1,6 +1,6 @@
 """The one job base under every kind of background work (runs and their lanes, exports, face
 anonymization, provider batches, dataset builds): an abstract model, its status transitions declared
-once, leases, and the heartbeat thread.
+once, leases, the heartbeat thread, and `JobExecution` (one worker's hold on one job row).
 
 Rules every job keeps:
 - **Claimed before it runs.** A worker takes a job (or a lane of it) with one conditional UPDATE
@@ -11,18 +11,22 @@ Rules every job keeps:
   the statuses it may leave, so two writers never both "finish" or "cancel" a job.
 - **Progress lives in the row** (`done` / `total`, `heartbeat_at`); pages read it, never Celery.
 - **Errors are scrubbed** of configured secrets (`error` is a ScrubbedTextField).
+- **A queued job's message is known to be out** once the broker took it (`sent_at`, written by
+  core.dispatch.send_job); `queued_at` is when it was (last) queued. The reconciler (core.reconcile)
+  sends again a queued job whose send failed or whose message the broker lost.
 """
 from __future__ import annotations
 
 import os
 import socket
 import threading
+import time
 import uuid
 from datetime import timedelta
 from typing import Callable
 
 from django.conf import settings
-from django.db import connection, models
+from django.db import OperationalError, connection, models
 from django.db.models import Q
 from django.utils import timezone
 
@@ -65,6 +69,8 @@ class Job(models.Model):
     status = models.CharField(max_length=16, choices=STATUSES, default=QUEUED, db_index=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+    queued_at = models.DateTimeField(default=timezone.now, help_text="When the job was (last) queued.")
+    sent_at = models.DateTimeField(null=True, blank=True, help_text="When the broker took its message; empty until one is known to be out.")
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last sign of life from the worker.")
@@ -103,6 +109,8 @@ class Job(models.Model):
             fields.setdefault("lease_expires_at", None)
         elif target == QUEUED:
             fields.setdefault("finished_at", None)
+            fields.setdefault("queued_at", timezone.now())
+            fields.setdefault("sent_at", None)  # until the new message is out (core.dispatch.send_job)
         queryset = queryset.filter(status__in=sources)
         if where is not None:
             queryset = queryset.filter(where)
@@ -208,3 +216,80 @@ class Heartbeat(threading.Thread):
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+class Stopped(Exception):
+    """The job was cancelled ("cancelled"), or taken from this worker ("lost"): stop and deliver nothing."""
+
+
+class JobExecution:
+    """One worker's execution of one job row: its lease, its heartbeat thread (`heartbeat`, started by
+    the caller), the cancel the heartbeat noticed, the claim, the stop check and throttled progress.
+
+    `model`: the Job subclass; `lease_seconds`: how long the lease lasts without renewal;
+    `heartbeat_seconds`: how often the thread renews it. Options for the jobs that differ:
+    - `skip_busy_beats`: a beat that meets an OperationalError (SQLite's "database is locked" while
+      the job's own long write transaction runs) is skipped, not taken for a lost lease;
+    - `check_reads_cancel`: `check` also reads CANCELLING from the database (not only what the last
+      heartbeat saw), for a job whose last check guards one final commit;
+    - `check_every_progress`: `progress` checks at every call (else only when it writes);
+    - `progress_heartbeat`: a progress write is also a sign of life (writes `heartbeat_at`).
+    `progress_every` (seconds between progress writes; the last one always lands) may be overridden
+    by a subclass as a property, to be read at each call.
+    """
+
+    progress_every = 0.5
+
+    def __init__(self, model: type[Job], job_id: int, lease_seconds: float, heartbeat_seconds: float, *, name: str = "job",
+                 skip_busy_beats: bool = False, check_reads_cancel: bool = False, check_every_progress: bool = True,
+                 progress_heartbeat: bool = False):
+        self.model, self.job_id = model, job_id
+        self.lease = Lease(model._default_manager.filter(pk=job_id), lease_seconds)
+        self.mine = Q(lease_owner=self.lease.owner)
+        self.cancelled = threading.Event()
+        self.heartbeat = Heartbeat(self._beat, heartbeat_seconds, name=f"{name}-{job_id}-heartbeat")
+        self.skip_busy_beats, self.check_reads_cancel = skip_busy_beats, check_reads_cancel
+        self.check_every_progress, self.progress_heartbeat = check_every_progress, progress_heartbeat
+        self._last_progress = float("-inf")
+
+    def claim(self, where: Q | None = None, **fields) -> bool:
+        """Take the job: queued, or running under a lease that expired (its worker is gone), and `where`.
+        Of two deliveries at once exactly one starts it; a delivery while a live worker holds it does nothing."""
+        now = timezone.now()
+        fields = {"started_at": now, "heartbeat_at": now, "done": 0, "total": 0, "error": "", **fields}
+        return self.model.start(self.lease, where=where, **fields)
+
+    def _cancel_requested(self) -> bool:
+        return self.lease.queryset.filter(status=CANCELLING).exists()
+
+    def _beat(self) -> bool:
+        """Renew the lease and write the heartbeat; notice a cancel. False when the job was taken from this worker."""
+        try:
+            if not self.lease.renew(where=Q(status__in=(RUNNING, CANCELLING)), heartbeat_at=timezone.now()):
+                return False
+            if self._cancel_requested():
+                self.cancelled.set()
+        except OperationalError:
+            if not self.skip_busy_beats:
+                raise
+        return True
+
+    def check(self) -> None:
+        """Raise Stopped once a cancel was seen or the lease was lost."""
+        if self.cancelled.is_set() or (self.check_reads_cancel and self._cancel_requested()):
+            raise Stopped("cancelled")
+        if self.heartbeat.lost.is_set():
+            raise Stopped("lost")
+
+    def progress(self, done: int, total: int) -> None:
+        """A progress callback: done/total into the row (held by this execution), at most every `progress_every`."""
+        if self.check_every_progress:
+            self.check()
+        now = time.monotonic()
+        if done < total and now - self._last_progress < self.progress_every:
+            return
+        self._last_progress = now
+        if not self.check_every_progress:
+            self.check()
+        fields = {"heartbeat_at": timezone.now()} if self.progress_heartbeat else {}
+        self.model._default_manager.filter(self.mine, pk=self.job_id).update(done=done, total=total, **fields)

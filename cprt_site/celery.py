@@ -50,7 +50,7 @@ app.conf.task_queues = (Queue("default"), Queue("api"), Queue("gpu"))
 app.autodiscover_tasks()
 
 
-@app.task(name="cprt_site.ping")
+@app.task(name="cprt_site.ping", ignore_result=False)  # the round-trip check reads its result
 def ping(value: str = "pong") -> str:
     """Round-trip check used by the broker tests and `make check-worker`; its log line shows the
     request id that sent it (tests/core/test_logs.py)."""

@@ -15,6 +15,8 @@ from django.core.exceptions import ImproperlyConfigured
 
 from core.logs import FORMATS as LOG_FORMATS
 from core.logs import logging_config
+from cprt_site.security_headers import (  # noqa: F401 - cookie flags and response headers, the CSP among them
+    CONTENT_SECURITY_POLICY, SECURE_CONTENT_TYPE_NOSNIFF, SECURE_REDIRECT_EXEMPT, SECURE_REFERRER_POLICY, SESSION_COOKIE_HTTPONLY, X_FRAME_OPTIONS)
 from cprt_site.env import (SECRETS_READ, envbool, envchoice, envduration, envfloat, envint, envlist, envpath, envstr, envurl,
                            refuse, secret, secret_url)
 
@@ -274,6 +276,9 @@ if CELERY_RESULT_BACKEND.startswith("file://"):
     Path(CELERY_RESULT_BACKEND.removeprefix("file://")).mkdir(parents=True, exist_ok=True)
 CELERY_TASK_ALWAYS_EAGER = envbool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_ACKS_LATE = True
+# Outcomes live in the rows (jobs, runs, results), never in Celery's result store: a send whose result is
+# tracked subscribes to a Redis result backend first, which fails while Redis is away (core/dispatch.py).
+CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "default"
@@ -344,6 +349,8 @@ CPRT_RUN_LANE_CONCURRENCY = envint("CPRT_RUN_LANE_CONCURRENCY", 16, min=1, max=1
 CPRT_RUN_STALE_S = envduration("CPRT_RUN_STALE_S", 180.0, min=1.0, max=7 * 24 * 3600)
 CPRT_RUN_HEARTBEAT_S = envduration("CPRT_RUN_HEARTBEAT_S", 2.0, min=0.05, max=3600)
 CPRT_RECONCILE_EVERY_S = envduration("CPRT_RECONCILE_EVERY_S", 60.0, min=1.0, max=24 * 3600)
+# A queued job whose message the broker has not taken this long after it was queued is sent again by the reconciler.
+CPRT_JOB_SEND_GRACE_S = envduration("CPRT_JOB_SEND_GRACE_S", 30.0, min=1.0, max=24 * 3600)
 # Requests per minute allowed for a provider, shared by every worker; 0 means no limit.
 OPENAI_MAX_RPM = envint("OPENAI_MAX_RPM", 500, min=0, max=10_000_000)
 GEMINI_MAX_RPM = envint("GEMINI_MAX_RPM", 300, min=0, max=10_000_000)
@@ -373,11 +380,10 @@ if CPRT_PROVIDER_BACKOFF_S > CPRT_PROVIDER_BACKOFF_MAX_S:
 # Periodic jobs (celery beat): the apps own the tasks, the project owns the schedule.
 CELERY_BEAT_SCHEDULE = {
     "annotations.release_idle_drafts": {"task": "annotations.release_idle_drafts", "schedule": 3600.0, "options": {"queue": "default"}},
-    "inference.reconcile_runs": {"task": "inference.reconcile_runs", "schedule": CPRT_RECONCILE_EVERY_S, "options": {"queue": "default"}},
+    # One reconciler for every kind of job (core/reconcile.py): runs' lanes, exports, imports, face
+    # anonymization, dataset builds; it alone asks the broker whether it lost its messages.
+    "core.reconcile_jobs": {"task": "core.reconcile_jobs", "schedule": CPRT_RECONCILE_EVERY_S, "options": {"queue": "default"}},
     "inference.poll_batches": {"task": "inference.poll_batches", "schedule": CPRT_BATCH_POLL_S, "options": {"queue": "default"}},
-    "scoring.reconcile_exports": {"task": "scoring.reconcile_exports", "schedule": 60.0, "options": {"queue": "default"}},
-    "annotations.reconcile_face_jobs": {"task": "annotations.reconcile_face_jobs", "schedule": 60.0, "options": {"queue": "default"}},
-    "annotations.reconcile_dataset_builds": {"task": "annotations.reconcile_dataset_builds", "schedule": 60.0, "options": {"queue": "default"}},
 }
 
 if not DEBUG:
@@ -394,27 +400,6 @@ if not DEBUG:
     # in front terminates TLS and redirects (W008), and preloading is opt-in (W021).
     SILENCED_SYSTEM_CHECKS = [check for check, on in (("security.W008", SECURE_SSL_REDIRECT), ("security.W021", SECURE_HSTS_PRELOAD)) if not on]
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-SESSION_COOKIE_HTTPONLY = True
-# Content Security Policy (django-csp): no inline or third-party script anywhere. Inline style
-# *attributes* are allowed (progress-bar widths, SVG plots); style sheets come only from us.
-CONTENT_SECURITY_POLICY = {
-    "DIRECTIVES": {
-        "default-src": ["'self'"],
-        "script-src": ["'self'"],
-        "style-src": ["'self'"],
-        "style-src-attr": ["'unsafe-inline'"],
-        "img-src": ["'self'", "data:"],
-        "connect-src": ["'self'"],
-        "font-src": ["'self'"],
-        "object-src": ["'none'"],
-        "base-uri": ["'self'"],
-        "form-action": ["'self'"],
-        "frame-ancestors": ["'none'"],
-    }
-}
-X_FRAME_OPTIONS = "DENY"
-SECURE_CONTENT_TYPE_NOSNIFF = True
-SECURE_REFERRER_POLICY = "same-origin"
 
 # One line per event: timestamp, level, logger, request id, job id, task (core/logs.py); plain text,
 # or one JSON object per line with LOG_FORMAT=json. Log records are scrubbed of configured secrets
@@ -466,5 +451,3 @@ if PROMETHEUS_MULTIPROC_DIR:
     use_shared_files(PROMETHEUS_MULTIPROC_DIR)
 # Jobs counted by status at each scrape (model labels: the base layer imports no app above it).
 CPRT_METRICS_JOB_MODELS = {"run": "inference.Run", "export": "scoring.ExportJob", "anonymization": "annotations.AnonymizationJob"}
-# /healthz, /readyz and /metrics answer over plain HTTP too (probes inside the compose network).
-SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]

@@ -5,3 +5,18 @@ class InferenceConfig(AppConfig):
     """Model providers, prompts, annotation and judging runs, and their Celery tasks."""
 
     name = "inference"
+
+    def ready(self):
+        # Runs, for the one reconciler (core/reconcile.py): their lanes send their own messages
+        # (inference.lifecycle.reconcile, handed the broker's answer), so no task is registered.
+        from core import reconcile
+
+        from .models import Run
+
+        reconcile.register("run", Run, reconcile=_reconcile_runs)
+
+
+def _reconcile_runs(emptied_at) -> dict:
+    from . import lifecycle
+
+    return lifecycle.reconcile(emptied_at)

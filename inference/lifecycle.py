@@ -8,7 +8,7 @@ inference.signals (sent on commit).
 """
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -84,12 +84,17 @@ def cancel_is_unattended(run: Run) -> bool:
     return not leases.live(run) and heartbeat_is_stale(run, 3 * settings.CPRT_RUN_HEARTBEAT_S + 5)
 
 
-def reconcile() -> dict:
-    """Periodic (Celery beat): re-dispatch the lanes whose lease expired (their worker went silent)
-    and the lanes whose message never went out or was lost with the broker's data, never queued
-    work; close finished runs and abandoned cancels. See inference.leases."""
+ASK_BROKER = object()
+
+
+def reconcile(emptied_at: datetime | None | object = ASK_BROKER) -> dict:
+    """Periodic (Celery beat, through core.reconcile_jobs, which passes the broker's `emptied_at`):
+    re-dispatch the lanes whose lease expired (their worker went silent) and the lanes whose message
+    never went out or was lost with the broker's data, never queued work; close finished runs and
+    abandoned cancels. See inference.leases. Called without `emptied_at`, it asks the broker itself."""
     redispatched, finished, cancelled = [], [], []
-    emptied_at = broker.emptied_at()
+    if emptied_at is ASK_BROKER:
+        emptied_at = broker.emptied_at()
     # Batch runs are looked after by their own poller (inference.batch.lifecycle.poll_all).
     for run in Run.objects.filter(status__in=[Run.STATUS_QUEUED, Run.STATUS_RUNNING]).exclude(mode=Run.MODE_BATCH):
         if not RunLane.objects.filter(run=run).exists():

@@ -2,8 +2,9 @@
 (core.dispatch.task_args). Nothing imports this module: services send these tasks by name
 (inference.dispatching, through core.dispatch).
 
-The reconciler and the batch poller run on Celery beat (`celery -A cprt_site beat`), every
-CPRT_RECONCILE_EVERY_S and CPRT_BATCH_POLL_S seconds (CELERY_BEAT_SCHEDULE in cprt_site/settings.py).
+The reconciler (core.reconcile_jobs, which calls inference.lifecycle.reconcile) and the batch poller
+run on Celery beat (`celery -A cprt_site beat`), every CPRT_RECONCILE_EVERY_S and CPRT_BATCH_POLL_S
+seconds (CELERY_BEAT_SCHEDULE in cprt_site/settings.py).
 """
 from __future__ import annotations
 
@@ -32,7 +33,9 @@ def run_chunk(run_id, item_ids, concurrency=None, lane=None) -> dict:
 
 @shared_task(name="inference.reconcile_runs")
 def reconcile_runs() -> dict:
-    return lifecycle.reconcile()
+    """The runs' pass alone (beat sends core.reconcile_jobs, which alone asks the broker whether it
+    lost its messages: that answer comes once per loss)."""
+    return lifecycle.reconcile(emptied_at=None)
 
 
 @shared_task(name="inference.batch_step", acks_late=True)

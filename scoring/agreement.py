@@ -226,7 +226,8 @@ def agreement_report(data: LabelSet, resamples: int = agreement_ci.N_BOOT) -> di
         "pairs": pairs,
         "human_human": hh,
         "vs_majority": vs_majority,
-        "strict_consensus": strict_consensus(humans, attr_levels, keys),
+        "strict_consensus": {**strict_consensus(humans, attr_levels, keys), "ci": {} if idx_study is None else
+                             agreement_ci.strict_consensus_intervals(humans[:, study], attr_levels, keys, idx_study)},
         "krippendorff": krippendorff,
         "bootstrap": {"resamples": resamples, "seed": agreement_ci.SEED, "unit": "image (cluster bootstrap)",
                       "method": "percentile, 95%"},

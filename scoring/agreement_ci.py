@@ -4,7 +4,7 @@ agreement coefficients beside kappa (issue 27): pure functions over label arrays
 The items of one image (its 22 attributes, its annotators) are not independent, so the resampling unit
 is the image: each resample draws images with replacement and every figure is recomputed from the
 summed per-image counts of the drawn images (confusion matrices for a pair, rating counts for Fleiss'
-kappa and the strict consensus rate, coincidence matrices for Krippendorff's alpha). One draw of image
+kappa and the strict consensus rate, binarised and three-valued, coincidence matrices for Krippendorff's alpha). One draw of image
 indices serves every figure of a study. Intervals are percentile 95% over the resamples in which the
 figure is defined (the number is kept).
 
@@ -151,18 +151,41 @@ def human_human_intervals(binary: np.ndarray, attr_levels, keys, idx: np.ndarray
     with np.errstate(all="ignore"):
         p_item = np.where(eligible, (ones * (ones - 1) + (count - ones) * (count - ones - 1)) / (count * (count - 1)), 0.0)
     parts = np.stack([eligible, same, p_item, np.where(eligible, ones, 0), np.where(eligible, count, 0)], axis=-1).astype(float)
-    sums = _resampled_sums(parts, idx)  # (B, attributes, 5)
-    attr_levels = np.asarray(attr_levels)
-    rows = [sums[:, j:j + 1] for j in range(len(keys))]
-    rows += [sums[:, attr_levels == lv] for lv in LEVELS] + [sums]
-    stacked = np.stack([r.sum(axis=1) for r in rows], axis=1)  # (B, rows, 5)
-    n, same_n, p_sum, ones_n, ratings = (stacked[..., i] for i in range(5))
+    n, same_n, p_sum, ones_n, ratings = _resampled_rows(parts, attr_levels, keys, idx)
     with np.errstate(all="ignore"):
         strict = np.where(n > 0, same_n / n, np.nan)
         share = ones_n / ratings
         p_e = share**2 + (1 - share) ** 2
         fleiss = np.where((n > 0) & (p_e < 1), (p_sum / n - p_e) / (1 - p_e), np.nan)
     return _interval_rows({"strict": strict, "fleiss_kappa": fleiss}, keys)
+
+
+def strict_consensus_intervals(human_values: np.ndarray, attr_levels, keys, idx: np.ndarray) -> dict:
+    """Cluster-bootstrap intervals of the strict consensus rate (every human of an item gave the same label)
+    on the binarised labels ("binary") and on the three-valued ones ("three_valued") of (humans, images,
+    attributes) labels 0 / 0.5 / 1, over items with >= 2 human labels (scoring.agreement.strict_consensus)."""
+    values = np.asarray(human_values, dtype=float)
+    if values.shape[0] == 0:
+        return {}
+    count = (~np.isnan(values)).sum(axis=0)
+    eligible = count >= 2
+    ones = (values == 1.0).sum(axis=0)
+    same_bin = eligible & ((ones == 0) | (ones == count))  # 0.5 counts as 0 once binarised
+    same_3 = eligible & np.logical_or.reduce([(values == v).sum(axis=0) == count for v in (0.0, 0.5, 1.0)])
+    n, bin_n, three_n = _resampled_rows(np.stack([eligible, same_bin, same_3], axis=-1).astype(float), attr_levels, keys, idx)
+    with np.errstate(all="ignore"):
+        return _interval_rows({"binary": np.where(n > 0, bin_n / n, np.nan), "three_valued": np.where(n > 0, three_n / n, np.nan)}, keys)
+
+
+def _resampled_rows(parts: np.ndarray, attr_levels, keys, idx: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per-item counts (images, attributes, parts) summed over each resample's drawn images and over the
+    attributes of each row (every attribute, every level, overall): one (resamples, rows) array per part."""
+    sums = _resampled_sums(parts, idx)  # (B, attributes, parts)
+    attr_levels = np.asarray(attr_levels)
+    rows = [sums[:, j:j + 1] for j in range(len(keys))]
+    rows += [sums[:, attr_levels == lv] for lv in LEVELS] + [sums]
+    stacked = np.stack([r.sum(axis=1) for r in rows], axis=1)  # (B, rows, parts)
+    return tuple(stacked[..., i] for i in range(parts.shape[-1]))
 
 
 def per_image_coincidences(values: np.ndarray) -> np.ndarray:

@@ -1,7 +1,8 @@
 """REST API for judge-run metrics and inter-annotator agreement (adjudicators and admins, like the pages).
 
 The numbers are the pages' own: `scoring.services.run_metrics.run_metrics` and `scoring.services.agreement.agreement_study`, with their
-cache, under the active scoring profile.
+cache, under the active scoring profile. Where the cache serves stored figures while a job recomputes them
+(scoring/services/cache.py), the answer says so: `"updating": true`, and `computed_at` says when the figures were computed.
 """
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from annotations.models import Image
 from inference.models import Run
 
 from . import queries
-from .services.agreement import agreement_study
-from .services.run_metrics import run_metrics
+from .services.agreement import agreement_study, study_key
+from .services.cache import freshness
+from .services.run_metrics import run_key, run_metrics
 from .access import get_run_for_review
 from .models import ScoringProfile
 
@@ -28,11 +30,23 @@ class JudgeRunSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class RunMetricsSerializer(serializers.Serializer):
+class FreshnessSerializer(serializers.Serializer):
+    updating = serializers.BooleanField(help_text="True when these are the last figures computed, served while a job "
+                                                  "recomputes them with newer data (the pages' \"Updating\"); ask again later.")
+    computed_at = serializers.DateTimeField(allow_null=True, help_text="When the figures were computed.")
+
+
+class RunMetricsSerializer(FreshnessSerializer):
     run = JudgeRunSerializer()
     profile = serializers.CharField(help_text="The scoring profile the ground truth comes from.")
     metrics = serializers.DictField(help_text="As the run page shows: correlations, errors, level accuracy, confusion, "
                                               "pairwise accuracy, bootstrap intervals, excluded results.")
+
+
+def _metrics_rows(runs, profile) -> list[dict]:
+    reports = run_metrics(runs, profile)
+    fresh = freshness(run_key(run.pk, profile) for run in runs)
+    return [{"run": run, "profile": profile.label, "metrics": reports[run.pk], **fresh[run_key(run.pk, profile)]} for run in runs]
 
 
 class MetricsQuery(PageQuery):
@@ -53,9 +67,7 @@ class MetricsList(ApiView):
         profile = ScoringProfile.active()
         paginator = self.pagination_class()
         runs = paginator.paginate_queryset(queries.finished_judge_runs(q.get("strategy", "")), request, view=self)
-        reports = run_metrics(runs, profile)
-        rows = [{"run": run, "profile": profile.label, "metrics": reports[run.pk]} for run in runs]
-        return paginator.get_paginated_response(RunMetricsSerializer(rows, many=True).data)
+        return paginator.get_paginated_response(RunMetricsSerializer(_metrics_rows(runs, profile), many=True).data)
 
 
 class RunMetrics(ApiView):
@@ -74,11 +86,10 @@ class RunMetrics(ApiView):
         if run.status != Run.STATUS_FINISHED:
             return error_response(f"Run #{run.pk} is {run.status}; metrics are served once it has finished.", status.HTTP_409_CONFLICT)
         profile = ScoringProfile.active()
-        report = run_metrics([run], profile)[run.pk]
-        return Response(RunMetricsSerializer({"run": run, "profile": profile.label, "metrics": report}).data)
+        return Response(RunMetricsSerializer(_metrics_rows([run], profile)[0]).data)
 
 
-class AgreementSerializer(serializers.Serializer):
+class AgreementSerializer(FreshnessSerializer):
     split = serializers.CharField()
     report = serializers.DictField(help_text="As the agreement page shows: annotators, pairwise kappa, per attribute and "
                                              "level, strict consensus, Krippendorff's alpha.")
@@ -91,4 +102,5 @@ class Agreement(ApiView):
     def get(self, request):
         q = self.validated_query(AgreementQuery)
         split = q.get("split", "")
-        return Response({"split": split or "all", "report": agreement_study(split)})
+        report = agreement_study(split)
+        return Response(AgreementSerializer({"split": split or "all", "report": report, **freshness([study_key(split)])[study_key(split)]}).data)

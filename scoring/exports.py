@@ -24,8 +24,6 @@ import json
 import logging
 import os
 import shutil
-import threading
-import time
 import uuid
 import zipfile
 from datetime import timedelta
@@ -38,8 +36,8 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from core.audit import audit
-from core.dispatch import send_on_commit
-from core.jobs import Heartbeat, Lease, expired_condition
+from core.dispatch import send_job_on_commit
+from core.jobs import JobExecution, Stopped, expired_condition
 
 from . import cprt_bench
 from .models import ExportJob, ScoringProfile
@@ -83,7 +81,7 @@ def start_export(actor, data: dict) -> ExportJob:
             include_images=job.include_images, face_variant=job.face_variant, destination=job.destination, repo_id=job.repo_id, private=job.private,
             dataset_version=job.dataset_version.name if job.dataset_version else "",
         )
-        send_on_commit(TASK, [job.pk])
+        send_job_on_commit(ExportJob, job.pk, TASK)
     return job
 
 
@@ -135,7 +133,7 @@ def resume_export(actor, job: ExportJob) -> bool:
                               started_at=None, heartbeat_at=None, lease_owner="", lease_expires_at=None):
             return False
         audit(actor, "export.resume", job, status=job.status, error=job.error)
-        send_on_commit(TASK, [job.pk])
+        send_job_on_commit(ExportJob, job.pk, TASK)
     return True
 
 
@@ -161,51 +159,16 @@ def reconcile() -> list[int]:
 # The worker
 
 
-class Stopped(Exception):
-    """The job was cancelled, or taken from this worker: stop building and deliver nothing."""
-
-
-class _Execution:
-    """One worker's build of one job: its lease, its heartbeat thread, and whether it must stop."""
+class _Execution(JobExecution):
+    """One worker's build of one export (core.jobs.JobExecution): it stops at the heartbeat's cancel,
+    checks at every progress call, and writes progress at most every PROGRESS_EVERY_S."""
 
     def __init__(self, job_id: int):
-        self.job_id = job_id
-        self.lease = Lease(ExportJob.objects.filter(pk=job_id), settings.CPRT_EXPORT_STALE_S)
-        self.cancelled = threading.Event()
-        self.heartbeat = Heartbeat(self._beat, settings.CPRT_EXPORT_HEARTBEAT_S, name=f"export-{job_id}-heartbeat")
-        self.mine = Q(lease_owner=self.lease.owner)
-        self._last_progress = float("-inf")
+        super().__init__(ExportJob, job_id, settings.CPRT_EXPORT_STALE_S, settings.CPRT_EXPORT_HEARTBEAT_S, name="export")
 
-    def claim(self) -> bool:
-        """Take the job: queued, or running under a lease that expired (its worker is gone). Of two
-        deliveries at once exactly one builds; a delivery while a live worker builds it does nothing."""
-        now = timezone.now()
-        return ExportJob.start(self.lease, started_at=now, heartbeat_at=now, done=0, total=0, error="")
-
-    def _beat(self) -> bool:
-        """Renew the lease and write the heartbeat (also through a long zip or upload that reports no
-        progress); notice a cancel. False when the job was taken from this worker."""
-        if not self.lease.renew(where=Q(status__in=(RUNNING, CANCELLING)), heartbeat_at=timezone.now()):
-            return False
-        if self.lease.queryset.filter(status=CANCELLING).exists():
-            self.cancelled.set()
-        return True
-
-    def check(self) -> None:
-        """Raise Stopped once the heartbeat saw a cancel or lost the lease."""
-        if self.cancelled.is_set():
-            raise Stopped("cancelled")
-        if self.heartbeat.lost.is_set():
-            raise Stopped("lost")
-
-    def progress(self, done: int, total: int) -> None:
-        """The export's progress callback: done/total into the row, at most every PROGRESS_EVERY_S."""
-        self.check()
-        now = time.monotonic()
-        if done < total and now - self._last_progress < PROGRESS_EVERY_S:
-            return
-        self._last_progress = now
-        ExportJob.objects.filter(self.mine, pk=self.job_id).update(done=done, total=total)
+    @property
+    def progress_every(self) -> float:
+        return PROGRESS_EVERY_S
 
 
 def job_folder(job: ExportJob) -> Path:

@@ -15,12 +15,10 @@ and runs from the start (imports are idempotent: what is already stored is not s
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from pathlib import Path
 
 from django.conf import settings
-from django.db import OperationalError, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -28,8 +26,8 @@ from annotations.services.vispr import FolderRefused
 from annotations.services.vispr_labels import MappingError
 from annotations.services.vispr_release import import_release, is_release
 from core.audit import audit
-from core.dispatch import send_on_commit
-from core.jobs import Heartbeat, Lease, expired_condition
+from core.dispatch import send_job_on_commit
+from core.jobs import JobExecution, Stopped, expired_condition
 
 from . import cprt_bench
 from .models import ImportJob
@@ -86,7 +84,7 @@ def start_import(actor, kind: str, path: str, options: dict) -> ImportJob:
     with transaction.atomic():
         job = ImportJob.objects.create(kind=kind, path=relative, options=options, created_by=actor)
         audit(actor, "import.start", job, kind=kind, path=relative, options=options)
-        send_on_commit(TASK, [job.pk])
+        send_job_on_commit(ImportJob, job.pk, TASK)
     return job
 
 
@@ -131,7 +129,7 @@ def resume_import(actor, job: ImportJob) -> bool:
                               heartbeat_at=None, lease_owner="", lease_expires_at=None):
             return False
         audit(actor, "import.resume", job, status=job.status, error=job.error)
-        send_on_commit(TASK, [job.pk])
+        send_job_on_commit(ImportJob, job.pk, TASK)
     return True
 
 
@@ -139,46 +137,19 @@ def resume_import(actor, job: ImportJob) -> bool:
 # The worker
 
 
-class Stopped(Exception):
-    """Cancelled, or taken from this worker: write nothing."""
+class _Execution(JobExecution):
+    """One worker's run of one import (core.jobs.JobExecution). Its heartbeat skips a beat that finds
+    SQLite busy (the import's one write transaction holds it); `check` also reads a cancel from the
+    row (it guards that transaction's commit); progress is throttled first, then checked, and is a
+    sign of life."""
 
-
-class _Execution:
     def __init__(self, job_id: int):
-        self.job_id = job_id
-        self.lease = Lease(ImportJob.objects.filter(pk=job_id), settings.CPRT_IMPORT_STALE_S)
-        self.cancelled = threading.Event()
-        self.heartbeat = Heartbeat(self._beat, settings.CPRT_IMPORT_HEARTBEAT_S, name=f"import-{job_id}-heartbeat")
-        self.mine = Q(lease_owner=self.lease.owner)
-        self._last = float("-inf")
+        super().__init__(ImportJob, job_id, settings.CPRT_IMPORT_STALE_S, settings.CPRT_IMPORT_HEARTBEAT_S, name="import",
+                         skip_busy_beats=True, check_reads_cancel=True, check_every_progress=False, progress_heartbeat=True)
 
-    def claim(self) -> bool:
-        now = timezone.now()
-        return ImportJob.start(self.lease, started_at=now, heartbeat_at=now, done=0, total=0, error="")
-
-    def _beat(self) -> bool:
-        try:
-            if not self.lease.renew(where=Q(status__in=(RUNNING, CANCELLING)), heartbeat_at=timezone.now()):
-                return False
-            if self.lease.queryset.filter(status=CANCELLING).exists():
-                self.cancelled.set()
-        except OperationalError:  # SQLite busy while the import's write transaction runs: try at the next beat
-            pass
-        return True
-
-    def check(self) -> None:
-        if self.cancelled.is_set() or self.lease.queryset.filter(status=CANCELLING).exists():
-            raise Stopped("cancelled")
-        if self.heartbeat.lost.is_set():
-            raise Stopped("lost")
-
-    def progress(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if done < total and now - self._last < PROGRESS_EVERY_S:
-            return
-        self._last = now
-        self.check()
-        ImportJob.objects.filter(self.mine, pk=self.job_id).update(done=done, total=total, heartbeat_at=timezone.now())
+    @property
+    def progress_every(self) -> float:
+        return PROGRESS_EVERY_S
 
 
 def run_import(job_id: int) -> dict:

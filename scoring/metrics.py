@@ -337,3 +337,12 @@ def histogram(values: np.ndarray, bins: int = 20, lo: float = 0.0, hi: float = 1
     """Counts and edges over [lo, hi] (numpy's histogram), as plain lists."""
     counts, edges = np.histogram(np.asarray(values, dtype=float), bins=bins, range=(lo, hi))
     return counts.tolist(), edges.tolist()
+
+
+def prediction_row(points: dict, i: int, pred_level) -> dict:
+    """Image i of a run's aligned points (scoring.queries.align): its prediction beside its ground truth."""
+    pred = points["pred"][i]
+    ok = points["outcome"][i] == "ok" and pred == pred
+    return {"image_id": int(points["image_id"][i]), "gt": float(points["gt"][i]), "gt_level": int(points["gt_level"][i]),
+            "pred": float(pred) if ok else None, "pred_level": int(pred_level) if ok else None,
+            "error": float(pred - points["gt"][i]) if ok else None, "outcome": points["outcome"][i]}

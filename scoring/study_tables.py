@@ -110,12 +110,14 @@ def agreement_tables(report: dict, level_of: dict) -> list[Table]:
                              "study images only."))
 
     sc = report["strict_consensus"]
-    strict = [{"scope": "all items", **sc["overall"]}]
-    strict += [{"scope": f"level {lv}", **s_} for lv, s_ in sc["levels"].items()]
-    strict += [{"scope": key, **s_} for key, s_ in sc["attributes"].items()]
+    sc_ci = sc.get("ci") or {}
+    strict = [{"scope": "all items", **with_ci(sc["overall"], sc_ci.get("overall"))}]
+    strict += [{"scope": f"level {lv}", **with_ci(s_, (sc_ci.get("levels") or {}).get(lv))} for lv, s_ in sc["levels"].items()]
+    strict += [{"scope": key, **with_ci(s_, (sc_ci.get("attributes") or {}).get(key))} for key, s_ in sc["attributes"].items()]
     tables.append(Table("strict_consensus", "Human strict consensus rate, binarised and three-valued",
                         [("scope", "scope"), ("n", "items with ≥ 2 human labels"), ("binary", "all agree (binarised)"),
-                         ("three_valued", "all agree (0 / 0.5 / 1)")], strict))
+                         ("three_valued", "all agree (0 / 0.5 / 1)")], strict,
+                        note="Three-valued: every human gave the same one of 0, 0.5 and 1 (0.5 and 0 differ). " + study_note + " " + ci_note))
     tables.append(Table("krippendorff", "Krippendorff's α per annotator kind",
                         [("annotators_kind", "annotators"), ("annotators", "how many"), ("images", "images"), ("items", "items"),
                          ("nominal_binary", "α nominal (binarised)"), ("ordinal_three_valued", "α ordinal (three-valued)")],

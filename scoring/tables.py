@@ -16,6 +16,7 @@ from pathlib import Path
 from django.urls import reverse
 
 from . import multiplicity
+from .metrics import prediction_row
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,8 @@ class Table:
         return [[row.get(key) for key, _ in self.columns] for row in self.rows]
 
 
-FIGURES = ("agreement", "kappa", "pabak", "ac1", "weighted_kappa", "strict", "fleiss_kappa", "nominal_binary", "ordinal_three_valued")
+FIGURES = ("agreement", "kappa", "pabak", "ac1", "weighted_kappa", "strict", "fleiss_kappa", "nominal_binary", "ordinal_three_valued",
+           "binary", "three_valued")
 CI_NOTE = ("Intervals: image-level cluster bootstrap, percentile 95% ({resamples} resamples of the population's images; "
            "every item of a drawn image goes with it). PABAK = 2·p_o − 1; Gwet's AC1 uses chance agreement "
            "Σ π_q(1 − π_q)/(k − 1): both stay informative for rare attributes, where κ falls towards 0.")
@@ -289,17 +291,15 @@ def binary_table(report: dict, threshold: int) -> Table:
 
 
 def prediction_rows(points: dict, vispr: dict, pred_levels) -> list[dict]:
-    rows = []
-    for i, image_id in enumerate(points["image_id"].tolist()):
-        pred = points["pred"][i]
-        ok = points["outcome"][i] == "ok" and pred == pred
-        rows.append({
-            "image": Link(vispr.get(image_id, str(image_id)), reverse("scoring:review", args=[image_id])),
-            "image_id": image_id, "gt": float(points["gt"][i]), "gt_level": int(points["gt_level"][i]),
-            "pred": float(pred) if ok else None, "pred_level": int(pred_levels[i]) if ok else None,
-            "error": float(pred - points["gt"][i]) if ok else None, "outcome": points["outcome"][i],
-        })
-    return rows
+    return with_image_links([prediction_row(points, i, pred_levels[i]) for i in range(len(points["image_id"]))], vispr)
+
+
+def with_image_links(rows: list[dict], vispr: dict) -> list[dict]:
+    """Prediction rows with their image's name linked to its review page. One URL is reversed and the ids put
+    in: reverse() for each of 20,000 rows took most of a run's download (bench/run_page.py)."""
+    review = reverse("scoring:review", args=[0])
+    head, tail = review.rsplit("/0/", 1)
+    return [{"image": Link(vispr.get(r["image_id"], str(r["image_id"])), f"{head}/{r['image_id']}/{tail}"), **r} for r in rows]
 
 
 PREDICTION_COLUMNS = [("image", "image"), ("image_id", "id"), ("gt", "GT score"), ("gt_level", "GT level"),

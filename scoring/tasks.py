@@ -1,4 +1,5 @@
-"""Celery tasks of the scoring app: thin wrappers that take ids. The export reconciler runs on beat."""
+"""Celery tasks of the scoring app: thin wrappers that take ids. Beat runs the export reconciler through
+core.reconcile_jobs (core/reconcile.py)."""
 from celery import shared_task
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
@@ -36,7 +37,7 @@ def refresh_cached(key) -> dict:
     return refresh(args.key)
 
 
-@shared_task(name="scoring.run_export", acks_late=True)
+@shared_task(name="scoring.run_export", acks_late=True, ignore_result=True)
 def run_export(job_id) -> dict:
     """Build and deliver one export job (scoring.exports.run_export); the job row holds progress and outcome."""
     args = task_args(JobIdArgs, "scoring.run_export", job_id=job_id)
@@ -49,7 +50,7 @@ def reconcile_exports() -> dict:
     return {"failed": exports.reconcile()}
 
 
-@shared_task(name="scoring.run_import", acks_late=True)
+@shared_task(name="scoring.run_import", acks_late=True, ignore_result=True)
 def run_import(job_id) -> dict:
     """Run one import started from the page (scoring.imports.run_import); the job row holds progress and outcome."""
     from . import imports

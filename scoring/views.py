@@ -38,15 +38,15 @@ from .services import disagreements as dispute_queue
 from .services.disagreements import disagreement_queue
 from .services.leaderboard import is_ablation, leaderboard_ranking, training_overlap
 from .services.run_metrics import run_metrics, run_points, weight_sensitivity
+from .services.run_page import page_data, run_page_data
 from .access import get_export_for_user, get_run_for_review
 from .forms import (
     AgreementForm, CalibrationForm, CompareForm, CounterfactualForm, DisagreementForm, ExportJobForm,
     LeaderboardForm, RunForm,
 )
-from .metrics import histogram, predicted_levels
+from .metrics import predicted_levels
 from .models import ExportJob, ImageScore, ScoringProfile
 
-SCATTER_POINTS = 2500
 QUEUE_PAGE = 50
 
 
@@ -200,49 +200,46 @@ def run_detail(request, run_id: int):
         return _respond(request, form, f"run-{run.pk}", "scoring/run.html", context, [T.annotate_attributes_table(data)], meta)
 
     threshold = form.cleaned_data["threshold"]
-    report = run_metrics([run], profile)[run.pk]
-    points = run_points(run, profile)
-    valid = (points["outcome"] == "ok") & np.isfinite(points["pred"])
-    plv = predicted_levels(np.nan_to_num(points["pred"]), profile.bounds)
-    want_predictions = form.cleaned_data["format"] != "html"
-    # Image names only for the rows shown (extremes) unless the full table is downloaded.
-    errors = np.where(valid, points["pred"] - points["gt"], np.nan)
-    order = np.argsort(np.nan_to_num(errors, nan=0.0))
-    valid_order = [i for i in order.tolist() if valid[i]]
-    extreme_ids = {int(points["image_id"][i]) for i in valid_order[:10] + valid_order[-10:]}
-    vispr_ids = None if want_predictions else extreme_ids
-    vispr = dict(Image.objects.filter(**({} if vispr_ids is None else {"id__in": vispr_ids})).values_list("id", "vispr_id"))
-    rows = T.prediction_rows(points, vispr, plv)
-    extremes = T.extremes_table(rows)
+    gt_print = queries.ground_truth_fingerprint(profile)  # once: the three cached parts below share it
+    report = run_metrics([run], profile, gt_print)[run.pk]
+    if form.cleaned_data["format"] == "html":  # page-sized data, computed once per run and ground truth
+        data = run_page_data(run, profile, gt_print)
+        predictions = []
+    else:  # a download lists every prediction
+        points = run_points(run, profile)
+        data = page_data(points, profile.bounds)
+        predictions = T.prediction_rows(points, _vispr_ids(), predicted_levels(np.nan_to_num(points["pred"]), profile.bounds))
+    extremes = T.extremes_table(T.with_image_links(data["extremes"], _vispr_ids([r["image_id"] for r in data["extremes"]])))
     tables = [T.run_metrics_table(report), T.significance_table(report), T.excluded_table(report), T.confusion_table(report),
-              T.per_level_table(report), T.binary_table(report, threshold), extremes, T.predictions_table(rows),
-              T.sensitivity_table(weight_sensitivity(run, profile))]
-    thumbs = {i.pk: i for i in Image.objects.filter(id__in=extreme_ids)}
+              T.per_level_table(report), T.binary_table(report, threshold), extremes, T.predictions_table(predictions),
+              T.sensitivity_table(weight_sensitivity(run, profile, gt_print))]
+    thumbs = {i.pk: i for i in Image.objects.filter(id__in=[r["image_id"] for r in extremes.rows])}
     context.update({
         "report": report, "threshold": threshold, "blur": _blur(request),
         "extreme_rows": [(r, thumbs.get(r["image_id"])) for r in extremes.rows],
-        "charts": _run_charts(points, valid, profile),
+        "charts": _run_charts(data, profile),
     })
     return _respond(request, form, f"run-{run.pk}", "scoring/run.html", context, tables, meta)
 
 
-def _run_charts(points, valid, profile) -> dict:
-    gt, pred, lv = points["gt"][valid], points["pred"][valid], points["gt_level"][valid]
-    shown = np.arange(gt.size)
-    if gt.size > SCATTER_POINTS:  # a fixed, seeded sample keeps the page small
-        shown = np.sort(np.random.default_rng(0).choice(gt.size, SCATTER_POINTS, replace=False))
+def _vispr_ids(ids=None) -> dict:
+    """image id -> VISPR id, of the given images (all: None)."""
+    return dict(Image.objects.filter(**({} if ids is None else {"id__in": ids})).values_list("id", "vispr_id"))
+
+
+def _run_charts(data: dict, profile) -> dict:
     scatter = svg.scatter(
-        [(float(gt[i]), float(pred[i]), int(lv[i])) for i in shown],
+        [tuple(point) for point in data["scatter"]],
         title="Predicted vs ground-truth score", x_label="ground-truth score", y_label="predicted score",
         bounds=profile.bounds.lo[:3],
     )
     per_level = []
     for level in (1, 2, 3, 4):
-        counts, edges = histogram(pred[lv == level], bins=20)
+        counts, edges = data["histograms"][str(level)]
         per_level.append(mark_safe(svg.histogram(
             counts, edges, title=f"Predicted scores, ground-truth level {level}", x_label=f"predicted score (GT level {level})",
             colour=svg.LEVEL_COLOURS[level], width=300, height=180)))
-    return {"scatter": mark_safe(scatter), "shown": int(shown.size), "valid": int(gt.size), "per_level": per_level}
+    return {"scatter": mark_safe(scatter), "shown": len(data["scatter"]), "valid": data["valid"], "per_level": per_level}
 
 
 # ---------------------------------------------------------------------------------------------

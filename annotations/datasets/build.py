@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from annotations.models import Image
 from core.audit import audit
-from core.dispatch import send_on_commit
+from core.dispatch import send_job_on_commit
 from core.jobs import Lease, expired_condition
 
 from .models import DatasetBuild, DatasetVersion
@@ -89,7 +89,7 @@ def start_build(actor, recipe: Recipe, name: str, *, dispatch: bool = True) -> D
         audit(actor, "dataset.build.launch", job, name=name, recipe=recipe.name or "(uploaded)", vispr_splits=splits,
               seed=recipe.seed, rules=[r.name for r in recipe.rules])
         if dispatch:
-            send_on_commit(TASK, [job.pk])
+            send_job_on_commit(DatasetBuild, job.pk, TASK)
     return job
 
 
@@ -258,7 +258,7 @@ def resume_build(actor, job: DatasetBuild) -> bool:
                                  lease_owner="", lease_expires_at=None):
             return False
         audit(actor, "dataset.build.resume", job)
-        send_on_commit(TASK, [job.pk])
+        send_job_on_commit(DatasetBuild, job.pk, TASK)
     return True
 
 

@@ -1,5 +1,5 @@
 """Celery tasks of dataset builds: thin wrappers that take ids (annotations/datasets/build.py does the work).
-The reconciler runs on beat (CELERY_BEAT_SCHEDULE in cprt_site/settings.py)."""
+Beat runs the reconciler through core.reconcile_jobs (core/reconcile.py); the task below is its pass for this type alone."""
 from __future__ import annotations
 
 from celery import shared_task
@@ -9,7 +9,7 @@ from core.dispatch import JobIdArgs, task_args
 from . import build
 
 
-@shared_task(name="annotations.build_dataset", acks_late=True)
+@shared_task(name="annotations.build_dataset", acks_late=True, ignore_result=True)
 def build_dataset(job_id) -> dict:
     args = task_args(JobIdArgs, "annotations.build_dataset", job_id=job_id)
     return build.run_build(args.job_id)

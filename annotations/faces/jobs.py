@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from annotations.models import Image
 from core.audit import audit
-from core.dispatch import send_on_commit
+from core.dispatch import send_job_on_commit
 from core.jobs import Lease, expired_condition
 
 from . import variants
@@ -59,7 +59,7 @@ def start_job(actor, *, split: str = "", method: str = "blur", threshold: float 
         )
         audit(actor, "faces.launch", job, split=split, images=len(ids), method=method, threshold=threshold, margin=margin)
         if dispatch_task:
-            send_on_commit(TASK, [job.pk])
+            send_job_on_commit(AnonymizationJob, job.pk, TASK)
     return job
 
 
@@ -218,7 +218,7 @@ def resume_job(actor, job: AnonymizationJob) -> bool:
                                      lease_owner="", lease_expires_at=None):
             return False
         audit(actor, "faces.resume", job, done=job.done, total=job.total)
-        send_on_commit(TASK, [job.pk])
+        send_job_on_commit(AnonymizationJob, job.pk, TASK)
     return True
 
 

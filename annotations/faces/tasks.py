@@ -1,5 +1,5 @@
 """Celery tasks of face anonymization: thin wrappers that take ids (annotations/faces/jobs.py does the work).
-The reconciler runs on beat (CELERY_BEAT_SCHEDULE in cprt_site/settings.py)."""
+Beat runs the reconciler through core.reconcile_jobs (core/reconcile.py); the task below is its pass for this type alone."""
 from __future__ import annotations
 
 from celery import shared_task
@@ -9,7 +9,7 @@ from core.dispatch import JobIdArgs, task_args
 from . import jobs
 
 
-@shared_task(name="annotations.anonymize_faces", acks_late=True)
+@shared_task(name="annotations.anonymize_faces", acks_late=True, ignore_result=True)
 def anonymize_faces(job_id) -> dict:
     args = task_args(JobIdArgs, "annotations.anonymize_faces", job_id=job_id)
     return jobs.run_job(args.job_id)

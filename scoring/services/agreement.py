@@ -11,14 +11,22 @@ from .cache import cached, jsonable
 
 # Agreement
 
+# Bumped when the report gains figures, so a report stored by older code is recomputed, not served without them.
+REPORT_FORMAT = 2
+
+
+def study_key(split: str = "") -> str:
+    """The cache key of the agreement study of a split (all images: "")."""
+    return f"agreement:{split or 'all'}"
+
 
 def agreement_study(split: str = "") -> dict:
-    fingerprint = queries.label_fingerprint(split)
+    fingerprint = queries.digest(queries.label_fingerprint(split), REPORT_FORMAT)
 
     def compute():
         return agreement_lib.agreement_report(queries.load_labels(split=split))
 
-    return cached(f"agreement:{split or 'all'}", fingerprint, compute, spec={"kind": "agreement", "split": split})
+    return cached(study_key(split), fingerprint, compute, spec={"kind": "agreement", "split": split})
 
 
 def refresh_entry(spec: dict) -> None:

@@ -6,7 +6,7 @@ compute it again.
 
 [decision] A stale entry whose last computation took longer than CPRT_METRICS_INLINE_S is not
 recomputed inside the request: the page shows the stored figures, says they are updating (Django
-messages; `"updating": true` in the JSON meta), and a job (`scoring.refresh_cached`, on commit)
+messages; `"updating": true` in the JSON meta and in the API's answers, `freshness`), and a job (`scoring.refresh_cached`, on commit)
 recomputes them. One job per entry at a time: the request that sends it takes the entry's lease
 (`refresh_owner` = "queued"), the worker takes it over with its own (core.jobs.Lease), and a lease
 that expired (CPRT_METRICS_REFRESH_STALE_S) may be taken again. A computation that was quick, or an
@@ -34,6 +34,7 @@ QUEUED = "queued"
 # spec["kind"] -> the function(spec) that recomputes an entry of that kind (through its service).
 REFRESHERS = {
     "run_metrics": "scoring.services.run_metrics.refresh_entry",
+    "run_page": "scoring.services.run_page.refresh_entry",
     "leaderboard": "scoring.services.leaderboard.refresh_entry",
     "agreement": "scoring.services.agreement.refresh_entry",
     "disagreements": "scoring.services.disagreements.refresh_entry",
@@ -71,6 +72,15 @@ request_started.connect(start_collecting, dispatch_uid="scoring.cache.start_coll
 def served_stale() -> dict:
     """key -> computed_at of the stale entries served in this request."""
     return dict(_served_stale.get() or {})
+
+
+def freshness(keys) -> dict[str, dict]:
+    """key -> {"updating": whether this request served the entry's stored figures while a job recomputes
+    them, "computed_at": when the figures served were computed} (for the API; one query)."""
+    keys = list(keys)
+    stale = served_stale()
+    stamps = dict(ComputedMetrics.objects.filter(key__in=keys).values_list("key", "computed_at"))
+    return {key: {"updating": key in stale, "computed_at": stale.get(key, stamps.get(key))} for key in keys}
 
 
 def in_background(entry: ComputedMetrics | None) -> bool:

@@ -17,22 +17,23 @@ from .cache import cached, in_background, jsonable, serve_stale
 # Judge-run metrics
 
 
-def _run_key(run_id: int, profile: ScoringProfile) -> str:
+def run_key(run_id: int, profile: ScoringProfile) -> str:
+    """The cache key of a run's metrics under a profile."""
     return f"run-metrics:{run_id}:profile:{profile.pk}"
 
 
-def run_metrics(runs: list[Run], profile: ScoringProfile) -> dict[int, dict]:
+def run_metrics(runs: list[Run], profile: ScoringProfile, gt_print: str | None = None) -> dict[int, dict]:
     """Metrics of many judge runs, from the cache where fresh; a constant number of queries.
 
     Stale or missing runs are computed together: their results are read in one query and the
-    ground truth once.
+    ground truth once. `gt_print`: the profile's ground-truth fingerprint, where the caller has it.
     """
     run_ids = [r.pk for r in runs]
     if not run_ids:
         return {}
-    gt_print = queries.ground_truth_fingerprint(profile)
+    gt_print = gt_print or queries.ground_truth_fingerprint(profile)
     prints = {rid: queries.digest(p, gt_print) for rid, p in queries.run_fingerprints(runs).items()}
-    keys = {rid: _run_key(rid, profile) for rid in run_ids}
+    keys = {rid: run_key(rid, profile) for rid in run_ids}
     stored = {e.key: e for e in ComputedMetrics.objects.filter(key__in=keys.values())}
     out, missing = {}, []
     for rid in run_ids:
@@ -99,9 +100,9 @@ def sensitivity_candidates(profile: ScoringProfile) -> tuple[list[dict], str]:
     return [own] + named, "the fit does not leave several candidates: the named weight sets under this profile's boundaries"
 
 
-def weight_sensitivity(run: Run, profile: ScoringProfile) -> dict:
+def weight_sensitivity(run: Run, profile: ScoringProfile, gt_print: str | None = None) -> dict:
     """The run's point metrics under each candidate weight set (cached per run and profile)."""
-    fingerprint = queries.digest(queries.run_fingerprints([run])[run.pk], queries.ground_truth_fingerprint(profile),
+    fingerprint = queries.digest(queries.run_fingerprints([run])[run.pk], gt_print or queries.ground_truth_fingerprint(profile),
                                  profile.version, profile.fit_report.get("fitted_at") if profile.fit_report else None)
 
     def compute():

@@ -9,7 +9,7 @@ from pathlib import Path
 from django.db import transaction
 
 from core.audit import audit
-from core.dispatch import send_on_commit
+from core.dispatch import send_job_on_commit
 from scoring.models import ExportJob, ScoringProfile
 
 from . import export
@@ -47,7 +47,7 @@ def start_sft_export(actor, data: dict) -> ExportJob:
         job.full_clean()
         job.save()
         audit(actor, "export.launch", job, kind=job.kind, profile=job.profile.label, include_images=job.include_images, **options)
-        send_on_commit("scoring.run_export", [job.pk])
+        send_job_on_commit(ExportJob, job.pk, "scoring.run_export")
     return job
 
 

@@ -1,14 +1,22 @@
 """Agreement figures of issue 27 against independent implementations: PABAK and Gwet's AC1 from their
 textbook formulas, image-level cluster-bootstrap intervals recomputed resample by resample with
-scikit-learn's kappa and a plain Fleiss loop, ground truth left out of the annotators, populations stated."""
+scikit-learn's kappa, a plain Fleiss loop and a plain strict-consensus loop, ground truth left out of the
+annotators, populations stated; the strict consensus intervals through the page, its downloads and the API."""
 from __future__ import annotations
+
+import csv
+import io
 
 import numpy as np
 import pytest
+from django.urls import reverse
 from sklearn.metrics import cohen_kappa_score
 
+from annotations import taxonomy
+from annotations.models import Annotator
 from scoring import agreement, agreement_ci
 from scoring.agreement import LabelSet
+from tests.support.permission_cases.scoring import label_everything, make_images, submit
 
 KEYS = [f"attr{j}" for j in range(6)]
 LEVELS_ = [1, 2, 2, 3, 4, 4]
@@ -125,3 +133,73 @@ def test_alpha_interval_equals_the_point_function_per_resample():
     assert row["ci"]["ordinal_three_valued"]["hi"] == pytest.approx(np.percentile(samples, 97.5))
     nominal = [agreement.krippendorff_alpha(models[:, ix, :])["nominal_binary"] for ix in draws(models.shape[1])]
     assert row["ci"]["nominal_binary"]["lo"] == pytest.approx(np.percentile(nominal, 2.5))
+
+
+def test_three_valued_strict_consensus_interval_equals_a_plain_loop_over_the_same_draws():
+    """The strict consensus rate on 0 / 0.5 / 1 (and binarised) per resample of the study images, item by item."""
+    data = study()
+    report = agreement.agreement_report(data, resamples=B)
+    humans = np.asarray(data.values[:2])
+    study_images = np.flatnonzero((~np.isnan(humans)).any(axis=2).sum(axis=0) >= 2)
+
+    def rates(chosen, attributes):
+        n = three = binary = 0
+        for i in chosen:
+            for j in attributes:
+                given = [v for v in humans[:, i, j] if not np.isnan(v)]
+                if len(given) >= 2:
+                    n += 1
+                    three += len(set(given)) == 1
+                    binary += len({v == 1.0 for v in given}) == 1
+        return (three / n, binary / n) if n else (np.nan, np.nan)
+
+    scopes = {"overall": range(len(KEYS)), "attr1": [1], "level 4": [j for j, lv in enumerate(LEVELS_) if lv == 4]}
+    samples = {scope: np.array([rates(study_images[ix], cols) for ix in draws(study_images.size)]) for scope, cols in scopes.items()}
+    sc = report["strict_consensus"]
+    assert sc["overall"]["three_valued"] == pytest.approx(rates(study_images, range(len(KEYS)))[0])
+    assert sc["overall"]["three_valued"] < sc["overall"]["binary"]  # a 0.5 against a 0 agrees only once binarised
+    got = {"overall": sc["ci"]["overall"], "attr1": sc["ci"]["attributes"]["attr1"], "level 4": sc["ci"]["levels"]["4"]}
+    for scope, s in samples.items():
+        for col, name in ((0, "three_valued"), (1, "binary")):
+            defined = s[:, col][np.isfinite(s[:, col])]
+            assert got[scope][name]["lo"] == pytest.approx(np.percentile(defined, 2.5))
+            assert got[scope][name]["hi"] == pytest.approx(np.percentile(defined, 97.5))
+            assert got[scope][name]["defined"] == defined.size
+    # The binarised rate is the human-human strict rate: one interval, from the same draws.
+    assert sc["ci"]["overall"]["binary"] == report["human_human"]["ci"]["overall"]["strict"]
+
+
+def test_strict_consensus_intervals_on_the_page_in_its_downloads_and_the_api(client_as, adjudicator, reviewer_a, reviewer_b):
+    images = make_images(12, prefix="2017_71")
+    h1, h2 = Annotator.for_user(reviewer_a), Annotator.for_user(reviewer_b)
+    label_everything(images, h1, lambda i, k: 1.0 if k == "age" else 0.0)
+    # age: 0.5 against 1 on images 0-3 (disagree either way); gov_ids: 0.5 against 0 on images 0, 3, 6, 9 (agree once binarised).
+    label_everything(images, h2, lambda i, k: (0.5 if i < 4 else 1.0) if k == "age" else (0.5 if k == "gov_ids" and i % 3 == 0 else 0.0))
+    for image in images:
+        submit(image, h1)
+        submit(image, h2)
+    # Plain numpy with the study's draws (both humans labelled all 12 images): per image, how many of its
+    # attributes every human labelled alike.
+    attrs = len(taxonomy.active().keys)
+    same3 = np.array([attrs - (i < 4) - (i % 3 == 0) for i in range(12)])
+    same2 = np.array([attrs - (i < 4) for i in range(12)])
+    idx = np.random.default_rng(agreement_ci.SEED).integers(0, 12, size=(agreement_ci.N_BOOT, 12))
+    want = {name: {"value": float(s.sum() / (12 * attrs)), "lo": pytest.approx(np.percentile(s[idx].sum(axis=1) / (12 * attrs), 2.5)),
+                   "hi": pytest.approx(np.percentile(s[idx].sum(axis=1) / (12 * attrs), 97.5))}
+            for name, s in (("three_valued", same3), ("binary", same2))}
+    staff = client_as(adjudicator)
+    url = reverse("scoring:agreement")
+    row = staff.get(url, {"format": "json"}).json()["tables"]["strict_consensus"]["rows"][0]
+    assert row["scope"] == "all items" and row["n"] == 12 * attrs
+    assert row["three_valued"] == want["three_valued"] and row["binary"] == want["binary"]
+    assert want["three_valued"]["value"] == (12 * attrs - 8) / (12 * attrs)
+    lines = list(csv.DictReader(io.StringIO(staff.get(url, {"format": "csv", "table": "strict_consensus"}).content.decode())))
+    assert {k: float(lines[0][k]) for k in ("three_valued", "three_valued_lo", "three_valued_hi")} == {
+        "three_valued": row["three_valued"]["value"], "three_valued_lo": row["three_valued"]["lo"], "three_valued_hi": row["three_valued"]["hi"]}
+    page = staff.get(url).content.decode()
+    shown = f'{row["three_valued"]["value"]:.3f} <span class="ci">[{row["three_valued"]["lo"]:.3f}, {row["three_valued"]["hi"]:.3f}]</span>'
+    assert shown in page
+    report = staff.get("/api/agreement/").json()["report"]
+    ci = report["strict_consensus"]["ci"]["overall"]
+    assert (ci["three_valued"]["lo"], ci["three_valued"]["hi"]) == (row["three_valued"]["lo"], row["three_valued"]["hi"])
+    assert ci["three_valued"]["defined"] == agreement_ci.N_BOOT

@@ -40,11 +40,20 @@ def test_a_silent_running_export_is_marked_failed_and_a_live_one_is_left_alone(w
     assert reconcile_exports() == {"failed": []}
 
 
-def test_the_reconciler_is_on_the_beat_schedule():
+@pytest.mark.django_db
+def test_the_reconciler_is_on_the_beat_schedule(world, settings, monkeypatch):
+    """Beat runs the one reconciler of every job type (core.reconcile_jobs); it fails a lost export."""
+    from core import broker
+    from core.tasks import reconcile_jobs
     from cprt_site.celery import app
 
-    entry = app.conf.beat_schedule["scoring.reconcile_exports"]
-    assert entry["task"] == "scoring.reconcile_exports" and entry["options"]["queue"] == "default"
+    entry = app.conf.beat_schedule["core.reconcile_jobs"]
+    assert entry["task"] == "core.reconcile_jobs" and entry["options"]["queue"] == "default"
+    monkeypatch.setattr(broker, "emptied_at", lambda timeout=1.0: None)
+    settings.CPRT_EXPORT_STALE_S = 300
+    lost = _running(world, 301)
+    assert reconcile_jobs()["export"]["reconciled"] == {"failed": [lost.pk]}
+    assert ExportJob.objects.get(pk=lost.pk).status == ExportJob.STATUS_FAILED
 
 
 # The heartbeat thread has its own database connection: it must see the committed job row.

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from scoring import engine, metrics, resample
+from scoring import engine, metrics, resample, resample_pairs
 
 BOUNDS = engine.PROVISIONAL
 
@@ -41,7 +41,7 @@ def reference(gt, pred, lv, idx):
                                                              (False, True, None, True)])
 def test_pair_counts_equal_per_resample_counts(monkeypatch, coarse, shuffle, ratio, continuous):
     if ratio is not None:
-        monkeypatch.setattr(resample, "SWEEP_RATIO", ratio)  # the merge-sort fallback
+        monkeypatch.setattr(resample_pairs, "SWEEP_RATIO", ratio)  # the merge-sort fallback
     gt, pred, lv = data(300, 1, coarse, shuffle, continuous)
     assert continuous == (np.unique(pred).size > 200)
     idx = resample.draw(gt.size, 12, 7)
@@ -116,10 +116,10 @@ def test_column_sweep_and_merge_sort_agree_on_scores_with_three_decimals(monkeyp
     gt, _, lv = data(400, 6)
     pred = np.round(np.clip(gt + np.random.default_rng(6).normal(0, 0.2, gt.size), 0, 1), 3)
     idx = resample.draw(gt.size, 9, 4)
-    monkeypatch.setattr(resample, "SWEEP_RATIO", 10**6)
+    monkeypatch.setattr(resample_pairs, "SWEEP_RATIO", 10**6)
     sweep = resample.Cells(gt, pred, lv)
     assert sweep.plan.sweep
-    monkeypatch.setattr(resample, "SWEEP_RATIO", 0)
+    monkeypatch.setattr(resample_pairs, "SWEEP_RATIO", 0)
     merge = resample.Cells(gt, pred, lv)
     assert not merge.plan.sweep
     a, b = sweep.pairs_by_level(sweep.from_indices(idx)), merge.pairs_by_level(merge.from_indices(idx))

@@ -267,7 +267,7 @@ def test_agreement_page_values_and_published(staff, reviewer_a, reviewer_b, mode
     age = next(r for r in data["per_attribute"]["rows"] if r["comparison"].startswith(gpt.name) and r["attribute"] == "age")
     assert age["agreement"]["value"] == pytest.approx(0.5)  # gpt says 0.5 -> 0; human majority of (1, 1|0) is 1 for i < 5 else 0
     strict = data["strict_consensus"]["rows"][0]
-    assert strict["n"] == 220 and strict["binary"] == pytest.approx(215 / 220)
+    assert strict["n"] == 220 and strict["binary"]["value"] == pytest.approx(215 / 220)
 
 
 def test_disagreement_queue_filters_and_sort(staff, model_annotators):
