@@ -11,7 +11,8 @@ template (empty tables) and measures in a fresh child process:
   the clock starts: only the database's own work; no parsing, no validation, no history, no scores;
 - import: `import_bench_file` as `import_cprt --split test` runs it (validation pass, COPY into staging,
   set-based merges with label history, the profile fit, rescoring, audit), up to and including COMMIT;
-  with its phases (validate, store, fit, rescore, commit). scipy.optimize is imported before the clock.
+  with its phases (store: the one pass that checks and COPYs every row, then the merges; fit; rescore;
+  commit). scipy.optimize is imported before the clock.
 Each child's peak RSS (ru_maxrss) is printed beside its rate. Runs alternate (bare, import, bare, ...)
 so a busy machine weighs on both alike; the best of --repeat is printed. Both databases are dropped
 at the end.
@@ -130,6 +131,7 @@ def child_import(path: Path) -> dict:
     from scoring.cprt_bench import importing, refit
 
     phases: dict[str, float] = {}
+    peaks: dict[str, float] = {"start": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
     def timed(module, name, phase):
         inner = getattr(module, name)
@@ -140,9 +142,10 @@ def child_import(path: Path) -> dict:
                 return inner(*args, **kwargs)
             finally:
                 phases[phase] = phases.get(phase, 0.0) + time.perf_counter() - t0
+                peaks[phase] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the peak so far
         setattr(module, name, wrapper)
 
-    timed(importing, "scan_file", "validate")
+    timed(importing, "scan_file", "validate")  # the SQLite path only; on PostgreSQL checking is part of "store"
     timed(importing, "_store_rows", "store")
     timed(refit, "stored_published_rows", "fit")
     timed(refit, "fit_stored", "fit")
@@ -158,7 +161,7 @@ def child_import(path: Path) -> dict:
     phases["commit"] = time.perf_counter() - before_commit
     phases["other"] = seconds - sum(phases.values())
     return {"seconds": seconds, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "phases": phases, "created": result.images_created, "scored": result.scored}
+            "phases": phases, "peaks": peaks, "created": result.images_created, "scored": result.scored}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -195,6 +198,7 @@ def report(n_rows: int, best: dict) -> str:
     if "bare" in best:
         lines.append(f"  ratio import / bare COPY: {imp['rows_s'] / best['bare']['rows_s']:.2f}")
     lines.append("  import phases: " + ", ".join(f"{k} {v:.1f} s" for k, v in imp["phases"].items()))
+    lines.append("  import peak RSS by the end of: " + ", ".join(f"{k} {v:.0f} MB" for k, v in imp["peaks"].items()))
     return "\n".join(lines)
 
 

@@ -38,7 +38,6 @@ UPSERT = (
     f"INSERT INTO {_TABLE} ({', '.join(_COLUMNS)}) VALUES ({', '.join(['%s'] * len(_COLUMNS))}) "
     f"ON CONFLICT (image_id, profile_id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _COLUMNS[2:])}"
 )
-_STAGE = "image_score_stage"
 
 
 def recompute_scores(profile: ScoringProfile, image_ids: Iterable[int] | None = None) -> dict:
@@ -69,9 +68,11 @@ def recompute_scores(profile: ScoringProfile, image_ids: Iterable[int] | None = 
     for chunk in _chunks(image_ids):
         chunk_ids = np.array(chunk, dtype=np.int64)  # sorted
         values = np.full((len(consensus_ids), len(chunk), len(keys)), np.nan)
-        # The id range beside the list: a range scan of the (annotator, image) index even when the planner's
-        # statistics predate the labels (an import's own transaction has just written them all).
-        in_chunk = {"image_id__in": chunk, "image_id__gte": chunk[0], "image_id__lte": chunk[-1]}
+        # The id range (beside the list when the chunk has gaps): a range scan of the (annotator, image) index
+        # even when the planner's statistics predate the labels (an import's own transaction has just written them).
+        in_chunk = {"image_id__gte": chunk[0], "image_id__lte": chunk[-1]}
+        if chunk[-1] - chunk[0] + 1 != len(chunk):
+            in_chunk["image_id__in"] = chunk
         image, annotator, attribute, value = _columns(Label.objects.filter(**in_chunk, annotator_id__in=consensus_ids)
                                                       .values_list("image_id", "annotator_id", "attribute_id", "value"), 4)
         col = _lookup(attr_col, attribute)
@@ -132,24 +133,23 @@ def _lookup(table: np.ndarray, ids: np.ndarray) -> np.ndarray:
 
 
 def _upsert(profile_id: int, keys, image_ids: list, binary: list, counts: list, levels: list, scores: list, now) -> None:
-    """Insert or update the ImageScore rows of one chunk: on PostgreSQL one COPY into a staging table and one
-    INSERT ... ON CONFLICT; elsewhere one executemany."""
-    labels = [json.dumps(dict(zip(keys, bits))) for bits in binary]
+    """Insert or update the ImageScore rows of one chunk: on PostgreSQL one statement over the chunk sent as one
+    JSON document (no staging table: a long import's transaction would create and drop one per chunk);
+    elsewhere one executemany."""
     with connection.cursor() as cursor:
         if connection.vendor != "postgresql":
             stamp = connection.ops.adapt_datetimefield_value(now)
-            cursor.executemany(UPSERT, [(image_id, profile_id, labels[i], *counts[i], levels[i], scores[i], stamp)
+            cursor.executemany(UPSERT, [(image_id, profile_id, json.dumps(dict(zip(keys, binary[i]))), *counts[i], levels[i], scores[i], stamp)
                                         for i, image_id in enumerate(image_ids)])
             return
-        cursor.execute(f"CREATE TEMPORARY TABLE {_STAGE} (image_id integer, binary_labels jsonb, n1 smallint, n2 smallint, "
-                       "n3 smallint, n4 smallint, level smallint, score double precision) ON COMMIT DROP")
-        with cursor.cursor.copy(f"COPY {_STAGE} FROM STDIN") as copy:
-            for i, image_id in enumerate(image_ids):
-                copy.write_row((image_id, labels[i], *counts[i], levels[i], scores[i]))
-        cursor.execute(f"INSERT INTO {_TABLE} ({', '.join(_COLUMNS)}) SELECT image_id, %s, {', '.join(_COLUMNS[2:-1])}, %s "
-                       f"FROM {_STAGE} ORDER BY image_id ON CONFLICT (image_id, profile_id) DO UPDATE SET "
-                       f"{', '.join(f'{c} = excluded.{c}' for c in _COLUMNS[2:])}", [profile_id, now])
-        cursor.execute(f"DROP TABLE {_STAGE}")
+        chunk = json.dumps([[image_id, dict(zip(keys, binary[i])), *counts[i], levels[i], scores[i]] for i, image_id in enumerate(image_ids)])
+        cursor.execute(
+            f"INSERT INTO {_TABLE} ({', '.join(_COLUMNS)}) SELECT (r->>0)::bigint, %s, r->1, (r->>2)::smallint, (r->>3)::smallint, "
+            "(r->>4)::smallint, (r->>5)::smallint, (r->>6)::smallint, (r->>7)::double precision, %s "
+            "FROM jsonb_array_elements(%s::jsonb) AS r ORDER BY 1 "
+            f"ON CONFLICT (image_id, profile_id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _COLUMNS[2:])}",
+            [profile_id, now, chunk],
+        )
 
 
 def dataset_abstentions(annotator_ids: list[int], keys) -> np.ndarray | None:
