@@ -69,10 +69,10 @@ def stored_published_rows(annotator: Annotator, tax: taxonomy.Taxonomy) -> Store
     parts = []
     for start in range(first or 0, (last or -1) + 1, ID_RANGE):
         params = [v for pair in level_of_attr for v in pair] + [annotator.pk, start, start + ID_RANGE] + splits + [len(tax.keys)]
-        parts.append(numeric_columns(sql, params, 8))
+        parts.append(numeric_columns(sql, params, 8, order_by_first=True))  # by image id within a range
     columns = [np.concatenate(column) for column in zip(*parts)] if parts else [np.zeros(0, np.int64)] * 7 + [np.zeros(0)]
-    order = np.argsort(columns[0], kind="stable")  # by image id, whatever order the packed rows came in
-    image_ids, codes, levels, n1, n2, n3, n4, scores = (column[order] for column in columns)
+    del parts
+    image_ids, codes, levels, n1, n2, n3, n4, scores = columns
     return StoredRows(
         image_ids=image_ids,
         splits=np.array(splits + [""], dtype=object)[codes],

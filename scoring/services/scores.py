@@ -106,18 +106,20 @@ def _columns(queryset, width: int) -> list[np.ndarray]:
     return numeric_columns(sql, params, width)
 
 
-def numeric_columns(sql: str, params, width: int) -> list[np.ndarray]:
+def numeric_columns(sql: str, params, width: int, order_by_first: bool = False) -> list[np.ndarray]:
     """The `width` NOT NULL numeric columns of a query as arrays (the first width - 1 as int64, the last as
     float64), without a Python object per row: on PostgreSQL the database packs every row into one bytea
-    (int8send/float8send, big-endian) that numpy reads as it is; elsewhere one fetchall."""
+    (int8send/float8send, big-endian) that numpy reads as it is; elsewhere one fetchall. With
+    `order_by_first`, the rows come in the order of the first column (else in any order)."""
     with connection.cursor() as cursor:
         if connection.vendor != "postgresql":
-            cursor.execute(sql, params)
+            cursor.execute(f"SELECT * FROM ({sql}) AS q ORDER BY 1" if order_by_first else sql, params)
             rows = np.array(cursor.fetchall(), dtype=float).reshape(-1, width)
             return [rows[:, i].astype(np.int64) for i in range(width - 1)] + [rows[:, width - 1]]
         names = [f"c{i}" for i in range(width)]
         packed = " || ".join([f"int8send({n}::bigint)" for n in names[:-1]] + [f"float8send({names[-1]}::double precision)"])
-        cursor.execute(f"SELECT string_agg({packed}, ''::bytea) FROM ({sql}) AS q ({', '.join(names)})", params)
+        order = " ORDER BY c0" if order_by_first else ""
+        cursor.execute(f"SELECT string_agg({packed}, ''::bytea{order}) FROM ({sql}) AS q ({', '.join(names)})", params)
         data = cursor.fetchone()[0] or b""
     fields = [(n, ">i8") for n in names[:-1]] + [(names[-1], ">f8")]
     rows = np.frombuffer(bytes(data), dtype=np.dtype(fields))
