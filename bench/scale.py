@@ -12,6 +12,8 @@ computed by `recompute_scores` (the service the app uses). Then, per scale (--sm
   emptied) and warm (the next request), and its query count; the leaderboard's evaluate() calls on
   the warm request (0 when its cache hits);
 - the process's peak RSS after the pages (what a web worker that served them holds).
+And the CPRT-Bench import of --import-rows rows beside a bare COPY of the same rows, committed, with
+each one's peak RSS (bench/import_copy.py, in databases of its own).
 Also, on synthetic arrays (no database): evaluate() at N with few (101) and many distinct
 predicted values, and the agreement study at 20k x 4 and 100k x 4 annotators. And `django.setup()`
 time and RSS in a fresh process (bench/startup.py's probe). The database is dropped at the end
@@ -31,6 +33,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 import common  # noqa: F401 - SIGTERM ends the benchmark cleanly
+import import_copy
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -103,55 +106,6 @@ def bench_agreement(sizes=(20_000, 100_000), annotators: int = 4) -> dict:
         agreement.agreement_report(data)
         out[f"{n // 1000}k x {annotators}"] = time.perf_counter() - started
     return out
-
-
-# ---------------------------------------------------------------------------------------------
-# Import: rows/s of import_cprt (COPY path and bulk path) beside a bare COPY of the same rows
-
-
-def bench_import(n_rows: int, work: Path) -> dict:
-    from django.db import connection, transaction
-
-    from annotations import taxonomy
-    from scoring.cprt_bench import importing
-    from scoring.cprt_bench.reading import iter_valid_rows
-    from import_export import write_bench_file
-
-    path = work / f"bench-{n_rows}.jsonl"
-    write_bench_file(path, n_rows)
-    tax = taxonomy.active()
-    rows = list(iter_valid_rows(path, tax))
-    out = {}
-    from annotations.models import Annotator, Image, Label
-
-    # Bare COPY: the same images and labels copied straight into the real tables (their indexes and
-    # constraints), nothing else: no validation, no history, no scores. Rolled back, like the imports below.
-    gt_id = Annotator.ground_truth("bare-copy").pk
-    attribute_ids = [taxonomy.attribute_ids()[k] for k in tax.keys]
-    with transaction.atomic(), connection.cursor() as cur:
-        started = time.perf_counter()
-        with cur.cursor.copy(f"COPY {Image._meta.db_table} (vispr_id, split, file, sha256, source, vispr_split, vispr_labels, "
-                             "published_level, published_score, unsuitable, created_at) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row((row.id, "test", "", "", "bare", "", "[]", row.level, row.score, False, "now"))
-        cur.execute(f"SELECT vispr_id, id FROM {Image._meta.db_table} WHERE source = 'bare'")
-        pk = dict(cur.fetchall())
-        with cur.cursor.copy(f"COPY {Label._meta.db_table} (image_id, annotator_id, attribute_id, value, rationale, created_at, "
-                             "updated_at) FROM STDIN") as copy:
-            for row in rows:
-                for attribute_id, value in zip(attribute_ids, row.labels):
-                    copy.write_row((pk[row.id], gt_id, attribute_id, value, "", "now", "now"))
-        out["bare COPY"] = time.perf_counter() - started
-        transaction.set_rollback(True)
-    for label, use_copy in (("import_cprt, COPY path", True), ("import_cprt, bulk path", False)):
-        importing.USE_COPY = use_copy
-        with transaction.atomic():
-            started = time.perf_counter()
-            importing.import_bench_file(path, "test")
-            out[label] = time.perf_counter() - started
-            transaction.set_rollback(True)
-    importing.USE_COPY = True
-    return {k: n_rows / v for k, v in out.items()}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -355,10 +309,10 @@ def main() -> None:
             (k1, t1), (k2, t2) = a.items()
             print(f"agreement study: {k1} {t1:.2f} s, {k2} {t2:.2f} s, ratio {t2 / t1:.2f}")
         if args.import_rows:
-            rates = bench_import(args.import_rows, data_dir)
-            bare = rates["bare COPY"]
-            print(f"import of {args.import_rows:,} CPRT-Bench rows (22 labels each): "
-                  + ", ".join(f"{k} {v:,.0f} rows/s ({v / bare:.2f} of bare)" for k, v in rates.items()))
+            # In databases of their own (<name>_import, from a migrated template), each run in a fresh process.
+            name = urlsplit(args.database_url).path.lstrip("/")
+            import_url = urlsplit(args.database_url)._replace(path=f"/{name}_import").geturl()
+            print(import_copy.report(args.import_rows, import_copy.compare(args.import_rows, import_url, data_dir)))
         if args.skip_pages:
             return
         annotators, runs, staff = setup_world()

@@ -1,7 +1,10 @@
 """Importing CPRT-Bench rows and fitting the profile (weights and boundaries) from every stored published row.
 
-Importing reads the file twice: a validation pass that keeps only ids and per-level counts (for
-duplicate detection and the boundary fit), then a write pass in chunks, all inside one transaction.
+On PostgreSQL the file is read once: every row is checked as it is COPYed into a staging table, the
+database finds duplicate ids, and a file with any problem is refused inside the import's transaction,
+so nothing stays (copying.py). Elsewhere it is read twice: a validation pass that keeps only the ids
+(duplicate detection), then a write pass in chunks inside one transaction. The fit reads every stored
+row back from the database (refit.py).
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ from ..services.scores import recompute_scores
 from . import refit
 from .reading import _key, iter_valid_rows, scan_file
 from .common import DEFAULT_PROFILE, SPLITS, chunked
-from .copying import store_rows_with_copy
+from .copying import store_file_with_copy
 
 
 # Import
@@ -83,18 +86,19 @@ def import_bench_file(path: Path | str, split: str, profile_name: str = DEFAULT_
     tax = taxonomy.active()
     if len(tax.keys) != sum(engine.LEVEL_MAXIMA) or tax.level_maxima != engine.LEVEL_MAXIMA:
         raise ValueError(f"The active taxonomy has {tax.level_maxima} attributes per level; the score needs {engine.LEVEL_MAXIMA}.")
-    scanned = scan_file(path, tax)
+    use_copy = USE_COPY and connection.vendor == "postgresql"
+    if not use_copy:
+        scan_file(path, tax)  # the COPY path checks every row as it copies it (one pass), inside the transaction
     with transaction.atomic():
         annotator = Annotator.ground_truth(profile_name)
         source = f"CPRT-Bench import of {path.name}"
-        image_ids, created, updated, split_differs = _store_rows(path, tax, split, annotator, source, actor)
+        rows, image_ids, created, updated, split_differs = _store_rows(path, tax, split, annotator, source, actor, use_copy)
         stored = refit.stored_published_rows(annotator, tax)
         joint, per_split = refit.fit_stored(stored)
         # Per-level least-squares lines under the fitted weights: diagnostics only (partition gaps, residuals).
         fit = engine.fit_bounds(stored.counts, stored.scores, stored.levels, joint.weights or engine.WEIGHTS)
-        computed_levels = [engine.determined_level(c) or 4 for c in stored.counts]
-        mismatches = [{"id": stored.ids[i], "published": int(stored.levels[i]), "computed": int(computed_levels[i])}
-                      for i in joint.level_mismatches]
+        mismatches = [{"id": vispr_id, "published": int(stored.levels[i]), "computed": engine.determined_level(stored.counts[i]) or 4}
+                      for i, vispr_id in zip(joint.level_mismatches, stored.vispr_ids(joint.level_mismatches))]
         previous = ScoringProfile.active_or_none()
         existing = ScoringProfile.objects.select_for_update().filter(name=profile_name).first()
         before = profiles.snapshot(existing) if existing is not None else {}
@@ -124,8 +128,8 @@ def import_bench_file(path: Path | str, split: str, profile_name: str = DEFAULT_
             profile,
             file=path.name,
             split=split,
-            rows=len(scanned.ids),
-            fitted_rows=len(stored.ids),
+            rows=rows,
+            fitted_rows=len(stored),
             per_split=[{k: r[k] for k in ("split", "rows", "max_residual", "reproduces")} for r in per_split],
             images_created=created,
             profile_version=profile.version,
@@ -141,7 +145,7 @@ def import_bench_file(path: Path | str, split: str, profile_name: str = DEFAULT_
             consensus=consensus,
         )
     return ImportResult(
-        rows=len(scanned.ids),
+        rows=rows,
         images_created=created,
         images_updated=updated,
         split_differs=split_differs,
@@ -152,7 +156,7 @@ def import_bench_file(path: Path | str, split: str, profile_name: str = DEFAULT_
         activated=activated,
         not_activated_reason=reason,
         scored=scored,
-        fitted_rows=len(stored.ids),
+        fitted_rows=len(stored),
         per_split=per_split,
         previous_active=previous.label if previous else "",
         active_now=active_now.label if active_now else "",
@@ -164,16 +168,17 @@ def _names(profile: ScoringProfile) -> list[str]:
     return sorted(profile.consensus_annotators.values_list("name", flat=True))
 
 
-# PostgreSQL: the rows are streamed with COPY into a staging table and merged set-based (copying.py);
-# other databases (SQLite) take the bulk path below. Both write the same rows (tests compare them).
+# PostgreSQL: the rows are checked and streamed with COPY into a staging table in one pass and merged
+# set-based (copying.py); other databases (SQLite) take the bulk path below, after scan_file. Both
+# refuse a bad file with the same problems and write the same rows (tests compare them).
 USE_COPY = True
 
 
-def _store_rows(path, tax, split, annotator, source, actor) -> tuple[list[int], int, int, list[str]]:
+def _store_rows(path, tax, split, annotator, source, actor, use_copy: bool) -> tuple[int, list[int], int, int, list[str]]:
     attr_ids = taxonomy.attribute_ids()
     attribute_pks = [attr_ids[key] for key in tax.keys]
-    if USE_COPY and connection.vendor == "postgresql":
-        return store_rows_with_copy(iter_valid_rows(path, tax), attribute_pks, split, annotator.pk, source, getattr(actor, "pk", None))
+    if use_copy:
+        return store_file_with_copy(path, tax, attribute_pks, split, annotator.pk, source, getattr(actor, "pk", None))
     image_ids: list[int] = []
     created = updated = 0
     split_differs: list[str] = []
@@ -200,7 +205,7 @@ def _store_rows(path, tax, split, annotator, source, actor) -> tuple[list[int], 
             user=actor,
         )
         image_ids.extend(pk_of[row.id] for row in chunk)
-    return image_ids, created, updated, split_differs
+    return len(image_ids), image_ids, created, updated, split_differs
 
 
 def _execute_many(sql: str, rows: list[tuple]) -> None:
@@ -219,7 +224,7 @@ def fit_report(path, split, tax, stored: refit.StoredRows, fit: engine.BoundaryF
         "tolerance": joint.tolerance,
         "file": Path(path).name,  # the import that triggered this fit
         "split": split,
-        "rows": len(stored.ids),  # every stored published row the fit used
+        "rows": len(stored),  # every stored published row the fit used
         "per_split": per_split,
         "taxonomy_version": tax.version,
         "fitted_at": timezone.now().isoformat(timespec="seconds"),
@@ -266,14 +271,14 @@ def _store_profile(name, profile, path, split, tax, stored, fit, joint, per_spli
     splits = ", ".join(f"{r['split']} {r['rows']}" for r in per_split)
     if reproduces:
         profile.source = (
-            f"Fitted on {when} from every stored CPRT-Bench row of this profile ({len(stored.ids)} rows: {splits}); "
+            f"Fitted on {when} from every stored CPRT-Bench row of this profile ({len(stored)} rows: {splits}); "
             f"weights {joint.weight_set} {list(joint.weights)}; largest residual {joint.max_residual:.3g} "
             f"(tolerance {joint.tolerance:.3g}, scores printed with {precision})."
         )
     else:
         kept = "fitted but not trusted" if joint.bounds is not None else "kept from before (or the provisional default)"
         profile.source = (
-            f"PROVISIONAL: fitted on {when} from every stored CPRT-Bench row of this profile ({len(stored.ids)} rows: {splits}); "
+            f"PROVISIONAL: fitted on {when} from every stored CPRT-Bench row of this profile ({len(stored)} rows: {splits}); "
             f"boundaries {kept} because {reason}."
         )
     profile.fit_report = fit_report(path, split, tax, stored, fit, joint, per_split, mismatches) | {"activated": reproduces}

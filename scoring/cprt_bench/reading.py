@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -219,51 +218,86 @@ def level_counts(labels: Sequence[int], tax: taxonomy.Taxonomy) -> tuple[int, in
     return tuple(counts)
 
 
-@dataclass
-class ScannedFile:
-    """What the validation pass keeps: enough for the fit and the report, nothing per attribute."""
+def check_rows(path: Path, tax: taxonomy.Taxonomy, problems: list[tuple[int, str]]) -> Iterator[tuple[int, str, str, BenchRow | None]]:
+    """Validate every row of a file in one pass, keeping nothing per row.
 
-    ids: list[str]
-    counts: np.ndarray  # (rows, 4) per-level counts of 1-labels
-    scores: np.ndarray  # published scores
-    levels: np.ndarray  # published levels
-
-
-def scan_file(path: Path, tax: taxonomy.Taxonomy) -> ScannedFile:
-    """Validate every row; raise BenchFileError listing every problem, or return the fit inputs."""
-    problems: list[str] = []
-    first_seen: dict[str, str] = {}
-    counts: list[tuple[int, int, int, int]] = []
-    scores: list[float] = []
-    levels: list[int] = []
-    for where, raw, problem in read_rows(path):
+    Yields (position, where, id, row) for every row whose id is a VISPR id: `row` is None when the row has
+    problems, which are appended to `problems` as (position, text). Duplicate ids are the caller's to
+    find, with `duplicate_problem`: in memory (`scan_file`) or in the database (the COPY path).
+    """
+    quick = _quick_parser(tax)
+    for position, (where, raw, problem) in enumerate(read_rows(path)):
         if problem is not None:
-            problems.append(f"{where}: {problem}")
+            problems.append((position, f"{where}: {problem}"))
+            continue
+        row = quick(raw)
+        if row is not None:
+            yield position, where, row.id, row
             continue
         row, row_problems = parse_row(raw, tax)
-        if row is None:
-            problems.extend(f"{where}: {p}" for p in row_problems)
-            # Still note the id, so that a later duplicate of a bad row is reported too.
-            if isinstance(raw, dict) and isinstance(raw.get("id"), str) and raw["id"] not in first_seen:
-                first_seen[raw["id"]] = where
+        if row is not None:
+            yield position, where, row.id, row
             continue
-        if row.id in first_seen:
-            problems.append(f"{where}: duplicate id {row.id!r} (first at {first_seen[row.id]})")
+        problems.extend((position, f"{where}: {p}") for p in row_problems)
+        # Still note the id, so that a later duplicate of a bad row is reported too (only a VISPR id can be one).
+        if isinstance(raw, dict) and isinstance(raw.get("id"), str) and ID_PATTERN.match(raw["id"]):
+            yield position, where, raw["id"], None
+
+
+def _quick_parser(tax: taxonomy.Taxonomy):
+    """A check of the common row, exactly as parse_row wants it, that builds no message: it returns the
+    BenchRow parse_row would return, or None for parse_row to say what is wrong (or accept what this does not)."""
+    groups = tuple((f"level{level}", set(tax.keys_of_level(level))) for level in engine.LEVELS)
+    keys = tax.keys
+
+    def quick(raw) -> BenchRow | None:
+        if type(raw) is not dict:
+            return None
+        row_id, labels, level, score = raw.get("id"), raw.get("binary_labels"), raw.get("level"), raw.get("score")
+        if (type(row_id) is not str or not ID_PATTERN.match(row_id) or type(labels) is not dict or len(labels) != len(groups)
+                or type(level) is not int or not 1 <= level <= 4 or type(score) not in (int, float) or not 0 <= score <= 1):
+            return None
+        flat: dict = {}
+        for level_key, wanted in groups:
+            group = labels.get(level_key)
+            if type(group) is not dict or group.keys() != wanted:
+                return None
+            flat.update(group)
+        values = tuple(flat[key] for key in keys)
+        if not all(type(v) is int and (v == 0 or v == 1) for v in values):
+            return None
+        return BenchRow(id=row_id, labels=values, level=level, score=float(score))
+
+    return quick
+
+
+def duplicate_problem(where: str, row_id: str, first_where: str) -> str:
+    return f"{where}: duplicate id {row_id!r} (first at {first_where})"
+
+
+def refuse_on_problems(path: Path, problems: list[tuple[int, str]], rows: int) -> None:
+    """Raise BenchFileError listing every problem in file order ("no rows" for a file without any row)."""
+    listed = [text for _, text in sorted(problems, key=lambda problem: problem[0])]
+    if not listed and not rows:
+        listed.append("no rows")
+    if listed:
+        raise BenchFileError(path, listed)
+
+
+def scan_file(path: Path, tax: taxonomy.Taxonomy) -> int:
+    """Validate every row; raise BenchFileError listing every problem, or return the number of rows."""
+    problems: list[tuple[int, str]] = []
+    first_seen: dict[str, str] = {}
+    rows = 0
+    for position, where, row_id, row in check_rows(path, tax, problems):
+        if row_id in first_seen:
+            if row is not None:
+                problems.append((position, duplicate_problem(where, row_id, first_seen[row_id])))
             continue
-        first_seen[row.id] = where
-        counts.append(level_counts(row.labels, tax))
-        scores.append(row.score)
-        levels.append(row.level)
-    if not problems and not counts:
-        problems.append("no rows")
-    if problems:
-        raise BenchFileError(path, problems)
-    return ScannedFile(
-        ids=list(first_seen),
-        counts=np.array(counts, dtype=np.int64).reshape(-1, 4),
-        scores=np.array(scores, dtype=float),
-        levels=np.array(levels, dtype=np.int64),
-    )
+        first_seen[row_id] = where
+        rows += row is not None
+    refuse_on_problems(path, problems, rows)
+    return rows
 
 
 def iter_valid_rows(path: Path, tax: taxonomy.Taxonomy) -> Iterator[BenchRow]:

@@ -18,9 +18,18 @@ from ..models import ImageScore, ScoringProfile
 CHUNK = 2000
 
 
-def _chunks(ids: list[int], size: int = CHUNK) -> Iterable[list[int]]:
+def _chunks(image_ids: Iterable[int] | None, size: int = CHUNK) -> Iterable[list[int]]:
+    """Sorted chunks of distinct image ids: of every image (read a chunk at a time, by id) when None."""
+    if image_ids is None:
+        last = None
+        while chunk := list(Image.objects.filter(**({} if last is None else {"id__gt": last}))
+                            .order_by("id").values_list("id", flat=True)[:size]):
+            yield chunk
+            last = chunk[-1]
+        return
+    ids = np.unique(np.fromiter(image_ids, dtype=np.int64))  # an array: 8 bytes an id, not a Python int each
     for i in range(0, len(ids), size):
-        yield ids[i : i + size]
+        yield ids[i : i + size].tolist()
 
 
 _TABLE = ImageScore._meta.db_table
@@ -34,7 +43,8 @@ UPSERT = (
 def recompute_scores(profile: ScoringProfile, image_ids: Iterable[int] | None = None) -> dict:
     """Recompute consensus and score of images under `profile` (all images when ids are None).
 
-    Streams in chunks: labels are read as value tuples, never as model instances. Images whose
+    Streams in chunks: labels are read into arrays, never as model instances, and each chunk's scores are
+    written in one statement (one COPY and one upsert on PostgreSQL). Images whose
     consensus set is incomplete lose any stored score (they have no consensus yet).
     """
     tax = taxonomy.active()
@@ -42,54 +52,106 @@ def recompute_scores(profile: ScoringProfile, image_ids: Iterable[int] | None = 
     key_index = {k: i for i, k in enumerate(keys)}
     attr_levels = [tax.level_of[k] for k in keys]
     attr_ids = taxonomy.attribute_ids()
-    attr_key_by_id = {v: k for k, v in attr_ids.items()}
     consensus_ids = list(profile.consensus_annotators.values_list("id", flat=True))
     if not consensus_ids:
         raise ValueError(f"Scoring profile {profile.name!r} has no consensus annotators.")
     ann_index = {a: i for i, a in enumerate(consensus_ids)}
     abstain = dataset_abstentions(consensus_ids, keys)
-    if image_ids is None:
-        ids = list(Image.objects.order_by("id").values_list("id", flat=True))
-    else:
-        ids = sorted(set(image_ids))
     stored = incomplete = 0
-    for chunk in _chunks(ids):
-        pos = {image_id: i for i, image_id in enumerate(chunk)}
+    # Column of each attribute id in `keys` (-1: an attribute outside the active taxonomy), row of each annotator.
+    attr_col = np.full(max(attr_ids.values(), default=0) + 1, -1, dtype=np.int64)
+    for key, attribute_id in attr_ids.items():
+        if key in key_index:
+            attr_col[attribute_id] = key_index[key]
+    ann_sorted = np.array(sorted(consensus_ids), dtype=np.int64)
+    ann_row = np.array([ann_index[a] for a in ann_sorted], dtype=np.int64)
+    for chunk in _chunks(image_ids):
+        chunk_ids = np.array(chunk, dtype=np.int64)  # sorted
         values = np.full((len(consensus_ids), len(chunk), len(keys)), np.nan)
-        for image_id, annotator_id, attribute_id, value in Label.objects.filter(
-            image_id__in=chunk, annotator_id__in=consensus_ids
-        ).values_list("image_id", "annotator_id", "attribute_id", "value"):
-            key = attr_key_by_id.get(attribute_id)
-            if key is not None:
-                values[ann_index[annotator_id], pos[image_id], key_index[key]] = value
+        # The id range (beside the list when the chunk has gaps): a range scan of the (annotator, image) index
+        # even when the planner's statistics predate the labels (an import's own transaction has just written them).
+        in_chunk = {"image_id__gte": chunk[0], "image_id__lte": chunk[-1]}
+        if chunk[-1] - chunk[0] + 1 != len(chunk):
+            in_chunk["image_id__in"] = chunk
+        image, annotator, attribute, value = _columns(Label.objects.filter(**in_chunk, annotator_id__in=consensus_ids)
+                                                      .values_list("image_id", "annotator_id", "attribute_id", "value"), 4)
+        col = _lookup(attr_col, attribute)
+        known = col >= 0
+        values[ann_row[np.searchsorted(ann_sorted, annotator[known])], np.searchsorted(chunk_ids, image[known]), col[known]] = value[known]
         adjudications = np.full((len(chunk), len(keys)), np.nan)
-        for image_id, attribute_id, value in Adjudication.objects.filter(image_id__in=chunk).values_list(
-            "image_id", "attribute_id", "value"
-        ):
-            key = attr_key_by_id.get(attribute_id)
-            if key is not None:
-                adjudications[pos[image_id], key_index[key]] = value
+        image, attribute, value = _columns(Adjudication.objects.filter(**in_chunk).values_list("image_id", "attribute_id", "value"), 3)
+        col = _lookup(attr_col, attribute)
+        known = col >= 0
+        adjudications[np.searchsorted(chunk_ids, image[known]), col[known]] = value[known]
         binary, complete = engine.consensus_array(values, adjudications, abstain)
         counts = engine.level_counts_array(binary, attr_levels)
         levels, scores = engine.severity_array(counts, profile.bounds, profile.weights or engine.WEIGHTS)
         # Plain-value rows and one upsert per chunk: building an ImageScore instance per image cost more
         # than computing the scores (bench/import_export.py).
-        now = connection.ops.adapt_datetimefield_value(timezone.now())
-        rows = [
-            (image_id, profile.pk, json.dumps({k: int(binary[i, j]) for j, k in enumerate(keys)}),
-             int(counts[i, 0]), int(counts[i, 1]), int(counts[i, 2]), int(counts[i, 3]), int(levels[i]), float(scores[i]), now)
-            for i, image_id in enumerate(chunk)
-            if complete[i]
-        ]
+        now = timezone.now()
+        keep = np.flatnonzero(complete)
         with transaction.atomic():
-            incomplete_ids = [image_id for i, image_id in enumerate(chunk) if not complete[i]]
+            incomplete_ids = chunk_ids[~complete].tolist()
             ImageScore.objects.filter(profile=profile, image_id__in=incomplete_ids).delete()
-            if rows:
-                with connection.cursor() as cursor:
-                    cursor.executemany(UPSERT, rows)
-        stored += len(rows)
-        incomplete += len(chunk) - len(rows)
+            if len(keep):
+                _upsert(profile.pk, keys, chunk_ids[keep].tolist(), binary[keep].tolist(), counts[keep].tolist(),
+                        levels[keep].tolist(), scores[keep].tolist(), now)
+        stored += len(keep)
+        incomplete += len(chunk) - len(keep)
     return {"scored": stored, "incomplete": incomplete}
+
+
+def _columns(queryset, width: int) -> list[np.ndarray]:
+    sql, params = queryset.query.sql_with_params()
+    return numeric_columns(sql, params, width)
+
+
+def numeric_columns(sql: str, params, width: int, order_by_first: bool = False) -> list[np.ndarray]:
+    """The `width` NOT NULL numeric columns of a query as arrays (the first width - 1 as int64, the last as
+    float64), without a Python object per row: on PostgreSQL the database packs every row into one bytea
+    (int8send/float8send, big-endian) that numpy reads as it is; elsewhere one fetchall. With
+    `order_by_first`, the rows come in the order of the first column (else in any order)."""
+    with connection.cursor() as cursor:
+        if connection.vendor != "postgresql":
+            cursor.execute(f"SELECT * FROM ({sql}) AS q ORDER BY 1" if order_by_first else sql, params)
+            rows = np.array(cursor.fetchall(), dtype=float).reshape(-1, width)
+            return [rows[:, i].astype(np.int64) for i in range(width - 1)] + [rows[:, width - 1]]
+        names = [f"c{i}" for i in range(width)]
+        packed = " || ".join([f"int8send({n}::bigint)" for n in names[:-1]] + [f"float8send({names[-1]}::double precision)"])
+        order = " ORDER BY c0" if order_by_first else ""
+        cursor.execute(f"SELECT string_agg({packed}, ''::bytea{order}) FROM ({sql}) AS q ({', '.join(names)})", params)
+        data = cursor.fetchone()[0] or b""
+    fields = [(n, ">i8") for n in names[:-1]] + [(names[-1], ">f8")]
+    rows = np.frombuffer(bytes(data), dtype=np.dtype(fields))
+    return [rows[n].astype(np.int64) for n in names[:-1]] + [rows[names[-1]].astype(float)]
+
+
+def _lookup(table: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """table[ids], -1 for ids beyond the table."""
+    out = np.full(len(ids), -1, dtype=np.int64)
+    inside = ids < len(table)
+    out[inside] = table[ids[inside]]
+    return out
+
+
+def _upsert(profile_id: int, keys, image_ids: list, binary: list, counts: list, levels: list, scores: list, now) -> None:
+    """Insert or update the ImageScore rows of one chunk: on PostgreSQL one statement over the chunk sent as one
+    JSON document (no staging table: a long import's transaction would create and drop one per chunk);
+    elsewhere one executemany."""
+    with connection.cursor() as cursor:
+        if connection.vendor != "postgresql":
+            stamp = connection.ops.adapt_datetimefield_value(now)
+            cursor.executemany(UPSERT, [(image_id, profile_id, json.dumps(dict(zip(keys, binary[i]))), *counts[i], levels[i], scores[i], stamp)
+                                        for i, image_id in enumerate(image_ids)])
+            return
+        chunk = json.dumps([[image_id, dict(zip(keys, binary[i])), *counts[i], levels[i], scores[i]] for i, image_id in enumerate(image_ids)])
+        cursor.execute(
+            f"INSERT INTO {_TABLE} ({', '.join(_COLUMNS)}) SELECT (r->>0)::bigint, %s, r->1, (r->>2)::smallint, (r->>3)::smallint, "
+            "(r->>4)::smallint, (r->>5)::smallint, (r->>6)::smallint, (r->>7)::double precision, %s "
+            "FROM jsonb_array_elements(%s::jsonb) AS r ORDER BY 1 "
+            f"ON CONFLICT (image_id, profile_id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _COLUMNS[2:])}",
+            [profile_id, now, chunk],
+        )
 
 
 def dataset_abstentions(annotator_ids: list[int], keys) -> np.ndarray | None:

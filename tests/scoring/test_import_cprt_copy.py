@@ -3,13 +3,15 @@ file imported both ways from the same starting state (new images, existing ones 
 labels new, changed and unchanged) leaves the same images, labels, history and scores."""
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.db import connection, transaction
 
 from annotations import taxonomy
 from annotations.models import Annotator, Image, Label
-from scoring.cprt_bench import importing
-from scoring.cprt_bench.copying import store_rows_with_copy as copy_path
+from scoring.cprt_bench import BenchFileError, importing
+from scoring.cprt_bench.copying import store_file_with_copy as copy_path
 from scoring.models import ImageScore
 from tests.support.bench_rows import make_rows, write_jsonl
 
@@ -34,7 +36,7 @@ def _state() -> dict:
 def _import_and_look(path, monkeypatch, use_copy: bool, actor) -> tuple[dict, dict]:
     monkeypatch.setattr(importing, "USE_COPY", use_copy)
     copy_calls = []
-    monkeypatch.setattr(importing, "store_rows_with_copy", lambda *a, **k: copy_calls.append(1) or copy_path(*a, **k))
+    monkeypatch.setattr(importing, "store_file_with_copy", lambda *a, **k: copy_calls.append(1) or copy_path(*a, **k))
     try:
         with transaction.atomic():
             result = importing.import_bench_file(path, "test", actor=actor)
@@ -79,3 +81,38 @@ def test_a_refused_file_leaves_nothing_on_the_copy_path(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="level"):
         importing.import_bench_file(path, "test")
     assert Image.objects.count() == 0 and Label.objects.count() == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("fmt", ["jsonl", "json"])
+def test_the_copy_path_refuses_a_bad_file_with_the_same_problems_in_the_same_order(tmp_path, monkeypatch, fmt):
+    # The COPY path checks rows while it copies them and leaves duplicate ids to the database; scan_file
+    # keeps them in memory. Duplicates of a valid row, of a refused row and of a duplicate, mixed with
+    # other problems, are listed alike, each at its row.
+    rows = make_rows(40, seed=6)
+    rows[3]["level"] = 9  # refused row whose id is repeated later
+    rows[5]["id"] = rows[3]["id"]  # duplicate of a refused row
+    rows[8]["id"] = rows[0]["id"]  # duplicate of a valid row
+    rows[9]["id"] = rows[0]["id"]  # and again: first at the first
+    rows[12]["score"] = 2
+    rows[12]["id"] = rows[1]["id"]  # a refused duplicate: its own problem only
+    rows[20]["id"] = "../bad"
+    rows[21]["id"] = "../bad"  # two bad ids: not VISPR ids, so no duplicate either
+    rows[30]["id"] = rows[3]["id"]
+    if fmt == "jsonl":
+        path = write_jsonl(tmp_path / "bad.jsonl", rows)
+    else:
+        path = tmp_path / "bad.json"
+        path.write_text(json.dumps(rows), encoding="utf-8")
+    refusals = {}
+    for use_copy in (False, True):
+        monkeypatch.setattr(importing, "USE_COPY", use_copy)
+        with pytest.raises(BenchFileError) as exc:
+            importing.import_bench_file(path, "test")
+        refusals[use_copy] = exc.value.problems
+    assert refusals[True] == refusals[False]
+    where = "line" if fmt == "jsonl" else "row"
+    assert f"{where} 6: duplicate id '{rows[3]['id']}' (first at {where} 4)" in refusals[True]
+    assert f"{where} 10: duplicate id '{rows[0]['id']}' (first at {where} 1)" in refusals[True]
+    assert len(refusals[True]) == 8
+    assert Image.objects.count() == 0 and Label.objects.count() == 0 and not Annotator.objects.filter(name__contains="cprt").exists()
