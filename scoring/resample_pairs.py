@@ -55,17 +55,20 @@ class _Sweep:
     is never compared, so the sweep counts exactly the pairs with different gt, and its depth is log2 of
     the number of gt values, not of the items."""
 
-    def __init__(self, rank: np.ndarray, group: np.ndarray):
+    def __init__(self, rank: np.ndarray, group: np.ndarray, first: int = 1, stop: int | None = None):
+        """Merges of block sizes first, 2 first, ... below `stop` (powers of two): only the pairs whose
+        groups first share a block of 2 x such a size are counted."""
         n = rank.size
         P = int(rank.max()) + 1 if n else 1
         G = int(group.max()) + 1 if n else 1
+        G = G if stop is None else min(G, stop)
         self.levels = []
-        size = 1
+        size = first
         while size < G:
             blk = group // (2 * size)
             side = (group // size) % 2
-            left = np.flatnonzero(side == 0)
             right = np.flatnonzero(side == 1)
+            left = np.flatnonzero((side == 0) & np.isin(blk, blk[right]))  # blocks without a right half: no pair
             lkeys = blk[left] * P + rank[left]
             lorder = np.argsort(lkeys, kind="stable")
             K = lkeys[lorder]
@@ -152,6 +155,7 @@ class PairPlan:
             self.sweep = False
             return
         row, contiguous = _rows(gt, self.level)
+        self.contiguous = contiguous
         pr = dense_rank(pred)
         R, P = int(row.max()) + 1, int(pr.max()) + 1
         self.row, self.R, self.P = row, R, P
@@ -223,7 +227,7 @@ class PairPlan:
 
     def _fallback(self, M, jt, jt_gp, margins) -> dict[str, ResampledPairs]:
         if self._merge is None:
-            self._merge = _MergePlan(self.gt, self.pred, self.level, self.row)
+            self._merge = _MergePlan(self.gt, self.pred, self.level, self.row, self.contiguous)
         return self._merge.counts(M, jt, jt_gp, margins)
 
 
@@ -265,17 +269,21 @@ class _MergePlan:
     """The merge-sort counting of PairPlan's fallback, with everything that does not depend on the
     resample (orders, groups, sweep plans) computed once per run, not once per chunk of resamples.
 
-    Concordant - discordant comes from a weighted merge-sort sweep over the cells in (gt, pred)
-    order, for all cells and per level: O(cells log cells) per resample whatever the number of
-    distinct values, on (cells, resamples) arrays whose gathers take whole rows."""
+    Concordant - discordant comes from weighted merge-sort sweeps (O(cells log cells) per resample
+    whatever the number of distinct values, on (cells, resamples) arrays whose gathers take whole
+    rows). Each plan is (cells, sweep, weight in the overall sum, weight in the intra-level sum)."""
 
-    def __init__(self, gt, pred, lv, row):
+    def __init__(self, gt, pred, lv, row, contiguous: bool):
         pr = dense_rank(pred)
         P = int(pr.max()) + 1
         self.gt_groups, self.pred_groups = _Groups(dense_rank(gt)), _Groups(pr)
         self.row_groups, self.level_pred_groups = _Groups(row), _Groups(dense_rank(lv) * P + pr)
         self.levels = [np.flatnonzero(lv == v) for v in np.unique(lv)]
-        self.signed_plans = [self._signed_plan(gt, pred, np.arange(gt.size))] + [self._signed_plan(gt, pred, c) for c in self.levels]
+        if contiguous:
+            self.plans = self._nested_plans(gt, pr, lv, row)
+        else:  # one sweep over all cells and one per level, each with the gt values as leaves
+            self.plans = [self._signed_plan(gt, pred, np.arange(gt.size)) + (1, 0)]
+            self.plans += [self._signed_plan(gt, pred, c) + (0, 1) for c in self.levels]
 
     @staticmethod
     def _signed_plan(gt, pred, cols):
@@ -283,6 +291,32 @@ class _MergePlan:
         g_o, p_o = dense_rank(gt[order]), dense_rank(pred[order])
         # The sweep's leaves are the gt values: pairs with one gt value are never compared.
         return order, _Sweep(p_o, g_o)
+
+    @staticmethod
+    def _nested_plans(gt, pr, lv, row):
+        """Levels whose rows are contiguous in gt order: the leaves are the rows, numbered so that each
+        level is one aligned block of leaves. The merges inside the blocks give the intra-level sum, the
+        few merges between blocks (depth log2 of the levels) the rest of the overall sum, so the overall
+        count costs no sweep of its own. Pairs of one gt value in two levels (rows sharing a boundary
+        gt value) are compared between blocks but tied in the gt: a sweep over those cells takes them off."""
+        order = np.lexsort((pr, row))
+        r, p = row[order], pr[order]
+        R = int(r.max()) + 1
+        row_level, row_gt = np.empty(R, dtype=lv.dtype), np.empty(R)
+        row_level[row], row_gt[row] = lv, gt
+        blocks = run_starts(row_level)  # one block of rows per level
+        b = np.searchsorted(blocks, r, "right") - 1
+        span = _pow2(np.diff(np.append(blocks, R)).max())
+        group = b * span + (r - blocks[b])
+        plans = [(order, _Sweep(p, group, stop=span), 1, 1), (order, _Sweep(p, group, first=span), 1, 0)]
+        gts = run_starts(row_gt)  # the rows of one gt value are adjacent, one per level
+        rows_per_gt = np.diff(np.append(gts, R))
+        g = np.searchsorted(gts, r, "right") - 1
+        shared = rows_per_gt[g] > 1
+        if shared.any():
+            span = _pow2(rows_per_gt.max())
+            plans.append((order[shared], _Sweep(p[shared], g[shared] * span + (r - gts[g])[shared], stop=span), -1, 0))
+        return plans
 
     def counts(self, M, jt, jt_gp, margins: dict | None = None) -> dict[str, ResampledPairs]:
         N = M.sum(axis=1, dtype=np.int64)
@@ -297,12 +331,21 @@ class _MergePlan:
         Nl = np.stack([MT[cols].sum(axis=0, dtype=np.int64) for cols in self.levels], axis=0)
         pairs, ties = N * (N - 1) // 2 - xt, yt - jt_gp
         pairs_i, ties_i = _choose2(Nl) - xt_row, yt_lv - jt
-        signed = [sweep.signed_sum(MT[order]) for order, sweep in self.signed_plans]
-        conc = (pairs - ties + signed[0]) // 2
-        conc_i = (pairs_i - ties_i + sum(signed[1:])) // 2
+        signed, signed_i = np.zeros_like(N), np.zeros_like(N)
+        for cells, sweep, in_all, in_intra in self.plans:
+            s = sweep.signed_sum(MT[cells])
+            signed += in_all * s
+            signed_i += in_intra * s
+        conc = (pairs - ties + signed) // 2
+        conc_i = (pairs_i - ties_i + signed_i) // 2
         total = ResampledPairs(pairs, conc, pairs - ties - conc, ties)
         intra = ResampledPairs(pairs_i, conc_i, pairs_i - ties_i - conc_i, ties_i)
         return {"all": total, "intra": intra, "inter": total - intra}
+
+
+def _pow2(k: int) -> int:
+    """The smallest power of two >= k (k >= 1)."""
+    return 1 << (int(k) - 1).bit_length()
 
 
 class _SameGtOtherLevel:
