@@ -236,25 +236,24 @@ class _Groups:
 
     With continuous scores almost every group is one cell: tie counts then come from the pairs of
     copies of one cell (`jt`, known already) plus an excess over the few groups of several cells,
-    and group sums from one cumulative sum, so the cost does not depend on the number of groups."""
+    and group sums are the one cell's counts except in those few groups."""
 
-    def __init__(self, keys: np.ndarray, cells: np.ndarray | None = None):
+    def __init__(self, keys: np.ndarray):
         order = np.argsort(keys, kind="stable")
         starts = run_starts(keys[order])
-        self.ends = np.append(starts[1:], order.size) - 1  # last position of each group in `order`
-        cells = np.arange(keys.size) if cells is None else cells
-        self.order = cells[order]  # cells in group order
+        self.first = order[starts]  # first cell of each group
         sizes = np.diff(np.append(starts, order.size))
+        self.multi_groups = np.flatnonzero(sizes > 1)
         in_multi = np.repeat(sizes > 1, sizes)
-        self.multi = self.order[in_multi]  # cells of groups with several cells, in group order
+        self.multi = order[in_multi]  # cells of groups with several cells, in group order
         multi_sizes = sizes[sizes > 1]
         self.multi_starts = np.concatenate(([0], np.cumsum(multi_sizes)[:-1])) if multi_sizes.size else multi_sizes
 
     def sums(self, MT: np.ndarray) -> np.ndarray:
         """(groups, resamples) sums of MT (cells, resamples) over each group."""
-        cs = np.cumsum(MT[self.order], axis=0, dtype=MT.dtype)  # each sum is at most a resample's size
-        out = cs[self.ends]
-        out[1:] -= cs[self.ends[:-1]]
+        out = MT[self.first]
+        if self.multi.size:
+            out[self.multi_groups] = np.add.reduceat(MT[self.multi], self.multi_starts, axis=0)
         return out
 
     def excess(self, MT: np.ndarray) -> np.ndarray:
@@ -276,9 +275,16 @@ class _MergePlan:
     def __init__(self, gt, pred, lv, row, contiguous: bool):
         pr = dense_rank(pred)
         P = int(pr.max()) + 1
-        self.gt_groups, self.pred_groups = _Groups(dense_rank(gt)), _Groups(pr)
-        self.row_groups, self.level_pred_groups = _Groups(row), _Groups(dense_rank(lv) * P + pr)
+        self.pred_groups, self.level_pred_groups = _Groups(pr), _Groups(dense_rank(lv) * P + pr)
         self.levels = [np.flatnonzero(lv == v) for v in np.unique(lv)]
+        # Rows (distinct gt, level) in gt order: their sums give the gt and level sums and tie counts.
+        self.row_order = np.argsort(row, kind="stable")
+        self.row_starts = run_starts(row[self.row_order])
+        R = int(row.max()) + 1
+        row_gt, row_level = np.empty(R), np.empty(R, dtype=lv.dtype)
+        row_gt[row], row_level[row] = gt, lv
+        self.gt_starts = run_starts(row_gt)
+        self.level_rows = [np.flatnonzero(row_level == v) for v in np.unique(lv)]
         if contiguous:
             self.plans = self._nested_plans(gt, pr, lv, row)
         else:  # one sweep over all cells and one per level, each with the gt values as leaves
@@ -323,12 +329,14 @@ class _MergePlan:
         # (cells, resamples), int32 while the sweep's products (a count times twice a resample's size) fit
         small = int(M.max(initial=0)) * 2 * int(N.max(initial=0)) < 2**31
         MT = np.ascontiguousarray(M.T, dtype=np.int32 if small else np.int64)
+        row_total = np.add.reduceat(MT[self.row_order], self.row_starts, axis=0)  # each sum is at most a resample's size
+        gt_total = np.add.reduceat(row_total, self.gt_starts, axis=0)
         if margins is not None:  # group sizes per prediction value and per gt value, for Spearman's ranks
-            margins["pred"], margins["gt"] = self.pred_groups.sums(MT).T, self.gt_groups.sums(MT).T
+            margins["pred"], margins["gt"] = self.pred_groups.sums(MT).T, gt_total.T
         # Tied position pairs: copies of one cell (jt) plus pairs of different cells in one group.
-        xt, yt = jt + self.gt_groups.excess(MT), jt + self.pred_groups.excess(MT)
-        xt_row, yt_lv = jt + self.row_groups.excess(MT), jt + self.level_pred_groups.excess(MT)
-        Nl = np.stack([MT[cols].sum(axis=0, dtype=np.int64) for cols in self.levels], axis=0)
+        xt, yt = _choose2(gt_total), jt + self.pred_groups.excess(MT)
+        xt_row, yt_lv = _choose2(row_total), jt + self.level_pred_groups.excess(MT)
+        Nl = np.stack([row_total[rows].sum(axis=0, dtype=np.int64) for rows in self.level_rows], axis=0)
         pairs, ties = N * (N - 1) // 2 - xt, yt - jt_gp
         pairs_i, ties_i = _choose2(Nl) - xt_row, yt_lv - jt
         signed, signed_i = np.zeros_like(N), np.zeros_like(N)
