@@ -88,9 +88,7 @@ class _Sweep:
         B = WT.shape[1]
         total = np.zeros(B, dtype=np.int64)
         for left_sorted, right, a, b, start, end in self.levels:
-            cw = np.empty((left_sorted.size + 1, B), dtype=WT.dtype)
-            cw[0] = 0
-            np.cumsum(WT[left_sorted], axis=0, out=cw[1:])
+            cw = _running_sums(WT[left_sorted])
             diff = cw[a]
             if b is None:  # no prediction tied across the halves (continuous scores): cw[b] is cw[a]
                 diff += diff
@@ -101,6 +99,28 @@ class _Sweep:
             diff *= WT[right]
             total += diff.sum(axis=0, dtype=np.int64)
         return total
+
+
+# Rows past which a running sum down the rows is taken on the transposed array (see _running_sums).
+TRANSPOSED_SUM_ROWS = 1000
+
+
+def _running_sums(X: np.ndarray) -> np.ndarray:
+    """(rows + 1, resamples) running sums of X (rows, resamples) down its rows, from a zero row.
+
+    A cumulative sum down the rows steps one row (a stride of every resample) at a time; past a few
+    thousand rows the array leaves the CPU cache and transposing it, summing along the contiguous
+    axis and transposing back is cheaper (about a fifth of the merge-sort sweep at 20,000 cells)."""
+    L, B = X.shape
+    if L <= TRANSPOSED_SUM_ROWS:
+        out = np.empty((L + 1, B), dtype=X.dtype)
+        out[0] = 0
+        np.cumsum(X, axis=0, out=out[1:])
+        return out
+    t = np.empty((B, L + 1), dtype=X.dtype)
+    t[:, 0] = 0
+    np.cumsum(np.ascontiguousarray(X.T), axis=1, out=t[:, 1:])
+    return np.ascontiguousarray(t.T)
 
 
 def dense_rank(values: np.ndarray) -> np.ndarray:

@@ -44,9 +44,21 @@ def test_pair_counts_equal_per_resample_counts(monkeypatch, coarse, shuffle, rat
         monkeypatch.setattr(resample_pairs, "SWEEP_RATIO", ratio)  # the merge-sort fallback
     gt, pred, lv = data(300, 1, coarse, shuffle, continuous)
     assert continuous == (np.unique(pred).size > 200)
+    assert_pair_counts_equal_reference(gt, pred, lv, merge_sort=True if continuous else None)
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_merge_sort_with_transposed_running_sums_equals_per_resample_counts(monkeypatch, shuffle):
+    monkeypatch.setattr(resample_pairs, "TRANSPOSED_SUM_ROWS", 0)  # every running sum of the sweep transposed
+    gt, pred, lv = data(300, 2, shuffle_levels=shuffle, continuous=True)
+    assert_pair_counts_equal_reference(gt, pred, lv, merge_sort=True)
+
+
+def assert_pair_counts_equal_reference(gt, pred, lv, merge_sort):
     idx = resample.draw(gt.size, 12, 7)
     cells = resample.Cells(gt, pred, lv)
-    assert not (continuous and cells.plan.sweep)  # many distinct values: the merge-sort path
+    if merge_sort:  # many distinct values: the merge-sort path
+        assert not cells.plan.sweep
     fast = cells.pairs_by_level(cells.from_indices(idx))
     for b, ref in enumerate(reference(gt, pred, lv, idx)):
         for k in ("all", "intra", "inter"):
