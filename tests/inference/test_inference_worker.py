@@ -34,7 +34,10 @@ def test_killed_worker_loses_nothing_and_resume_finishes_exactly_once(make_image
         results = RunResult.objects.filter(run=run)
 
         with celery_worker(queues="api", concurrency=2) as first:
-            wait_for(lambda: results.count() >= 12, timeout=90, what="the first worker to write some results")
+            # Killed with a request in flight (under load both lanes were once between requests: nothing
+            # was paid twice and the test could not see the run count it).
+            wait_for(lambda: results.count() >= 12 and server.stats()["in_flight"] > 0, timeout=90,
+                     what="the first worker to write some results with a request in flight")
             os.killpg(first.pid, signal.SIGKILL)
             first.wait(timeout=10)
         written_before_resume = results.count()
