@@ -208,9 +208,14 @@ def finish_runs(runs: list[int]) -> None:
         Run.objects.filter(pk=run_id).update(image_ids=ids, item_ids=ids, total=len(ids), done=len(ids), finished_at=timezone.now())
 
 
-def pages(runs: list[int]) -> dict[str, str]:
+def pages(runs: list[int], reviewer_id: int) -> dict[str, str]:
+    """The staff pages, then (names starting "reviewer") the reviewer's queue and one of their labelings."""
     from django.urls import reverse
 
+    from annotations.models import Labeling
+
+    labeling = Labeling.objects.filter(annotator_id=reviewer_id).order_by("-id").first()
+    image_id = labeling.image_id
     return {
         "home": reverse("home"),
         "leaderboard": reverse("scoring:leaderboard"),
@@ -219,10 +224,13 @@ def pages(runs: list[int]) -> dict[str, str]:
         "agreement": reverse("scoring:agreement"),
         "disagreements": reverse("scoring:disagreements"),
         "admin images": "/admin/annotations/image/",
+        "review image": reverse("scoring:review", args=[image_id]),
+        "reviewer queue": reverse("annotations:queue"),
+        "reviewer labeling": reverse("annotations:labeling", args=[labeling.pk]),
     }
 
 
-def measure_pages(client, urls: dict[str, str]) -> dict:
+def measure_pages(client, urls: dict[str, str], reviewer_client=None) -> dict:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -251,7 +259,7 @@ def measure_pages(client, urls: dict[str, str]) -> dict:
                 calls["n"] = 0
                 with CaptureQueriesContext(connection) as ctx:
                     started = time.perf_counter()
-                    response = client.get(url)
+                    response = (reviewer_client if name.startswith("reviewer") else client).get(url)
                     seconds = time.perf_counter() - started
                 if response.status_code != 200 and not (phase == "cold" and response.status_code == 202):
                     raise RuntimeError(f"{url}: {response.status_code} {response.content[:300]!r}")
@@ -332,8 +340,11 @@ def main() -> None:
         if args.skip_pages:
             return
         annotators, runs, staff = setup_world()
-        client = Client()
+        client, reviewer_client = Client(), Client()
         client.force_login(staff)
+        from django.contrib.auth import get_user_model
+
+        reviewer_client.force_login(get_user_model().objects.get(username="human-a"))
         by_scale = {}
         done = 1
         for scale in (args.small, args.images):
@@ -345,7 +356,7 @@ def main() -> None:
                 cur.execute("ANALYZE")
             print(f"built {scale:,} images in {time.perf_counter() - t0:.0f} s")
             done = scale + 1
-            by_scale[scale] = measure_pages(client, pages(runs))
+            by_scale[scale] = measure_pages(client, pages(runs, annotators["human-a"][0]), reviewer_client)
         print_pages(by_scale)
         print(f"peak RSS of this process after serving the pages: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
     finally:

@@ -177,7 +177,7 @@ CPRT_QUEUE_COUNT_TTL_S = envint("CPRT_QUEUE_COUNT_TTL_S", 30, min=0, max=3600)
 # the page shows the stored figures (scoring/services/cache.py); the refresh job's lease (renewed by its heartbeat).
 CPRT_METRICS_INLINE_S = envfloat("CPRT_METRICS_INLINE_S", 0.5, min=0, max=3600)
 # A first computation inside a request reading more rows than this is left to a job (scoring/services/cache.py).
-CPRT_METRICS_INLINE_ROWS = envint("CPRT_METRICS_INLINE_ROWS", 5000, min=0, max=10**9)
+CPRT_METRICS_INLINE_ROWS = envint("CPRT_METRICS_INLINE_ROWS", 2000, min=0, max=10**9)
 CPRT_METRICS_REFRESH_STALE_S = envduration("CPRT_METRICS_REFRESH_STALE_S", 120.0, min=1.0, max=7 * 24 * 3600)
 SESSION_EXPIRE_AT_BROWSER_CLOSE = True
 
