@@ -150,6 +150,10 @@ def test_an_echoed_key_is_found_nowhere(make_image, admin_user, client_as, monke
             wait_for(lambda: len(vllm_upstream.requests) >= 6, timeout=90, what="the 500 upstream to be asked about every image twice")
             runs.cancel_run(admin_user, Run.objects.get(pk=retried.pk))
             wait_for(lambda: Run.objects.get(pk=retried.pk).status == Run.STATUS_CANCELLED, timeout=90, what="the 500 run to stop")
+            # Job tasks store no result (CELERY_TASK_IGNORE_RESULT); the ping round trip does, so the backend is checked with one in it.
+            from cprt_site.celery import app
+
+            assert app.send_task("cprt_site.ping", ["stored"], queue="api").get(timeout=60) == "stored"
         # The upstreams did receive the keys (so they were there to echo).
         assert any(OPENAI_KEY in r["headers"].get("authorization", "") for r in openai_upstream.requests)
         assert any(VLLM_KEY in r["headers"].get("authorization", "") for r in vllm_upstream.requests)
