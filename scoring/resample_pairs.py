@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .count_sums import running_sums, segment_sums
+
 
 @dataclass
 class ResampledPairs:
@@ -55,10 +57,13 @@ class _Sweep:
     is never compared, so the sweep counts exactly the pairs with different gt, and its depth is log2 of
     the number of gt values, not of the items."""
 
-    def __init__(self, rank: np.ndarray, group: np.ndarray, first: int = 1, stop: int | None = None):
+    def __init__(self, rank: np.ndarray, group: np.ndarray, first: int = 1, stop: int | None = None,
+                 items: np.ndarray | None = None):
         """Merges of block sizes first, 2 first, ... below `stop` (powers of two): only the pairs whose
-        groups first share a block of 2 x such a size are counted."""
+        groups first share a block of 2 x such a size are counted. Item i of the order is row items[i]
+        of the counts given to signed_sum (default: row i), so no gather of the items comes first."""
         n = rank.size
+        items = np.arange(n) if items is None else items
         P = int(rank.max()) + 1 if n else 1
         G = int(group.max()) + 1 if n else 1
         G = G if stop is None else min(G, stop)
@@ -77,50 +82,30 @@ class _Sweep:
             b = np.searchsorted(K, rk, "right")
             start = np.searchsorted(K, blk[right] * P, "left")
             end = np.searchsorted(K, (blk[right] + 1) * P, "left")
-            self.levels.append((left[lorder], right, a, None if np.array_equal(a, b) else b, start, end))
+            self.levels.append((items[left[lorder]], items[right], a, None if np.array_equal(a, b) else b, start, end))
             size *= 2
 
-    def signed_sum(self, WT: np.ndarray) -> np.ndarray:
+    def signed_sum(self, MT: np.ndarray) -> np.ndarray:
         """Per resample: sum over position pairs l < k (in this order) of sign(rank_k - rank_l).
 
-        `WT` is (items, resamples) int64: every gather below takes whole rows (contiguous), which is
-        what keeps the sweep fast with one item per cell (continuous scores)."""
-        B = WT.shape[1]
+        `MT` is (rows, resamples) non-negative counts, int32 while a count times twice a resample's
+        size fits (else int64): every gather below takes whole rows (np.take along axis 0, a few
+        times faster than fancy indexing), which is what keeps the sweep fast with one item per
+        cell (continuous scores)."""
+        B = MT.shape[1]
         total = np.zeros(B, dtype=np.int64)
         for left_sorted, right, a, b, start, end in self.levels:
-            cw = _running_sums(WT[left_sorted])
-            diff = cw[a]
+            cw = running_sums(np.take(MT, left_sorted, axis=0))
+            diff = np.take(cw, a, axis=0)
             if b is None:  # no prediction tied across the halves (continuous scores): cw[b] is cw[a]
                 diff += diff
             else:
-                diff += cw[b]
-            diff -= cw[start]
-            diff -= cw[end]  # (less) - (greater)
-            diff *= WT[right]
+                diff += np.take(cw, b, axis=0)
+            diff -= np.take(cw, start, axis=0)
+            diff -= np.take(cw, end, axis=0)  # (less) - (greater)
+            diff *= np.take(MT, right, axis=0)
             total += diff.sum(axis=0, dtype=np.int64)
         return total
-
-
-# Rows past which a running sum down the rows is taken on the transposed array (see _running_sums).
-TRANSPOSED_SUM_ROWS = 1000
-
-
-def _running_sums(X: np.ndarray) -> np.ndarray:
-    """(rows + 1, resamples) running sums of X (rows, resamples) down its rows, from a zero row.
-
-    A cumulative sum down the rows steps one row (a stride of every resample) at a time; past a few
-    thousand rows the array leaves the CPU cache and transposing it, summing along the contiguous
-    axis and transposing back is cheaper (about a fifth of the merge-sort sweep at 20,000 cells)."""
-    L, B = X.shape
-    if L <= TRANSPOSED_SUM_ROWS:
-        out = np.empty((L + 1, B), dtype=X.dtype)
-        out[0] = 0
-        np.cumsum(X, axis=0, out=out[1:])
-        return out
-    t = np.empty((B, L + 1), dtype=X.dtype)
-    t[:, 0] = 0
-    np.cumsum(np.ascontiguousarray(X.T), axis=1, out=t[:, 1:])
-    return np.ascontiguousarray(t.T)
 
 
 def dense_rank(values: np.ndarray) -> np.ndarray:
@@ -271,16 +256,16 @@ class _Groups:
 
     def sums(self, MT: np.ndarray) -> np.ndarray:
         """(groups, resamples) sums of MT (cells, resamples) over each group."""
-        out = MT[self.first]
+        out = np.take(MT, self.first, axis=0)
         if self.multi.size:
-            out[self.multi_groups] = np.add.reduceat(MT[self.multi], self.multi_starts, axis=0)
+            out[self.multi_groups] = np.add.reduceat(np.take(MT, self.multi, axis=0), self.multi_starts, axis=0)
         return out
 
     def excess(self, MT: np.ndarray) -> np.ndarray:
         """Per resample: position pairs in different cells of one group."""
         if not self.multi.size:
             return np.zeros(MT.shape[1], dtype=np.int64)
-        W = MT[self.multi]
+        W = np.take(MT, self.multi, axis=0)
         return _choose2(np.add.reduceat(W, self.multi_starts, axis=0)) - _choose2(W)
 
 
@@ -290,7 +275,7 @@ class _MergePlan:
 
     Concordant - discordant comes from weighted merge-sort sweeps (O(cells log cells) per resample
     whatever the number of distinct values, on (cells, resamples) arrays whose gathers take whole
-    rows). Each plan is (cells, sweep, weight in the overall sum, weight in the intra-level sum)."""
+    rows). Each plan is (sweep over rows of those arrays, weight in the overall sum, weight in the intra-level sum)."""
 
     def __init__(self, gt, pred, lv, row, contiguous: bool):
         pr = dense_rank(pred)
@@ -308,15 +293,15 @@ class _MergePlan:
         if contiguous:
             self.plans = self._nested_plans(gt, pr, lv, row)
         else:  # one sweep over all cells and one per level, each with the gt values as leaves
-            self.plans = [self._signed_plan(gt, pred, np.arange(gt.size)) + (1, 0)]
-            self.plans += [self._signed_plan(gt, pred, c) + (0, 1) for c in self.levels]
+            self.plans = [(self._signed_plan(gt, pred, np.arange(gt.size)), 1, 0)]
+            self.plans += [(self._signed_plan(gt, pred, c), 0, 1) for c in self.levels]
 
     @staticmethod
     def _signed_plan(gt, pred, cols):
         order = cols[np.lexsort((pred[cols], gt[cols]))]
         g_o, p_o = dense_rank(gt[order]), dense_rank(pred[order])
         # The sweep's leaves are the gt values: pairs with one gt value are never compared.
-        return order, _Sweep(p_o, g_o)
+        return _Sweep(p_o, g_o, items=order)
 
     @staticmethod
     def _nested_plans(gt, pr, lv, row):
@@ -334,14 +319,14 @@ class _MergePlan:
         b = np.searchsorted(blocks, r, "right") - 1
         span = _pow2(np.diff(np.append(blocks, R)).max())
         group = b * span + (r - blocks[b])
-        plans = [(order, _Sweep(p, group, stop=span), 1, 1), (order, _Sweep(p, group, first=span), 1, 0)]
+        plans = [(_Sweep(p, group, stop=span, items=order), 1, 1), (_Sweep(p, group, first=span, items=order), 1, 0)]
         gts = run_starts(row_gt)  # the rows of one gt value are adjacent, one per level
         rows_per_gt = np.diff(np.append(gts, R))
         g = np.searchsorted(gts, r, "right") - 1
         shared = rows_per_gt[g] > 1
         if shared.any():
             span = _pow2(rows_per_gt.max())
-            plans.append((order[shared], _Sweep(p[shared], g[shared] * span + (r - gts[g])[shared], stop=span), -1, 0))
+            plans.append((_Sweep(p[shared], g[shared] * span + (r - gts[g])[shared], stop=span, items=order[shared]), -1, 0))
         return plans
 
     def counts(self, M, jt, jt_gp, margins: dict | None = None) -> dict[str, ResampledPairs]:
@@ -349,7 +334,7 @@ class _MergePlan:
         # (cells, resamples), int32 while the sweep's products (a count times twice a resample's size) fit
         small = int(M.max(initial=0)) * 2 * int(N.max(initial=0)) < 2**31
         MT = np.ascontiguousarray(M.T, dtype=np.int32 if small else np.int64)
-        row_total = np.add.reduceat(MT[self.row_order], self.row_starts, axis=0)  # each sum is at most a resample's size
+        row_total = segment_sums(np.take(MT, self.row_order, axis=0), self.row_starts)  # each sum is at most a resample's size
         gt_total = np.add.reduceat(row_total, self.gt_starts, axis=0)
         if margins is not None:  # group sizes per prediction value and per gt value, for Spearman's ranks
             margins["pred"], margins["gt"] = self.pred_groups.sums(MT).T, gt_total.T
@@ -360,8 +345,8 @@ class _MergePlan:
         pairs, ties = N * (N - 1) // 2 - xt, yt - jt_gp
         pairs_i, ties_i = _choose2(Nl) - xt_row, yt_lv - jt
         signed, signed_i = np.zeros_like(N), np.zeros_like(N)
-        for cells, sweep, in_all, in_intra in self.plans:
-            s = sweep.signed_sum(MT[cells])
+        for sweep, in_all, in_intra in self.plans:
+            s = sweep.signed_sum(MT)  # the sweep's items are rows of MT
             signed += in_all * s
             signed_i += in_intra * s
         conc = (pairs - ties + signed) // 2

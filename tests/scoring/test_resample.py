@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from scoring import engine, metrics, resample, resample_pairs
+from scoring import count_sums, engine, metrics, resample, resample_pairs
 
 BOUNDS = engine.PROVISIONAL
 
@@ -49,7 +49,7 @@ def test_pair_counts_equal_per_resample_counts(monkeypatch, coarse, shuffle, rat
 
 @pytest.mark.parametrize("shuffle", [False, True])
 def test_merge_sort_with_transposed_running_sums_equals_per_resample_counts(monkeypatch, shuffle):
-    monkeypatch.setattr(resample_pairs, "TRANSPOSED_SUM_ROWS", 0)  # every running sum of the sweep transposed
+    monkeypatch.setattr(count_sums, "SCAN_ROWS", 0)  # every running sum of the sweep by blocks
     gt, pred, lv = data(300, 2, shuffle_levels=shuffle, continuous=True)
     assert_pair_counts_equal_reference(gt, pred, lv, merge_sort=True)
 

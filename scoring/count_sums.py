@@ -1,0 +1,58 @@
+"""Sums of bootstrap counts down the rows of (rows, resamples) arrays, without transposing them.
+
+The pair counts (scoring.resample_pairs) and Spearman's ranks (scoring.resample) keep per-resample
+counts as (rows, resamples) arrays: their gathers then take whole rows. Sums down the rows of such an
+array are slow in numpy: a cumulative sum or reduceat along axis 0 steps one element at a time
+through a column, a whole row apart, and each step waits for the previous one. Two things make them
+cheap without a transpose:
+- two int32 counts side by side are one int64 (`pairs_view`): adding the int64 adds both halves
+  exactly while each half's sums stay below 2**31 (non-negative counts of one resample: at most its
+  size), so every sum does half the steps;
+- a running sum is taken a block of SCAN_BLOCK rows at a time, every block at once (one vectorised
+  add per row of a block), then the blocks' totals are carried over.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+SCAN_ROWS = 1000  # rows past which a running sum is taken by blocks (below, one numpy cumsum is cheaper)
+SCAN_BLOCK = 64  # rows per block: 64 vectorised adds per running sum, each over all blocks at once
+
+
+def pairs_view(X: np.ndarray) -> np.ndarray:
+    """X itself, or for a C-contiguous int32 X with an even number of columns its int64 view (two
+    adjacent columns in one element). Only for non-negative counts whose sums stay below 2**31."""
+    if X.dtype == np.int32 and X.ndim == 2 and X.shape[1] % 2 == 0 and X.flags.c_contiguous:
+        return X.view(np.int64)
+    return X
+
+
+def running_sums(X: np.ndarray) -> np.ndarray:
+    """(rows + 1, columns) running sums of the non-negative counts X (rows, columns) down its rows,
+    from a zero row; the same numbers as a cumulative sum along axis 0."""
+    L = X.shape[0]
+    out = np.empty((L + 1,) + X.shape[1:], dtype=X.dtype)
+    out[0] = 0
+    V, O = pairs_view(np.ascontiguousarray(X)), pairs_view(out)
+    if L <= SCAN_ROWS:
+        np.cumsum(V, axis=0, out=O[1:])
+        return out
+    K = SCAN_BLOCK
+    nb = L // K
+    body, src = O[1:1 + nb * K].reshape(nb, K, V.shape[1]), V[:nb * K].reshape(nb, K, V.shape[1])
+    body[:, 0] = src[:, 0]
+    for j in range(1, K):  # running sums inside every block at once
+        np.add(body[:, j - 1], src[:, j], out=body[:, j])
+    body[1:] += np.cumsum(body[:-1, K - 1], axis=0)[:, None, :]  # the totals of the blocks before
+    if nb * K < L:
+        np.cumsum(V[nb * K:], axis=0, out=O[1 + nb * K:])
+        O[1 + nb * K:] += O[nb * K]
+    return out
+
+
+def segment_sums(X: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """np.add.reduceat(X, starts, axis=0) of non-negative counts X (rows, columns) in X's dtype, two
+    int32 columns per step where they pair up (a reduceat of int32 along axis 0, summed in int64 as
+    numpy does by default, is about 4x slower)."""
+    V = pairs_view(np.ascontiguousarray(X))
+    return np.add.reduceat(V, starts, axis=0, dtype=V.dtype).view(X.dtype)
