@@ -85,10 +85,19 @@ def _twice_centred_ranks(S: np.ndarray) -> np.ndarray:
     return D.T if S.T.flags.c_contiguous else np.ascontiguousarray(D.T)
 
 
+# Groups up to which a gather of cell values reads a (resamples, groups) array held in the CPU cache
+CACHED_GROUPS = 4096
+
+
 def _cell_values(D: np.ndarray, of: np.ndarray) -> np.ndarray:
-    """(resamples, cells) C-contiguous float array of D[:, of] / 2 for D (resamples, groups): the rows of
-    D's transpose gathered, halved while transposed back (a gather along the long axis of a
-    (resamples, groups) array steps through memory a whole row apart)."""
+    """(resamples, cells) C-contiguous float array of D[:, of] / 2 for D (resamples, groups).
+
+    Few groups: gathered along the rows of D / 2 (small enough to stay in the CPU cache). Many (one
+    per cell with continuous scores): a gather along such long rows steps through memory at random,
+    so the rows of D's transpose (one group's resamples, adjacent) are gathered instead and halved
+    while transposed back."""
+    if D.shape[1] <= CACHED_GROUPS:
+        return np.take(np.ascontiguousarray(D) * 0.5, of, axis=1)
     G = np.take(np.ascontiguousarray(D.T), of, axis=0)
     out = np.empty(G.shape[::-1])
     np.multiply(G.T, 0.5, out=out)
