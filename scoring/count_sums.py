@@ -56,3 +56,40 @@ def segment_sums(X: np.ndarray, starts: np.ndarray) -> np.ndarray:
     numpy does by default, is about 4x slower)."""
     V = pairs_view(np.ascontiguousarray(X))
     return np.add.reduceat(V, starts, axis=0, dtype=V.dtype).view(X.dtype)
+
+
+class BlockScan:
+    """Running sums down some rows of a (cells, resamples) count array, the rows and the positions later
+    looked up fixed once per run (the merge-sort sweep's left halves: scoring.resample_pairs._Sweep).
+
+    The rows are gathered block-interleaved: row q of the sum (block q // K, step q % K) lands at
+    (q % K) x blocks + q // K, so each of the K steps of the scan adds one contiguous slab holding
+    that step of every block (running_sums adds one short row per block per step, which costs numpy
+    a loop per block). `at` maps the positions looked up to rows of what `sums` returns."""
+
+    def __init__(self, rows: np.ndarray):
+        L = rows.size
+        self.K = K = SCAN_BLOCK if L > SCAN_ROWS else 1  # K = 1: a single block, one plain cumulative sum
+        self.blocks = -(-L // K)
+        q = np.arange(L)
+        self.gather = np.full(K * self.blocks, rows[0] if L else 0, dtype=np.intp)  # padding: never looked up
+        self.gather[(q % K) * self.blocks + q // K] = rows
+
+    def at(self, positions: np.ndarray) -> np.ndarray:
+        """Rows of `sums` holding the sums of the first p rows, for p in positions (0 <= p <= rows)."""
+        q = np.asarray(positions) - 1
+        return np.where(q < 0, self.K * self.blocks, (q % self.K) * self.blocks + q // self.K)
+
+    def sums(self, MT: np.ndarray) -> np.ndarray:
+        """Running sums of the rows of the non-negative counts MT (cells, resamples); the last row is 0."""
+        K, nb = self.K, self.blocks
+        Y = np.empty((K * nb + 1, MT.shape[1]), dtype=MT.dtype)
+        np.take(MT, self.gather, axis=0, out=Y[:-1], mode="clip")  # "clip": not buffered (indices are valid)
+        Y[-1] = 0
+        V = pairs_view(Y)
+        body = V[:-1].reshape(K, nb, V.shape[1])
+        for j in range(1, K):  # step j of every block at once
+            np.add(body[j], body[j - 1], out=body[j])
+        if nb > 1:
+            body[:, 1:] += np.cumsum(body[K - 1, :-1], axis=0)  # the totals of the blocks before
+        return Y

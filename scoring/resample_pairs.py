@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .count_sums import running_sums, segment_sums
+from .count_sums import BlockScan, segment_sums
 
 
 @dataclass
@@ -82,7 +82,9 @@ class _Sweep:
             b = np.searchsorted(K, rk, "right")
             start = np.searchsorted(K, blk[right] * P, "left")
             end = np.searchsorted(K, (blk[right] + 1) * P, "left")
-            self.levels.append((items[left[lorder]], items[right], a, None if np.array_equal(a, b) else b, start, end))
+            scan = BlockScan(items[left[lorder]])  # positions in K become rows of the scan's sums
+            self.levels.append((scan, items[right], scan.at(a), None if np.array_equal(a, b) else scan.at(b),
+                                scan.at(start), scan.at(end)))
             size *= 2
 
     def signed_sum(self, MT: np.ndarray) -> np.ndarray:
@@ -94,8 +96,8 @@ class _Sweep:
         cell (continuous scores)."""
         B = MT.shape[1]
         total = np.zeros(B, dtype=np.int64)
-        for left_sorted, right, a, b, start, end in self.levels:
-            cw = running_sums(np.take(MT, left_sorted, axis=0))
+        for scan, right, a, b, start, end in self.levels:
+            cw = scan.sums(MT)  # running sums of the block's left half (a, b, start, end: rows of cw)
             diff = np.take(cw, a, axis=0)
             if b is None:  # no prediction tied across the halves (continuous scores): cw[b] is cw[a]
                 diff += diff
