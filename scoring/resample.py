@@ -104,6 +104,28 @@ def _cell_values(D: np.ndarray, of: np.ndarray) -> np.ndarray:
     return out
 
 
+# Resample sizes n with n**3 below this: Spearman's sums below are exact in float64 in any order.
+EXACT_RANK_SUMS = 2**53
+
+
+def _exact_rank_sums(Sp, Sg, Dp, Dg, MT, gp_, gg_):
+    """Spearman's sxx, syy and sxy per resample from twice the centred ranks D (integers) and the
+    counts MT (cells, resamples), in whatever order is cheapest (cells as rows: whole-row gathers).
+
+    Every product (a count times two values of D, at most n**3 / 4 in quarter units) and every
+    partial sum (at most n**3 / 4: sum of M |dp| |dg| <= n (n/2)**2) is a multiple of 1/4 below
+    2**53 / 4, so each is exact and the sums are the exact values: the same floats as the
+    float path's, which sums in another order."""
+    quarter = 0.25
+    sxx = np.einsum("ij,ij,ij->j", Sp.T, Dp.T, Dp.T, dtype=float) * quarter
+    syy = np.einsum("ij,ij,ij->j", Sg.T, Dg.T, Dg.T, dtype=float) * quarter
+    P = np.take(np.ascontiguousarray(Dp.T), gp_, axis=0)
+    P *= MT  # within int32 where MT is int32: a count times n < 2**31
+    G = np.take(np.ascontiguousarray(Dg.T), gg_, axis=0)
+    sxy = np.einsum("ij,ij->j", P, G, dtype=float) * quarter
+    return sxx, syy, sxy
+
+
 def metric_resamples(cells: Cells, idx: np.ndarray, predicted_level: np.ndarray, thresholds=(1, 2, 3)) -> dict[str, np.ndarray]:
     """Every severity metric of every resample given by bootstrap indices `idx` (resamples, items),
     as (resamples,) arrays with NaN where undefined; binary_T entries are dicts of tp/fp/fn/tn counts.
@@ -153,10 +175,13 @@ def _chunk_metrics(cells: Cells, M: np.ndarray, features: np.ndarray, ranks, thr
         Sg = margins["gt"] if "gt" in margins else _group_sums(M, gg_)
         # Ranks minus the mean rank: halves of integers, so the same floats however they are computed.
         Dp, Dg = _twice_centred_ranks(Sp), _twice_centred_ranks(Sg)
-        dp, dg = Dp * 0.5, Dg * 0.5
-        sxx = (Sp * dp * dp).sum(axis=1)
-        syy = (Sg * dg * dg).sum(axis=1)
-        sxy = np.einsum("ij,ij,ij->i", Mf, _cell_values(Dp, gp_), _cell_values(Dg, gg_))
+        if "cells_T" in margins and int(N.max(initial=0)) ** 3 < EXACT_RANK_SUMS:
+            sxx, syy, sxy = _exact_rank_sums(Sp, Sg, Dp, Dg, margins["cells_T"], gp_, gg_)
+        else:
+            dp, dg = Dp * 0.5, Dg * 0.5
+            sxx = (Sp * dp * dp).sum(axis=1)
+            syy = (Sg * dg * dg).sum(axis=1)
+            sxy = np.einsum("ij,ij,ij->i", Mf, _cell_values(Dp, gp_), _cell_values(Dg, gg_))
         rho = sxy / np.sqrt(sxx * syy)
         out["spearman"] = np.clip(np.where((sxx <= 1e-9) | (syy <= 1e-9), np.nan, rho), -1, 1)
 

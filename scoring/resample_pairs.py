@@ -340,6 +340,7 @@ class _MergePlan:
         gt_total = np.add.reduceat(row_total, self.gt_starts, axis=0)
         if margins is not None:  # group sizes per prediction value and per gt value, for Spearman's ranks
             margins["pred"], margins["gt"] = self.pred_groups.sums(MT).T, gt_total.T
+            margins["cells_T"] = MT  # the counts with cells as rows, for Spearman's sums
         # Tied position pairs: copies of one cell (jt) plus pairs of different cells in one group.
         xt, yt = _choose2(gt_total), jt + self.pred_groups.excess(MT)
         xt_row, yt_lv = _choose2(row_total), jt + self.level_pred_groups.excess(MT)
