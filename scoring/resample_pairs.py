@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .count_sums import BlockScan, segment_sums
+from .count_sums import BlockScan, column_sums, segment_sums
 
 
 @dataclass
@@ -87,13 +87,14 @@ class _Sweep:
                                 scan.at(start), scan.at(end)))
             size *= 2
 
-    def signed_sum(self, MT: np.ndarray) -> np.ndarray:
+    def signed_sum(self, MT: np.ndarray, most: int) -> np.ndarray:
         """Per resample: sum over position pairs l < k (in this order) of sign(rank_k - rank_l).
 
         `MT` is (rows, resamples) non-negative counts, int32 while a count times twice a resample's
         size fits (else int64): every gather below takes whole rows (np.take along axis 0, a few
         times faster than fancy indexing), which is what keeps the sweep fast with one item per
-        cell (continuous scores)."""
+        cell (continuous scores). `most` bounds every |(less - greater) x count| (at most a
+        resample's size times its largest count), so that the sums may run in int32 a while."""
         B = MT.shape[1]
         total = np.zeros(B, dtype=np.int64)
         for scan, right, a, b, start, end in self.levels:
@@ -106,7 +107,7 @@ class _Sweep:
             diff -= np.take(cw, start, axis=0)
             diff -= np.take(cw, end, axis=0)  # (less) - (greater)
             diff *= np.take(MT, right, axis=0)
-            total += diff.sum(axis=0, dtype=np.int64)
+            total += column_sums(diff, most)
         return total
 
 
@@ -334,7 +335,8 @@ class _MergePlan:
     def counts(self, M, jt, jt_gp, margins: dict | None = None) -> dict[str, ResampledPairs]:
         N = M.sum(axis=1, dtype=np.int64)
         # (cells, resamples), int32 while the sweep's products (a count times twice a resample's size) fit
-        small = int(M.max(initial=0)) * 2 * int(N.max(initial=0)) < 2**31
+        most = int(M.max(initial=0)) * int(N.max(initial=0))  # bounds |(less - greater) x count| in the sweeps
+        small = 2 * most < 2**31
         MT = np.ascontiguousarray(M.T, dtype=np.int32 if small else np.int64)
         row_total = segment_sums(np.take(MT, self.row_order, axis=0), self.row_starts)  # each sum is at most a resample's size
         gt_total = np.add.reduceat(row_total, self.gt_starts, axis=0)
@@ -349,7 +351,7 @@ class _MergePlan:
         pairs_i, ties_i = _choose2(Nl) - xt_row, yt_lv - jt
         signed, signed_i = np.zeros_like(N), np.zeros_like(N)
         for sweep, in_all, in_intra in self.plans:
-            s = sweep.signed_sum(MT)  # the sweep's items are rows of MT
+            s = sweep.signed_sum(MT, most)  # the sweep's items are rows of MT
             signed += in_all * s
             signed_i += in_intra * s
         conc = (pairs - ties + signed) // 2
