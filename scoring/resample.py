@@ -121,7 +121,7 @@ def _exact_rank_sums(Sp, Sg, Dp, Dg, MT, gp_, gg_):
     syy = np.einsum("ij,ij,ij->j", Sg.T, Dg.T, Dg.T, dtype=float) * quarter
     P = np.take(np.ascontiguousarray(Dp.T), gp_, axis=0)
     P *= MT  # within int32 where MT is int32: a count times n < 2**31
-    G = np.take(np.ascontiguousarray(Dg.T), gg_, axis=0)
+    G = np.take(np.ascontiguousarray(Dg.T, dtype=P.dtype), gg_, axis=0)  # |D| <= n: int32 halves what is written
     sxy = np.einsum("ij,ij->j", P, G, dtype=float) * quarter
     return sxx, syy, sxy
 
