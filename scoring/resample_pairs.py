@@ -57,15 +57,21 @@ class _Sweep:
     is never compared, so the sweep counts exactly the pairs with different gt, and its depth is log2 of
     the number of gt values, not of the items."""
 
-    def __init__(self, rank: np.ndarray, group: np.ndarray, first: int = 1, stop: int | None = None,
-                 items: np.ndarray | None = None):
+    def __init__(self, rank: np.ndarray, group: np.ndarray, rows: np.ndarray, items: np.ndarray,
+                 first: int = 1, stop: int | None = None):
         """Merges of block sizes first, 2 first, ... below `stop` (powers of two): only the pairs whose
         groups first share a block of 2 x such a size are counted. Item i of the order is row items[i]
-        of the counts given to signed_sum (default: row i), so no gather of the items comes first."""
+        of the counts given to signed_sum, so no gather of the items comes first, and lies in row
+        rows[i] of the (gt, level) rows; every leaf holds whole rows, so a block's total count is a sum
+        of row totals (signed_sum's `row_total`)."""
         n = rank.size
-        items = np.arange(n) if items is None else items
         P = int(rank.max()) + 1 if n else 1
-        G = int(group.max()) + 1 if n else 1
+        self.leaves = G = int(group.max()) + 1 if n else 1
+        width = int(rows.max()) + 1 if n else 1
+        pairs = np.unique(group.astype(np.int64) * width + rows)  # the rows of each leaf
+        leaf = pairs // width
+        self.leaf_starts = run_starts(leaf)
+        self.leaf_ids, self.leaf_rows = leaf[self.leaf_starts], pairs % width
         G = G if stop is None else min(G, stop)
         self.levels = []
         size = first
@@ -80,34 +86,49 @@ class _Sweep:
             rk = blk[right] * P + rank[right]
             a = np.searchsorted(K, rk, "left")
             b = np.searchsorted(K, rk, "right")
-            start = np.searchsorted(K, blk[right] * P, "left")
-            end = np.searchsorted(K, (blk[right] + 1) * P, "left")
+            blocks = np.unique(blk[right])  # each with its left half's bounds in K and its right half's leaves
+            start, end = np.searchsorted(K, blocks * P, "left"), np.searchsorted(K, (blocks + 1) * P, "left")
+            lo, hi = blocks * 2 * size + size, np.minimum((blocks + 1) * 2 * size, self.leaves)
             scan = BlockScan(items[left[lorder]])  # positions in K become rows of the scan's sums
             self.levels.append((scan, items[right], scan.at(a), None if np.array_equal(a, b) else scan.at(b),
-                                scan.at(start), scan.at(end)))
+                                scan.at(start), scan.at(end), lo, hi))
             size *= 2
 
-    def signed_sum(self, MT: np.ndarray, most: int) -> np.ndarray:
+    def signed_sum(self, MT: np.ndarray, row_total: np.ndarray, most: int) -> np.ndarray:
         """Per resample: sum over position pairs l < k (in this order) of sign(rank_k - rank_l).
 
         `MT` is (rows, resamples) non-negative counts, int32 while a count times twice a resample's
         size fits (else int64): every gather below takes whole rows (np.take along axis 0, a few
         times faster than fancy indexing), which is what keeps the sweep fast with one item per
-        cell (continuous scores). `most` bounds every |(less - greater) x count| (at most a
-        resample's size times its largest count), so that the sums may run in int32 a while."""
+        cell (continuous scores). `most` bounds every count times a resample's size, so that the
+        sums may run in int32 a while.
+
+        For a right item k of a block, (less) - (greater) = cw[a] + cw[b] - cw[start] - cw[end] over
+        the running sums cw of the block's left half. The last two terms are the block's: they are
+        weighted by the block's right total (a difference of running sums over the leaves' totals)
+        rather than gathered per item; with no tie across the halves cw[b] is cw[a]."""
         B = MT.shape[1]
+        leaf_total = np.zeros((self.leaves, B), dtype=np.int64)
+        if self.leaf_rows.size:
+            leaf_total[self.leaf_ids] = np.add.reduceat(np.take(row_total, self.leaf_rows, axis=0), self.leaf_starts,
+                                                        axis=0, dtype=np.int64)
+        leaf_sums = np.zeros((self.leaves + 1, B), dtype=np.int64)
+        np.cumsum(leaf_total, axis=0, out=leaf_sums[1:])
         total = np.zeros(B, dtype=np.int64)
-        for scan, right, a, b, start, end in self.levels:
-            cw = scan.sums(MT)  # running sums of the block's left half (a, b, start, end: rows of cw)
+        for scan, right, a, b, start, end, lo, hi in self.levels:
+            cw = scan.sums(MT)  # running sums of the blocks' left halves (a, b, start, end: rows of cw)
             diff = np.take(cw, a, axis=0)
-            if b is None:  # no prediction tied across the halves (continuous scores): cw[b] is cw[a]
-                diff += diff
-            else:
+            if b is not None:
                 diff += np.take(cw, b, axis=0)
-            diff -= np.take(cw, start, axis=0)
-            diff -= np.take(cw, end, axis=0)  # (less) - (greater)
             diff *= np.take(MT, right, axis=0)
-            total += column_sums(diff, most)
+            if b is None:
+                total += 2 * column_sums(diff, most)
+            else:
+                total += column_sums(diff, 2 * most)
+            bounds = np.take(cw, start, axis=0).astype(np.int64)
+            bounds += np.take(cw, end, axis=0)
+            bounds *= leaf_sums[hi] - leaf_sums[lo]
+            total -= bounds.sum(axis=0)
         return total
 
 
@@ -296,15 +317,15 @@ class _MergePlan:
         if contiguous:
             self.plans = self._nested_plans(gt, pr, lv, row)
         else:  # one sweep over all cells and one per level, each with the gt values as leaves
-            self.plans = [(self._signed_plan(gt, pred, np.arange(gt.size)), 1, 0)]
-            self.plans += [(self._signed_plan(gt, pred, c), 0, 1) for c in self.levels]
+            self.plans = [(self._signed_plan(gt, pred, row, np.arange(gt.size)), 1, 0)]
+            self.plans += [(self._signed_plan(gt, pred, row, c), 0, 1) for c in self.levels]
 
     @staticmethod
-    def _signed_plan(gt, pred, cols):
+    def _signed_plan(gt, pred, row, cols):
         order = cols[np.lexsort((pred[cols], gt[cols]))]
         g_o, p_o = dense_rank(gt[order]), dense_rank(pred[order])
         # The sweep's leaves are the gt values: pairs with one gt value are never compared.
-        return _Sweep(p_o, g_o, items=order)
+        return _Sweep(p_o, g_o, row[order], order)
 
     @staticmethod
     def _nested_plans(gt, pr, lv, row):
@@ -322,20 +343,20 @@ class _MergePlan:
         b = np.searchsorted(blocks, r, "right") - 1
         span = _pow2(np.diff(np.append(blocks, R)).max())
         group = b * span + (r - blocks[b])
-        plans = [(_Sweep(p, group, stop=span, items=order), 1, 1), (_Sweep(p, group, first=span, items=order), 1, 0)]
+        plans = [(_Sweep(p, group, r, order, stop=span), 1, 1), (_Sweep(p, group, r, order, first=span), 1, 0)]
         gts = run_starts(row_gt)  # the rows of one gt value are adjacent, one per level
         rows_per_gt = np.diff(np.append(gts, R))
         g = np.searchsorted(gts, r, "right") - 1
         shared = rows_per_gt[g] > 1
         if shared.any():
             span = _pow2(rows_per_gt.max())
-            plans.append((_Sweep(p[shared], g[shared] * span + (r - gts[g])[shared], stop=span, items=order[shared]), -1, 0))
+            plans.append((_Sweep(p[shared], g[shared] * span + (r - gts[g])[shared], r[shared], order[shared], stop=span), -1, 0))
         return plans
 
     def counts(self, M, jt, jt_gp, margins: dict | None = None) -> dict[str, ResampledPairs]:
         N = M.sum(axis=1, dtype=np.int64)
         # (cells, resamples), int32 while the sweep's products (a count times twice a resample's size) fit
-        most = int(M.max(initial=0)) * int(N.max(initial=0))  # bounds |(less - greater) x count| in the sweeps
+        most = int(M.max(initial=0)) * int(N.max(initial=0))  # a count times a resample's size
         small = 2 * most < 2**31
         MT = np.ascontiguousarray(M.T, dtype=np.int32 if small else np.int64)
         row_total = segment_sums(np.take(MT, self.row_order, axis=0), self.row_starts)  # each sum is at most a resample's size
@@ -351,7 +372,7 @@ class _MergePlan:
         pairs_i, ties_i = _choose2(Nl) - xt_row, yt_lv - jt
         signed, signed_i = np.zeros_like(N), np.zeros_like(N)
         for sweep, in_all, in_intra in self.plans:
-            s = sweep.signed_sum(MT, most)  # the sweep's items are rows of MT
+            s = sweep.signed_sum(MT, row_total, most)  # the sweep's items are rows of MT
             signed += in_all * s
             signed_i += in_intra * s
         conc = (pairs - ties + signed) // 2
