@@ -222,10 +222,13 @@ class PairPlan:
             empty = ResampledPairs(z, z, z, z)
             return {"all": empty, "intra": empty, "inter": empty}
         # position pairs within one cell (copies of one image, or equal cells): sum of M(M-1)/2
-        jt = (np.einsum("ij,ij->i", M, M, dtype=np.int64) - M.sum(axis=1, dtype=np.int64)) // 2
+        N = M.sum(axis=1, dtype=M.dtype).astype(np.int64)  # each row sums to its resample's size
+        most = int(M.max(initial=0)) * int(N.max(initial=0))  # a count times a resample's size: >= sum of M**2
+        squares = np.einsum("ij,ij->i", M, M) if most < 2**31 else np.einsum("ij,ij->i", M, M, dtype=np.int64)
+        jt = (squares.astype(np.int64) - N) // 2
         jt_gp = jt + self.cross.equal_pred(M)
         if not self.sweep:
-            return self._fallback(M, jt, jt_gp, margins)
+            return self._fallback(M, N, most, jt, jt_gp, margins)
         MT = np.ascontiguousarray(M[:, self.order].T, dtype=np.int32)  # (cells in sweep order, resamples)
         G = np.zeros((self.R + 1, B), dtype=np.int32)  # G[r + 1]: positions in row r of the columns swept
         H = np.empty_like(G)
@@ -256,10 +259,10 @@ class PairPlan:
         intra = ResampledPairs(pairs_i, conc_i, pairs_i - ties_i - conc_i, ties_i)
         return {"all": total, "intra": intra, "inter": total - intra}
 
-    def _fallback(self, M, jt, jt_gp, margins) -> dict[str, ResampledPairs]:
+    def _fallback(self, M, N, most, jt, jt_gp, margins) -> dict[str, ResampledPairs]:
         if self._merge is None:
             self._merge = _MergePlan(self.gt, self.pred, self.level, self.row, self.contiguous)
-        return self._merge.counts(M, jt, jt_gp, margins)
+        return self._merge.counts(M, N, most, jt, jt_gp, margins)
 
 
 class _Groups:
@@ -355,10 +358,8 @@ class _MergePlan:
             plans.append((_Sweep(p[shared], g[shared] * span + (r - gts[g])[shared], r[shared], order[shared], stop=span), -1, 0))
         return plans
 
-    def counts(self, M, jt, jt_gp, margins: dict | None = None) -> dict[str, ResampledPairs]:
-        N = M.sum(axis=1, dtype=np.int64)
+    def counts(self, M, N, most, jt, jt_gp, margins: dict | None = None) -> dict[str, ResampledPairs]:
         # (cells, resamples), int32 while the sweep's products (a count times twice a resample's size) fit
-        most = int(M.max(initial=0)) * int(N.max(initial=0))  # a count times a resample's size
         small = 2 * most < 2**31
         MT = np.ascontiguousarray(M.T, dtype=np.int32 if small else np.int64)
         row_total = segment_sums(np.take(MT, self.row_order, axis=0), self.row_starts)  # each sum is at most a resample's size
