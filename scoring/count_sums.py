@@ -33,20 +33,20 @@ def running_sums(X: np.ndarray) -> np.ndarray:
     L = X.shape[0]
     out = np.empty((L + 1,) + X.shape[1:], dtype=X.dtype)
     out[0] = 0
-    V, O = pairs_view(np.ascontiguousarray(X)), pairs_view(out)
+    V, W = pairs_view(np.ascontiguousarray(X)), pairs_view(out)
     if L <= SCAN_ROWS:
-        np.cumsum(V, axis=0, out=O[1:])
+        np.cumsum(V, axis=0, out=W[1:])
         return out
     K = SCAN_BLOCK
     nb = L // K
-    body, src = O[1:1 + nb * K].reshape(nb, K, V.shape[1]), V[:nb * K].reshape(nb, K, V.shape[1])
+    body, src = W[1:1 + nb * K].reshape(nb, K, V.shape[1]), V[:nb * K].reshape(nb, K, V.shape[1])
     body[:, 0] = src[:, 0]
     for j in range(1, K):  # running sums inside every block at once
         np.add(body[:, j - 1], src[:, j], out=body[:, j])
     body[1:] += np.cumsum(body[:-1, K - 1], axis=0)[:, None, :]  # the totals of the blocks before
     if nb * K < L:
-        np.cumsum(V[nb * K:], axis=0, out=O[1 + nb * K:])
-        O[1 + nb * K:] += O[nb * K]
+        np.cumsum(V[nb * K:], axis=0, out=W[1 + nb * K:])
+        W[1 + nb * K:] += W[nb * K]
     return out
 
 
