@@ -99,6 +99,8 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",
     "axes.middleware.AxesMiddleware",
+    # A scoring page whose figures a job computes for the first time answers "being computed" (scoring/pending.py).
+    "scoring.pending.PendingMiddleware",
 ]
 
 ROOT_URLCONF = "cprt_site.urls"
@@ -174,6 +176,8 @@ CPRT_QUEUE_COUNT_TTL_S = envint("CPRT_QUEUE_COUNT_TTL_S", 30, min=0, max=3600)
 # Scoring pages: a stale cached computation that took longer than this is recomputed by a job while
 # the page shows the stored figures (scoring/services/cache.py); the refresh job's lease (renewed by its heartbeat).
 CPRT_METRICS_INLINE_S = envfloat("CPRT_METRICS_INLINE_S", 0.5, min=0, max=3600)
+# A first computation inside a request reading more rows than this is left to a job (scoring/services/cache.py).
+CPRT_METRICS_INLINE_ROWS = envint("CPRT_METRICS_INLINE_ROWS", 2000, min=0, max=10**9)
 CPRT_METRICS_REFRESH_STALE_S = envduration("CPRT_METRICS_REFRESH_STALE_S", 120.0, min=1.0, max=7 * 24 * 3600)
 SESSION_EXPIRE_AT_BROWSER_CLOSE = True
 

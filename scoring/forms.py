@@ -106,7 +106,8 @@ class CompareForm(ExportForm):
             raise forms.ValidationError("Choose two runs: a and b.")
         if a == b:
             raise forms.ValidationError("Choose two different runs.")
-        runs = {r.pk: r for r in Run.objects.filter(pk__in=[a, b], task=Run.TASK_JUDGE, status=Run.STATUS_FINISHED)}
+        runs = {r.pk: r for r in Run.objects.filter(pk__in=[a, b], task=Run.TASK_JUDGE, status=Run.STATUS_FINISHED)
+                .only("id", "provider", "model_name", "strategy")}
         if a not in runs or b not in runs:
             raise forms.ValidationError("a and b must both be finished judge runs.")
         cleaned["run_a"], cleaned["run_b"] = runs[a], runs[b]

@@ -13,8 +13,8 @@ import json
 from dataclasses import dataclass
 
 import numpy as np
-from django.db.models import BigIntegerField, Count, Exists, F, Max, OuterRef, Q, Sum
-from django.db.models.functions import Cast, Round
+from django.db.models import BigIntegerField, Count, Exists, F, FloatField, Func, Max, OuterRef, Q, Sum
+from django.db.models.functions import Cast
 
 from annotations import label_version, taxonomy
 from annotations.models import Adjudication, Annotator, Image, Label, Labeling
@@ -34,9 +34,17 @@ def digest(*parts) -> str:
 EXACT_SCALE = 2**30
 
 
+class FloatRound(Func):
+    """ROUND of a float, computed as a float (Django's Round casts to numeric on PostgreSQL first,
+    which costs more than the rest of a fingerprint aggregate put together)."""
+
+    function = "ROUND"
+    output_field = FloatField()
+
+
 def exact_sum(column: str) -> Sum:
     """Sum of a float column as exact integers (see EXACT_SCALE): the same whatever the plan."""
-    return Sum(Cast(Round(F(column) * EXACT_SCALE), BigIntegerField()))
+    return Sum(Cast(FloatRound(F(column) * EXACT_SCALE), BigIntegerField()))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -78,12 +86,15 @@ def ground_truth_fingerprint(profile: ScoringProfile) -> str:
 # Runs
 
 
+LARGE_RUN_FIELDS = ("image_ids", "item_ids", "prompt_text", "selection")
+
+
 def finished_judge_runs(strategy: str = ""):
     runs = Run.objects.filter(task=Run.TASK_JUDGE, status=Run.STATUS_FINISHED)
     if strategy:
         runs = runs.filter(strategy=strategy)
-    # The frozen image list and prompt texts are large JSON: the leaderboard needs neither.
-    return list(runs.defer("image_ids", "prompt_text", "selection").order_by("provider", "model_name", "strategy", "counterfactual_faces", "id"))
+    # The frozen image and item lists and prompt texts are large JSON (1.4 MB a run at 100k images): the leaderboard needs none.
+    return list(runs.defer(*LARGE_RUN_FIELDS).order_by("provider", "model_name", "strategy", "counterfactual_faces", "id"))
 
 
 def run_fingerprints(runs) -> dict[int, str]:
@@ -157,6 +168,13 @@ def label_fingerprint(split: str = "") -> str:
     and adjudications bumps in its transaction) with the split: one read of a tiny table, where an
     aggregate over every label cost most of a warm agreement request at 100,000 images (issue 29)."""
     return digest(label_version.current(), split)
+
+
+def labelings_estimate(split: str = "") -> int:
+    """Images (of the split) times annotators: what a study over every label reads, in (image, annotator)
+    rows, from two counts (scoring.services.cache decides by it whether a first computation runs inline)."""
+    images = Image.objects.filter(split=split) if split else Image.objects.all()
+    return images.count() * Annotator.objects.count()
 
 
 def load_labels(split: str = "", image_ids: list[int] | None = None, annotator_ids: list[int] | None = None) -> LabelSet:

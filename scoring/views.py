@@ -31,7 +31,7 @@ from . import tables as T
 from . import calibration as calibration_lib
 from .services import counterfactuals
 from .services.agreement import agreement_study, annotate_run_agreement
-from .services.cache import served_stale
+from .services.cache import gather, served_stale
 from .services.calibration import run_calibration
 from .services.comparison import compare_runs
 from .services import disagreements as dispute_queue
@@ -120,8 +120,9 @@ def leaderboard(request):
     version, split = form.cleaned_data["version"], form.cleaned_data["split"]
     profile = ScoringProfile.active()
     runs = [] if strategy == "sft" else queries.finished_judge_runs(strategy)
-    reports = run_metrics(runs, profile)
-    ranking = leaderboard_ranking(runs, profile, floor, version=version, split=split, sort=sort)
+    gt_print = queries.ground_truth_fingerprint(profile) if runs else None  # once for both caches
+    reports, ranking = gather(lambda: run_metrics(runs, profile, gt_print),
+                              lambda: leaderboard_ranking(runs, profile, floor, version=version, split=split, sort=sort, gt_print=gt_print))
     ablations = [r for r in runs if is_ablation(r)]
     overlap = training_overlap(runs)
     tables = leaderboard_tables.leaderboard(runs, reports, ranking, sort, overlap, ablations)
@@ -201,18 +202,19 @@ def run_detail(request, run_id: int):
 
     threshold = form.cleaned_data["threshold"]
     gt_print = queries.ground_truth_fingerprint(profile)  # once: the three cached parts below share it
-    report = run_metrics([run], profile, gt_print)[run.pk]
-    if form.cleaned_data["format"] == "html":  # page-sized data, computed once per run and ground truth
-        data = run_page_data(run, profile, gt_print)
-        predictions = []
-    else:  # a download lists every prediction
+    html = form.cleaned_data["format"] == "html"
+    report, data, sensitivity = gather(lambda: run_metrics([run], profile, gt_print)[run.pk],
+                                       lambda: run_page_data(run, profile, gt_print) if html else None,  # page-sized, cached
+                                       lambda: weight_sensitivity(run, profile, gt_print))
+    predictions = []
+    if not html:  # a download lists every prediction
         points = run_points(run, profile)
         data = page_data(points, profile.bounds)
         predictions = T.prediction_rows(points, _vispr_ids(), predicted_levels(np.nan_to_num(points["pred"]), profile.bounds))
     extremes = T.extremes_table(T.with_image_links(data["extremes"], _vispr_ids([r["image_id"] for r in data["extremes"]])))
     tables = [T.run_metrics_table(report), T.significance_table(report), T.excluded_table(report), T.confusion_table(report),
               T.per_level_table(report), T.binary_table(report, threshold), extremes, T.predictions_table(predictions),
-              T.sensitivity_table(weight_sensitivity(run, profile, gt_print))]
+              T.sensitivity_table(sensitivity)]
     thumbs = {i.pk: i for i in Image.objects.filter(id__in=[r["image_id"] for r in extremes.rows])}
     context.update({
         "report": report, "threshold": threshold, "blur": _blur(request),

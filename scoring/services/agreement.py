@@ -26,7 +26,8 @@ def agreement_study(split: str = "") -> dict:
     def compute():
         return agreement_lib.agreement_report(queries.load_labels(split=split))
 
-    return cached(study_key(split), fingerprint, compute, spec={"kind": "agreement", "split": split})
+    return cached(study_key(split), fingerprint, compute, spec={"kind": "agreement", "split": split},
+                  size=lambda: queries.labelings_estimate(split))
 
 
 def refresh_entry(spec: dict) -> None:

@@ -19,7 +19,7 @@ TASK_BINARY = "binary"
 
 
 def finished_runs(task: str) -> list[Run]:
-    return list(Run.objects.filter(task=task, status=Run.STATUS_FINISHED).defer("image_ids", "prompt_text", "selection").order_by("id"))
+    return list(Run.objects.filter(task=task, status=Run.STATUS_FINISHED).defer(*queries.LARGE_RUN_FIELDS).order_by("id"))
 
 
 def decisions(run: Run, aligned: dict, profile: ScoringProfile, threshold: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -64,8 +64,15 @@ def binary_reports(runs: list[Run], profile: ScoringProfile, threshold: int) -> 
     for run in runs:
         key = f"binary-view:{run.pk}:profile:{profile.pk}:t{threshold}"
         out[run.pk] = cached(key, queries.digest(prints[run.pk], gt_print, binary.P_THRESHOLD, binary.N_BOOT),
-                             lambda run=run: compute(run, load()["results"][run.pk], load()["gt"], profile, threshold))
+                             lambda run=run: compute(run, load()["results"][run.pk], load()["gt"], profile, threshold),
+                             spec={"kind": "binary_view", "run_id": run.pk, "profile": profile.pk, "threshold": threshold},
+                             size=lambda run=run: run.total or 0)
     return out
+
+
+def refresh_entry(spec: dict) -> None:
+    """The refresh job's recomputation (scoring.services.cache.refresh)."""
+    binary_reports([Run.objects.get(pk=spec["run_id"])], ScoringProfile.objects.get(pk=spec["profile"]), spec["threshold"])
 
 
 def binary_points(run: Run, profile: ScoringProfile) -> dict:

@@ -9,8 +9,15 @@ recomputed inside the request: the page shows the stored figures, says they are 
 messages; `"updating": true` in the JSON meta and in the API's answers, `freshness`), and a job (`scoring.refresh_cached`, on commit)
 recomputes them. One job per entry at a time: the request that sends it takes the entry's lease
 (`refresh_owner` = "queued"), the worker takes it over with its own (core.jobs.Lease), and a lease
-that expired (CPRT_METRICS_REFRESH_STALE_S) may be taken again. A computation that was quick, or an
-entry computed for the first time, runs inline as before.
+that expired (CPRT_METRICS_REFRESH_STALE_S) may be taken again. A computation that was quick runs inline.
+
+[decision] An entry computed for the first time inside a web request runs inline only when the rows it
+reads (`size`, an estimate the caller has for free or from one count) are at most
+CPRT_METRICS_INLINE_ROWS. A larger one is not computed in the request: a placeholder entry
+(fingerprint PENDING) is stored, a refresh job sent, and `Pending` raised; the page answers "being
+computed" (scoring.pending.PendingMiddleware: 202 and a page that reloads itself; 503 with Retry-After
+for the API and downloads) until the job has stored the figures. Outside a request (a worker, a
+command, a refresh job) everything is computed inline.
 """
 from __future__ import annotations
 
@@ -20,7 +27,7 @@ import time
 import numpy as np
 from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist
-from django.core.signals import request_started
+from django.core.signals import request_finished, request_started
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
@@ -31,10 +38,13 @@ from core.jobs import Heartbeat, Lease
 from ..models import ComputedMetrics
 
 QUEUED = "queued"
+PENDING = "pending"  # the fingerprint of a placeholder entry whose first computation a job is doing
 # spec["kind"] -> the function(spec) that recomputes an entry of that kind (through its service).
 REFRESHERS = {
     "run_metrics": "scoring.services.run_metrics.refresh_entry",
     "run_page": "scoring.services.run_page.refresh_entry",
+    "sensitivity": "scoring.services.run_metrics.refresh_sensitivity",
+    "binary_view": "scoring.services.binary_view.refresh_entry",
     "leaderboard": "scoring.services.leaderboard.refresh_entry",
     "agreement": "scoring.services.agreement.refresh_entry",
     "disagreements": "scoring.services.disagreements.refresh_entry",
@@ -44,6 +54,16 @@ REFRESHERS = {
 _inline = contextvars.ContextVar("scoring_cache_inline", default=False)
 # Stale entries served in this request or task (key -> computed_at), for the page to say so.
 _served_stale: contextvars.ContextVar[dict | None] = contextvars.ContextVar("scoring_cache_stale", default=None)
+# Set from request_started to request_finished: only a web request leaves first computations to a job.
+_in_request = contextvars.ContextVar("scoring_cache_in_request", default=False)
+
+
+class Pending(Exception):
+    """Figures a page needs are being computed for the first time by a job (see the module's docstring)."""
+
+    def __init__(self, keys):
+        self.keys = sorted(keys)
+        super().__init__(f"being computed by a job: {', '.join(self.keys)}")
 
 
 def jsonable(value):
@@ -64,9 +84,15 @@ def jsonable(value):
 def start_collecting(**_) -> None:
     """Begin recording the stale entries served (at the start of every request: request_started)."""
     _served_stale.set({})
+    _in_request.set(True)
+
+
+def stop_collecting(**_) -> None:
+    _in_request.set(False)
 
 
 request_started.connect(start_collecting, dispatch_uid="scoring.cache.start_collecting")
+request_finished.connect(stop_collecting, dispatch_uid="scoring.cache.stop_collecting")
 
 
 def served_stale() -> dict:
@@ -84,12 +110,52 @@ def freshness(keys) -> dict[str, dict]:
 
 
 def in_background(entry: ComputedMetrics | None) -> bool:
-    """Whether a stale `entry` is served as it is while a job recomputes it."""
-    return entry is not None and bool(entry.spec) and not _inline.get() and entry.seconds > settings.CPRT_METRICS_INLINE_S
+    """Whether a stale `entry` is served as it is while a job recomputes it (a placeholder: inside a
+    request, Pending; elsewhere it is computed inline)."""
+    if entry is None or not entry.spec or _inline.get():
+        return False
+    if entry.fingerprint == PENDING:
+        return _in_request.get()
+    return entry.seconds > settings.CPRT_METRICS_INLINE_S
+
+
+def first_in_background(spec: dict | None, size) -> bool:
+    """Whether an entry computed for the first time is left to a job: inside a web request, with a spec,
+    when `size()` (the rows the computation reads) is above CPRT_METRICS_INLINE_ROWS."""
+    return bool(spec) and _in_request.get() and not _inline.get() and size is not None and size() > settings.CPRT_METRICS_INLINE_ROWS
+
+
+def gather(*parts) -> list:
+    """Call every part (a callable reading cached figures) and return their results; when some are being
+    computed (Pending), the others still start theirs, and one Pending names them all, so that a page
+    waits for its jobs once, not one after the other."""
+    out, pending = [], []
+    for part in parts:
+        try:
+            out.append(part())
+        except Pending as exc:
+            pending += exc.keys
+            out.append(None)
+    if pending:
+        raise Pending(pending)
+    return out
+
+
+def start_pending(entries: dict[str, dict]) -> None:
+    """Store a placeholder for each key (-> its spec) that has no entry, send one refresh job each, and
+    raise Pending: the page says the figures are being computed."""
+    for key, spec in entries.items():
+        ComputedMetrics.objects.get_or_create(key=key, defaults={"fingerprint": PENDING, "data": {}, "spec": spec, "seconds": 0})
+        request_refresh(key)
+    raise Pending(entries)
 
 
 def serve_stale(entry: ComputedMetrics) -> dict:
-    """Record that the stale entry is served, and have a job recompute it (once)."""
+    """Record that the stale entry is served, and have a job recompute it (once); a placeholder has no
+    figures to serve: Pending."""
+    if entry.fingerprint == PENDING:
+        request_refresh(entry.key)  # sent again only when the job holding it was lost (its lease expired)
+        raise Pending([entry.key])
     seen = _served_stale.get()
     if seen is not None:
         seen[entry.key] = entry.computed_at
@@ -128,14 +194,17 @@ def refresh(key: str) -> dict:
     return {"key": key, "refreshed": True}
 
 
-def cached(key: str, fingerprint: str, compute, spec: dict | None = None) -> dict:
+def cached(key: str, fingerprint: str, compute, spec: dict | None = None, size=None) -> dict:
     """The stored result for `key` if its fingerprint matches; else compute, store and return it, or,
-    for a slow computation with a spec, the stored result while a job recomputes it."""
+    for a slow computation with a spec, the stored result while a job recomputes it. `size`: a callable
+    giving the rows the computation reads, asked only when there is no entry yet (first_in_background)."""
     entry = ComputedMetrics.objects.filter(key=key).only("key", "fingerprint", "data", "seconds", "spec", "computed_at").first()
     if entry is not None and entry.fingerprint == fingerprint:
         return entry.data
     if in_background(entry):
         return serve_stale(entry)
+    if entry is None and first_in_background(spec, size):
+        start_pending({key: spec})
     started = time.perf_counter()
     data = jsonable(compute())
     ComputedMetrics.objects.update_or_create(

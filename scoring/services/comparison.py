@@ -35,7 +35,8 @@ def compare_runs(run_a: Run, run_b: Run, profile: ScoringProfile) -> dict:
         return data
 
     return cached(f"paired:{run_a.pk}:{run_b.pk}:profile:{profile.pk}", fingerprint, compute,
-                  spec={"kind": "paired", "a": run_a.pk, "b": run_b.pk, "profile": profile.pk})
+                  spec={"kind": "paired", "a": run_a.pk, "b": run_b.pk, "profile": profile.pk},
+                  size=lambda: (run_a.total or 0) + (run_b.total or 0))
 
 
 def refresh_entry(spec: dict) -> None:

@@ -67,7 +67,8 @@ def disagreement_queue(profile: ScoringProfile, split: str = "") -> dict:
         annotators = [{"id": a, "name": n, "kind": k} for a, n, k in zip(data.annotator_ids, data.names, data.kinds)]
         return {"key": key, "annotators": annotators, "keys": list(data.keys), "pairs": pair_ids, "count": len(rows)}
 
-    return cached(key, fingerprint, compute, spec={"kind": "disagreements", "profile": profile.pk, "split": split})
+    return cached(key, fingerprint, compute, spec={"kind": "disagreements", "profile": profile.pk, "split": split},
+                  size=lambda: queries.labelings_estimate(split))
 
 
 def _bits(mask: np.ndarray) -> np.ndarray:

@@ -37,15 +37,16 @@ def comparison_images(profile: ScoringProfile, version=None, split: str = "") ->
 
 
 def leaderboard_ranking(runs: list[Run], profile: ScoringProfile, floor: float, *, version=None, split: str = "",
-                        sort: str = "pearson") -> dict:
+                        sort: str = "pearson", gt_print: str | None = None) -> dict:
     """The ranking of the non-ablation `runs` on the comparison set (cached; recomputed when a run, the
-    ground truth, the floor, the set or the sort metric changes)."""
+    ground truth, the floor, the set or the sort metric changes). `gt_print`: the profile's ground-truth
+    fingerprint, where the caller has it."""
     runs = [r for r in runs if not is_ablation(r)]
     scope = {"version": None if version is None else {"id": version.pk, "name": version.name}, "split": split or None}
     if not runs:
         return {"floor": floor, "comparison_size": 0, "comparison_from": {"kind": "default", "run": None}, "common_size": 0,
                 "resamples": 0, "sort": sort, "ranked": {}, "unranked": {}, "scope": scope}
-    gt_print = queries.ground_truth_fingerprint(profile)
+    gt_print = gt_print or queries.ground_truth_fingerprint(profile)
     prints = queries.run_fingerprints(runs)
     ids = sorted(r.pk for r in runs)
     members = None
@@ -64,7 +65,8 @@ def leaderboard_ranking(runs: list[Run], profile: ScoringProfile, floor: float, 
                 "unranked": {str(k): v for k, v in data["unranked"].items()}, "scope": scope}
 
     return cached(key, fingerprint, compute, spec={"kind": "leaderboard", "run_ids": ids, "profile": profile.pk, "floor": floor,
-                                                   "version": None if version is None else version.pk, "split": split, "sort": sort})
+                                                   "version": None if version is None else version.pk, "split": split, "sort": sort},
+                  size=lambda: sum(r.total or 0 for r in runs))
 
 
 def training_exports() -> list[dict]:
@@ -103,7 +105,7 @@ def refresh_entry(spec: dict) -> None:
     """The refresh job's recomputation (scoring.services.cache.refresh)."""
     from annotations.datasets.models import DatasetVersion
 
-    runs = list(Run.objects.filter(pk__in=spec["run_ids"]).defer("image_ids", "prompt_text", "selection"))
+    runs = list(Run.objects.filter(pk__in=spec["run_ids"]).defer(*queries.LARGE_RUN_FIELDS))
     if len(runs) != len(spec["run_ids"]):
         raise Run.DoesNotExist("a ranked run was deleted")
     version = DatasetVersion.objects.get(pk=spec["version"]) if spec.get("version") else None

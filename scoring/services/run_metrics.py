@@ -12,7 +12,7 @@ from .. import engine, sensitivity
 from .. import metrics as metrics_lib
 from .. import queries
 from ..models import ComputedMetrics, ImageScore, ScoringProfile
-from .cache import cached, in_background, jsonable, serve_stale
+from .cache import cached, first_in_background, in_background, jsonable, serve_stale, start_pending
 
 # Judge-run metrics
 
@@ -44,6 +44,10 @@ def run_metrics(runs: list[Run], profile: ScoringProfile, gt_print: str | None =
             out[rid] = serve_stale(entry)
         else:
             missing.append(rid)
+    spec = {"kind": "run_metrics", "profile": profile.pk}
+    new = [rid for rid in missing if keys[rid] not in stored]
+    if new and first_in_background(spec, lambda: sum(r.total or 0 for r in runs if r.pk in missing)):
+        start_pending({keys[rid]: {**spec, "run_id": rid} for rid in new})  # raises Pending: a job computes them
     if missing:
         gt = queries.ground_truth(profile)
         results = queries.judge_results(missing)
@@ -53,7 +57,7 @@ def run_metrics(runs: list[Run], profile: ScoringProfile, gt_print: str | None =
             data = jsonable(compute_run_metrics(results[rid], gt, profile))
             out[rid] = data
             rows.append(ComputedMetrics(key=keys[rid], fingerprint=prints[rid], data=data, seconds=time.perf_counter() - started,
-                                        spec={"kind": "run_metrics", "run_id": rid, "profile": profile.pk}))
+                                        spec={**spec, "run_id": rid}))
         ComputedMetrics.objects.bulk_create(
             rows, update_conflicts=True, unique_fields=["key"], update_fields=["fingerprint", "data", "seconds", "computed_at", "spec"]
         )
@@ -124,4 +128,10 @@ def weight_sensitivity(run: Run, profile: ScoringProfile, gt_print: str | None =
         return {"candidates": how, "rows": rows, "images": int(ids.size),
                 "published": int(sum(i in published for i in ids.tolist()))}
 
-    return cached(f"sensitivity:{run.pk}:profile:{profile.pk}", fingerprint, compute)
+    return cached(f"sensitivity:{run.pk}:profile:{profile.pk}", fingerprint, compute,
+                  spec={"kind": "sensitivity", "run_id": run.pk, "profile": profile.pk}, size=lambda: run.total or 0)
+
+
+def refresh_sensitivity(spec: dict) -> None:
+    """The refresh job's recomputation of weight_sensitivity (scoring.services.cache.refresh)."""
+    weight_sensitivity(Run.objects.get(pk=spec["run_id"]), ScoringProfile.objects.get(pk=spec["profile"]))

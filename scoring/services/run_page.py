@@ -30,7 +30,7 @@ def run_page_data(run: Run, profile: ScoringProfile, gt_print: str | None = None
     profile's ground-truth fingerprint, where the caller has it."""
     fingerprint = queries.digest(queries.run_fingerprints([run])[run.pk], gt_print or queries.ground_truth_fingerprint(profile))
     return cached(page_key(run.pk, profile), fingerprint, lambda: page_data(run_points(run, profile), profile.bounds),
-                  spec={"kind": "run_page", "run_id": run.pk, "profile": profile.pk})
+                  spec={"kind": "run_page", "run_id": run.pk, "profile": profile.pk}, size=lambda: run.total or 0)
 
 
 def refresh_entry(spec: dict) -> None:

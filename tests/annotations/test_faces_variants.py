@@ -20,6 +20,13 @@ def test_detector_finds_the_astronauts_face_and_nothing_on_coffee():
     assert detector.detect(photos.coffee()) == []
 
 
+def test_the_session_takes_only_the_image_so_onnxruntime_can_treat_the_weights_as_constants():
+    # The ONNX file lists its 194 weights as graph inputs too; left there, onnxruntime keeps them
+    # overridable and skips the constant-weight optimizations (about 1.5x slower, docs/faces.md).
+    assert detector.session().get_overridable_initializers() == []
+    assert [i.name for i in detector.session().get_inputs()] == ["input.1"]
+
+
 def test_boxes_are_mapped_back_to_the_original_size():
     big = photos.astronaut().resize((2048, 2048))  # detected at DETECT_MAX_SIDE, boxes in 2048-pixel units
     (face,) = detector.detect(big)
