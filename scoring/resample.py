@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .count_sums import running_sums
 from .resample_pairs import PairPlan, ResampledPairs, dense_rank, run_starts
 
 
@@ -72,10 +73,57 @@ def _group_sums(M: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return np.add.reduceat(M[:, order], run_starts(keys[order]), axis=1)
 
 
-def _average_ranks(S: np.ndarray) -> np.ndarray:
-    """Average 1-based ranks of each group of tied values, from group sizes in value order."""
-    S = S.astype(float)
-    return np.cumsum(S, axis=1) - S + (S + 1) / 2
+def _twice_centred_ranks(S: np.ndarray) -> np.ndarray:
+    """2 x (average 1-based rank - mean rank) of each group of tied values, from the group sizes S
+    (resamples, groups) in value order: exact integers (average ranks are halves), in S's memory layout.
+
+    The group sizes come as (groups, resamples) arrays seen transposed: the running sums are taken down
+    their rows (scoring.count_sums), and the rows of the result are what the gathers take per cell."""
+    R = running_sums(S.T)  # (groups + 1, resamples): positions in the groups before; R[-1] is the resample's size
+    D = R[1:] + R[:-1]
+    D -= R[-1]  # 2 x rank = 2 x (before) + size + 1, less 2 x mean = size of the resample + 1
+    return D.T if S.T.flags.c_contiguous else np.ascontiguousarray(D.T)
+
+
+# Groups up to which a gather of cell values reads a (resamples, groups) array held in the CPU cache
+CACHED_GROUPS = 4096
+
+
+def _cell_values(D: np.ndarray, of: np.ndarray) -> np.ndarray:
+    """(resamples, cells) C-contiguous float array of D[:, of] / 2 for D (resamples, groups).
+
+    Few groups: gathered along the rows of D / 2 (small enough to stay in the CPU cache). Many (one
+    per cell with continuous scores): a gather along such long rows steps through memory at random,
+    so the rows of D's transpose (one group's resamples, adjacent) are gathered instead and halved
+    while transposed back."""
+    if D.shape[1] <= CACHED_GROUPS:
+        return np.take(np.ascontiguousarray(D) * 0.5, of, axis=1)
+    G = np.take(np.ascontiguousarray(D.T), of, axis=0)
+    out = np.empty(G.shape[::-1])
+    np.multiply(G.T, 0.5, out=out)
+    return out
+
+
+# Resample sizes n with n**3 below this: Spearman's sums below are exact in float64 in any order.
+EXACT_RANK_SUMS = 2**53
+
+
+def _exact_rank_sums(Sp, Sg, Dp, Dg, MT, gp_, gg_):
+    """Spearman's sxx, syy and sxy per resample from twice the centred ranks D (integers) and the
+    counts MT (cells, resamples), in whatever order is cheapest (cells as rows: whole-row gathers).
+
+    Every product (a count times two values of D, at most n**3 / 4 in quarter units) and every
+    partial sum (at most n**3 / 4: sum of M |dp| |dg| <= n (n/2)**2) is a multiple of 1/4 below
+    2**53 / 4, so each is exact and the sums are the exact values: the same floats as the
+    float path's, which sums in another order."""
+    quarter = 0.25
+    sxx = np.einsum("ij,ij,ij->j", Sp.T, Dp.T, Dp.T, dtype=float) * quarter
+    syy = np.einsum("ij,ij,ij->j", Sg.T, Dg.T, Dg.T, dtype=float) * quarter
+    P = np.take(np.ascontiguousarray(Dp.T), gp_, axis=0)
+    P *= MT  # within int32 where MT is int32: a count times n < 2**31
+    G = np.take(np.ascontiguousarray(Dg.T, dtype=P.dtype), gg_, axis=0)  # |D| <= n: int32 halves what is written
+    sxy = np.einsum("ij,ij->j", P, G, dtype=float) * quarter
+    return sxx, syy, sxy
 
 
 def metric_resamples(cells: Cells, idx: np.ndarray, predicted_level: np.ndarray, thresholds=(1, 2, 3)) -> dict[str, np.ndarray]:
@@ -125,12 +173,15 @@ def _chunk_metrics(cells: Cells, M: np.ndarray, features: np.ndarray, ranks, thr
         gp_, gg_ = ranks
         Sp = margins["pred"] if "pred" in margins else _group_sums(M, gp_)
         Sg = margins["gt"] if "gt" in margins else _group_sums(M, gg_)
-        rp, rg = _average_ranks(Sp), _average_ranks(Sg)
-        mean = (N + 1) / 2
-        dp, dg = rp - mean[:, None], rg - mean[:, None]
-        sxx = (Sp * dp * dp).sum(axis=1)
-        syy = (Sg * dg * dg).sum(axis=1)
-        sxy = np.einsum("ij,ij,ij->i", Mf, np.take(dp, gp_, axis=1), np.take(dg, gg_, axis=1))
+        # Ranks minus the mean rank: halves of integers, so the same floats however they are computed.
+        Dp, Dg = _twice_centred_ranks(Sp), _twice_centred_ranks(Sg)
+        if "cells_T" in margins and int(N.max(initial=0)) ** 3 < EXACT_RANK_SUMS:
+            sxx, syy, sxy = _exact_rank_sums(Sp, Sg, Dp, Dg, margins["cells_T"], gp_, gg_)
+        else:
+            dp, dg = Dp * 0.5, Dg * 0.5
+            sxx = (Sp * dp * dp).sum(axis=1)
+            syy = (Sg * dg * dg).sum(axis=1)
+            sxy = np.einsum("ij,ij,ij->i", Mf, _cell_values(Dp, gp_), _cell_values(Dg, gg_))
         rho = sxy / np.sqrt(sxx * syy)
         out["spearman"] = np.clip(np.where((sxx <= 1e-9) | (syy <= 1e-9), np.nan, rho), -1, 1)
 

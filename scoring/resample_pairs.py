@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .count_sums import BlockScan, column_sums, segment_sums
+
 
 @dataclass
 class ResampledPairs:
@@ -55,12 +57,21 @@ class _Sweep:
     is never compared, so the sweep counts exactly the pairs with different gt, and its depth is log2 of
     the number of gt values, not of the items."""
 
-    def __init__(self, rank: np.ndarray, group: np.ndarray, first: int = 1, stop: int | None = None):
+    def __init__(self, rank: np.ndarray, group: np.ndarray, rows: np.ndarray, items: np.ndarray,
+                 first: int = 1, stop: int | None = None):
         """Merges of block sizes first, 2 first, ... below `stop` (powers of two): only the pairs whose
-        groups first share a block of 2 x such a size are counted."""
+        groups first share a block of 2 x such a size are counted. Item i of the order is row items[i]
+        of the counts given to signed_sum, so no gather of the items comes first, and lies in row
+        rows[i] of the (gt, level) rows; every leaf holds whole rows, so a block's total count is a sum
+        of row totals (signed_sum's `row_total`)."""
         n = rank.size
         P = int(rank.max()) + 1 if n else 1
-        G = int(group.max()) + 1 if n else 1
+        self.leaves = G = int(group.max()) + 1 if n else 1
+        width = int(rows.max()) + 1 if n else 1
+        pairs = np.unique(group.astype(np.int64) * width + rows)  # the rows of each leaf
+        leaf = pairs // width
+        self.leaf_starts = run_starts(leaf)
+        self.leaf_ids, self.leaf_rows = leaf[self.leaf_starts], pairs % width
         G = G if stop is None else min(G, stop)
         self.levels = []
         size = first
@@ -75,52 +86,50 @@ class _Sweep:
             rk = blk[right] * P + rank[right]
             a = np.searchsorted(K, rk, "left")
             b = np.searchsorted(K, rk, "right")
-            start = np.searchsorted(K, blk[right] * P, "left")
-            end = np.searchsorted(K, (blk[right] + 1) * P, "left")
-            self.levels.append((left[lorder], right, a, None if np.array_equal(a, b) else b, start, end))
+            blocks = np.unique(blk[right])  # each with its left half's bounds in K and its right half's leaves
+            start, end = np.searchsorted(K, blocks * P, "left"), np.searchsorted(K, (blocks + 1) * P, "left")
+            lo, hi = blocks * 2 * size + size, np.minimum((blocks + 1) * 2 * size, self.leaves)
+            scan = BlockScan(items[left[lorder]])  # positions in K become rows of the scan's sums
+            self.levels.append((scan, items[right], scan.at(a), None if np.array_equal(a, b) else scan.at(b),
+                                scan.at(start), scan.at(end), lo, hi))
             size *= 2
 
-    def signed_sum(self, WT: np.ndarray) -> np.ndarray:
+    def signed_sum(self, MT: np.ndarray, row_total: np.ndarray, most: int) -> np.ndarray:
         """Per resample: sum over position pairs l < k (in this order) of sign(rank_k - rank_l).
 
-        `WT` is (items, resamples) int64: every gather below takes whole rows (contiguous), which is
-        what keeps the sweep fast with one item per cell (continuous scores)."""
-        B = WT.shape[1]
+        `MT` is (rows, resamples) non-negative counts, int32 while a count times twice a resample's
+        size fits (else int64): every gather below takes whole rows (np.take along axis 0, a few
+        times faster than fancy indexing), which is what keeps the sweep fast with one item per
+        cell (continuous scores). `most` bounds every count times a resample's size, so that the
+        sums may run in int32 a while.
+
+        For a right item k of a block, (less) - (greater) = cw[a] + cw[b] - cw[start] - cw[end] over
+        the running sums cw of the block's left half. The last two terms are the block's: they are
+        weighted by the block's right total (a difference of running sums over the leaves' totals)
+        rather than gathered per item; with no tie across the halves cw[b] is cw[a]."""
+        B = MT.shape[1]
+        leaf_total = np.zeros((self.leaves, B), dtype=np.int64)
+        if self.leaf_rows.size:
+            leaf_total[self.leaf_ids] = np.add.reduceat(np.take(row_total, self.leaf_rows, axis=0), self.leaf_starts,
+                                                        axis=0, dtype=np.int64)
+        leaf_sums = np.zeros((self.leaves + 1, B), dtype=np.int64)
+        np.cumsum(leaf_total, axis=0, out=leaf_sums[1:])
         total = np.zeros(B, dtype=np.int64)
-        for left_sorted, right, a, b, start, end in self.levels:
-            cw = _running_sums(WT[left_sorted])
-            diff = cw[a]
-            if b is None:  # no prediction tied across the halves (continuous scores): cw[b] is cw[a]
-                diff += diff
+        for scan, right, a, b, start, end, lo, hi in self.levels:
+            cw = scan.sums(MT)  # running sums of the blocks' left halves (a, b, start, end: rows of cw)
+            diff = np.take(cw, a, axis=0)
+            if b is not None:
+                diff += np.take(cw, b, axis=0)
+            diff *= np.take(MT, right, axis=0)
+            if b is None:
+                total += 2 * column_sums(diff, most)
             else:
-                diff += cw[b]
-            diff -= cw[start]
-            diff -= cw[end]  # (less) - (greater)
-            diff *= WT[right]
-            total += diff.sum(axis=0, dtype=np.int64)
+                total += column_sums(diff, 2 * most)
+            bounds = np.take(cw, start, axis=0).astype(np.int64)
+            bounds += np.take(cw, end, axis=0)
+            bounds *= leaf_sums[hi] - leaf_sums[lo]
+            total -= bounds.sum(axis=0)
         return total
-
-
-# Rows past which a running sum down the rows is taken on the transposed array (see _running_sums).
-TRANSPOSED_SUM_ROWS = 1000
-
-
-def _running_sums(X: np.ndarray) -> np.ndarray:
-    """(rows + 1, resamples) running sums of X (rows, resamples) down its rows, from a zero row.
-
-    A cumulative sum down the rows steps one row (a stride of every resample) at a time; past a few
-    thousand rows the array leaves the CPU cache and transposing it, summing along the contiguous
-    axis and transposing back is cheaper (about a fifth of the merge-sort sweep at 20,000 cells)."""
-    L, B = X.shape
-    if L <= TRANSPOSED_SUM_ROWS:
-        out = np.empty((L + 1, B), dtype=X.dtype)
-        out[0] = 0
-        np.cumsum(X, axis=0, out=out[1:])
-        return out
-    t = np.empty((B, L + 1), dtype=X.dtype)
-    t[:, 0] = 0
-    np.cumsum(np.ascontiguousarray(X.T), axis=1, out=t[:, 1:])
-    return np.ascontiguousarray(t.T)
 
 
 def dense_rank(values: np.ndarray) -> np.ndarray:
@@ -136,9 +145,11 @@ SWEEP_RATIO = 16
 def _rows(gt: np.ndarray, level: np.ndarray) -> tuple[np.ndarray, bool]:
     """Row of each cell: distinct (gt, level) sorted by gt, then level descending; and whether
     every level's rows are contiguous in that order (so one sweep serves the intra-level count)."""
-    keys = np.stack([gt, -level.astype(float)], axis=1)
-    uniq, row = np.unique(keys, axis=0, return_inverse=True)
-    lv = -uniq[:, 1]
+    level = np.asarray(level, dtype=np.int64)
+    top, span = int(level.max()), int(level.max() - level.min()) + 1
+    # One integer key in that order (np.unique along axis 0 sorts rows as records, several times slower)
+    uniq, row = np.unique(dense_rank(gt) * span + (top - level), return_inverse=True)
+    lv = top - uniq % span
     runs = lv[np.concatenate(([True], lv[1:] != lv[:-1]))]
     return row.ravel(), np.unique(runs).size == runs.size
 
@@ -211,10 +222,13 @@ class PairPlan:
             empty = ResampledPairs(z, z, z, z)
             return {"all": empty, "intra": empty, "inter": empty}
         # position pairs within one cell (copies of one image, or equal cells): sum of M(M-1)/2
-        jt = (np.einsum("ij,ij->i", M, M, dtype=np.int64) - M.sum(axis=1, dtype=np.int64)) // 2
+        N = M.sum(axis=1, dtype=M.dtype).astype(np.int64)  # each row sums to its resample's size
+        most = int(M.max(initial=0)) * int(N.max(initial=0))  # a count times a resample's size: >= sum of M**2
+        squares = np.einsum("ij,ij->i", M, M) if most < 2**31 else np.einsum("ij,ij->i", M, M, dtype=np.int64)
+        jt = (squares.astype(np.int64) - N) // 2
         jt_gp = jt + self.cross.equal_pred(M)
         if not self.sweep:
-            return self._fallback(M, jt, jt_gp, margins)
+            return self._fallback(M, N, most, jt, jt_gp, margins)
         MT = np.ascontiguousarray(M[:, self.order].T, dtype=np.int32)  # (cells in sweep order, resamples)
         G = np.zeros((self.R + 1, B), dtype=np.int32)  # G[r + 1]: positions in row r of the columns swept
         H = np.empty_like(G)
@@ -245,10 +259,10 @@ class PairPlan:
         intra = ResampledPairs(pairs_i, conc_i, pairs_i - ties_i - conc_i, ties_i)
         return {"all": total, "intra": intra, "inter": total - intra}
 
-    def _fallback(self, M, jt, jt_gp, margins) -> dict[str, ResampledPairs]:
+    def _fallback(self, M, N, most, jt, jt_gp, margins) -> dict[str, ResampledPairs]:
         if self._merge is None:
             self._merge = _MergePlan(self.gt, self.pred, self.level, self.row, self.contiguous)
-        return self._merge.counts(M, jt, jt_gp, margins)
+        return self._merge.counts(M, N, most, jt, jt_gp, margins)
 
 
 class _Groups:
@@ -271,16 +285,16 @@ class _Groups:
 
     def sums(self, MT: np.ndarray) -> np.ndarray:
         """(groups, resamples) sums of MT (cells, resamples) over each group."""
-        out = MT[self.first]
+        out = np.take(MT, self.first, axis=0)
         if self.multi.size:
-            out[self.multi_groups] = np.add.reduceat(MT[self.multi], self.multi_starts, axis=0)
+            out[self.multi_groups] = np.add.reduceat(np.take(MT, self.multi, axis=0), self.multi_starts, axis=0)
         return out
 
     def excess(self, MT: np.ndarray) -> np.ndarray:
         """Per resample: position pairs in different cells of one group."""
         if not self.multi.size:
             return np.zeros(MT.shape[1], dtype=np.int64)
-        W = MT[self.multi]
+        W = np.take(MT, self.multi, axis=0)
         return _choose2(np.add.reduceat(W, self.multi_starts, axis=0)) - _choose2(W)
 
 
@@ -290,7 +304,7 @@ class _MergePlan:
 
     Concordant - discordant comes from weighted merge-sort sweeps (O(cells log cells) per resample
     whatever the number of distinct values, on (cells, resamples) arrays whose gathers take whole
-    rows). Each plan is (cells, sweep, weight in the overall sum, weight in the intra-level sum)."""
+    rows). Each plan is (sweep over rows of those arrays, weight in the overall sum, weight in the intra-level sum)."""
 
     def __init__(self, gt, pred, lv, row, contiguous: bool):
         pr = dense_rank(pred)
@@ -308,15 +322,15 @@ class _MergePlan:
         if contiguous:
             self.plans = self._nested_plans(gt, pr, lv, row)
         else:  # one sweep over all cells and one per level, each with the gt values as leaves
-            self.plans = [self._signed_plan(gt, pred, np.arange(gt.size)) + (1, 0)]
-            self.plans += [self._signed_plan(gt, pred, c) + (0, 1) for c in self.levels]
+            self.plans = [(self._signed_plan(gt, pred, row, np.arange(gt.size)), 1, 0)]
+            self.plans += [(self._signed_plan(gt, pred, row, c), 0, 1) for c in self.levels]
 
     @staticmethod
-    def _signed_plan(gt, pred, cols):
+    def _signed_plan(gt, pred, row, cols):
         order = cols[np.lexsort((pred[cols], gt[cols]))]
         g_o, p_o = dense_rank(gt[order]), dense_rank(pred[order])
         # The sweep's leaves are the gt values: pairs with one gt value are never compared.
-        return order, _Sweep(p_o, g_o)
+        return _Sweep(p_o, g_o, row[order], order)
 
     @staticmethod
     def _nested_plans(gt, pr, lv, row):
@@ -334,25 +348,25 @@ class _MergePlan:
         b = np.searchsorted(blocks, r, "right") - 1
         span = _pow2(np.diff(np.append(blocks, R)).max())
         group = b * span + (r - blocks[b])
-        plans = [(order, _Sweep(p, group, stop=span), 1, 1), (order, _Sweep(p, group, first=span), 1, 0)]
+        plans = [(_Sweep(p, group, r, order, stop=span), 1, 1), (_Sweep(p, group, r, order, first=span), 1, 0)]
         gts = run_starts(row_gt)  # the rows of one gt value are adjacent, one per level
         rows_per_gt = np.diff(np.append(gts, R))
         g = np.searchsorted(gts, r, "right") - 1
         shared = rows_per_gt[g] > 1
         if shared.any():
             span = _pow2(rows_per_gt.max())
-            plans.append((order[shared], _Sweep(p[shared], g[shared] * span + (r - gts[g])[shared], stop=span), -1, 0))
+            plans.append((_Sweep(p[shared], g[shared] * span + (r - gts[g])[shared], r[shared], order[shared], stop=span), -1, 0))
         return plans
 
-    def counts(self, M, jt, jt_gp, margins: dict | None = None) -> dict[str, ResampledPairs]:
-        N = M.sum(axis=1, dtype=np.int64)
+    def counts(self, M, N, most, jt, jt_gp, margins: dict | None = None) -> dict[str, ResampledPairs]:
         # (cells, resamples), int32 while the sweep's products (a count times twice a resample's size) fit
-        small = int(M.max(initial=0)) * 2 * int(N.max(initial=0)) < 2**31
+        small = 2 * most < 2**31
         MT = np.ascontiguousarray(M.T, dtype=np.int32 if small else np.int64)
-        row_total = np.add.reduceat(MT[self.row_order], self.row_starts, axis=0)  # each sum is at most a resample's size
+        row_total = segment_sums(np.take(MT, self.row_order, axis=0), self.row_starts)  # each sum is at most a resample's size
         gt_total = np.add.reduceat(row_total, self.gt_starts, axis=0)
         if margins is not None:  # group sizes per prediction value and per gt value, for Spearman's ranks
             margins["pred"], margins["gt"] = self.pred_groups.sums(MT).T, gt_total.T
+            margins["cells_T"] = MT  # the counts with cells as rows, for Spearman's sums
         # Tied position pairs: copies of one cell (jt) plus pairs of different cells in one group.
         xt, yt = _choose2(gt_total), jt + self.pred_groups.excess(MT)
         xt_row, yt_lv = _choose2(row_total), jt + self.level_pred_groups.excess(MT)
@@ -360,8 +374,8 @@ class _MergePlan:
         pairs, ties = N * (N - 1) // 2 - xt, yt - jt_gp
         pairs_i, ties_i = _choose2(Nl) - xt_row, yt_lv - jt
         signed, signed_i = np.zeros_like(N), np.zeros_like(N)
-        for cells, sweep, in_all, in_intra in self.plans:
-            s = sweep.signed_sum(MT[cells])
+        for sweep, in_all, in_intra in self.plans:
+            s = sweep.signed_sum(MT, row_total, most)  # the sweep's items are rows of MT
             signed += in_all * s
             signed_i += in_intra * s
         conc = (pairs - ties + signed) // 2
@@ -384,7 +398,7 @@ class _SameGtOtherLevel:
     one gt value grew quadratically when thousands of continuous predictions shared a boundary score)."""
 
     def __init__(self, gt, pred):
-        keys = np.unique(np.stack([gt, pred], axis=1), axis=0, return_inverse=True)[1].ravel()
+        keys = dense_rank(gt) * (int(pred.size) + 1) + dense_rank(pred)  # (gt, pred) values as one integer
         order = np.argsort(keys, kind="stable")
         starts = run_starts(keys[order])
         sizes = np.diff(np.append(starts, order.size))

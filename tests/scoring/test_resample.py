@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from scoring import engine, metrics, resample, resample_pairs
+from scoring import count_sums, engine, metrics, resample, resample_pairs
 
 BOUNDS = engine.PROVISIONAL
 
@@ -49,7 +49,7 @@ def test_pair_counts_equal_per_resample_counts(monkeypatch, coarse, shuffle, rat
 
 @pytest.mark.parametrize("shuffle", [False, True])
 def test_merge_sort_with_transposed_running_sums_equals_per_resample_counts(monkeypatch, shuffle):
-    monkeypatch.setattr(resample_pairs, "TRANSPOSED_SUM_ROWS", 0)  # every running sum of the sweep transposed
+    monkeypatch.setattr(count_sums, "SCAN_ROWS", 0)  # every running sum of the sweep by blocks
     gt, pred, lv = data(300, 2, shuffle_levels=shuffle, continuous=True)
     assert_pair_counts_equal_reference(gt, pred, lv, merge_sort=True)
 
@@ -178,3 +178,24 @@ def test_evaluate_with_continuous_scores_equals_the_per_resample_reference(conti
         got = report["metrics"][name]
         assert (got["lo"], got["hi"]) == pytest.approx((lo, hi), abs=1e-12), name
         assert got["value"] == pytest.approx(metrics.pair_counts_by_level(gt, pred, lv)[k].accuracy, abs=1e-15)
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_exact_rank_sums_give_the_float_paths_spearman_bit_for_bit(monkeypatch, shuffle):
+    """Spearman's sums taken exactly with cells as rows (merge-sort path, n**3 < 2**53) are the same floats
+    as the float path's in its own order: ties, shared boundary scores and duplicated images included."""
+    gt, pred, lv = data(3000, 9, shuffle_levels=shuffle, continuous=True)
+    idx = resample.draw(gt.size, 14, 6)
+    cells = resample.Cells(gt, pred, lv)
+    assert not cells.plan.sweep
+    plv = metrics.predicted_levels(cells.pred, BOUNDS)
+    calls = []
+    exact = resample._exact_rank_sums
+    monkeypatch.setattr(resample, "_exact_rank_sums", lambda *a: calls.append(1) or exact(*a))
+    fast = resample.metric_resamples(cells, idx, plv)
+    assert calls
+    monkeypatch.setattr(resample, "EXACT_RANK_SUMS", 0)  # every resample through the float path
+    slow = resample.metric_resamples(cells, idx, plv)
+    assert len(calls) == 1
+    np.testing.assert_array_equal(fast["spearman"], slow["spearman"])
+    assert np.isfinite(fast["spearman"]).all()

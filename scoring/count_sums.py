@@ -1,0 +1,107 @@
+"""Sums of bootstrap counts down the rows of (rows, resamples) arrays, without transposing them.
+
+The pair counts (scoring.resample_pairs) and Spearman's ranks (scoring.resample) keep per-resample
+counts as (rows, resamples) arrays: their gathers then take whole rows. Sums down the rows of such an
+array are slow in numpy: a cumulative sum or reduceat along axis 0 steps one element at a time
+through a column, a whole row apart, and each step waits for the previous one. Two things make them
+cheap without a transpose:
+- two int32 counts side by side are one int64 (`pairs_view`): adding the int64 adds both halves
+  exactly while each half's sums stay below 2**31 (non-negative counts of one resample: at most its
+  size), so every sum does half the steps;
+- a running sum is taken a block of SCAN_BLOCK rows at a time, every block at once (one vectorised
+  add per row of a block), then the blocks' totals are carried over.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+SCAN_ROWS = 1000  # rows past which a running sum is taken by blocks (below, one numpy cumsum is cheaper)
+SCAN_BLOCK = 64  # rows per block: 64 vectorised adds per running sum, each over all blocks at once
+
+
+def pairs_view(X: np.ndarray) -> np.ndarray:
+    """X itself, or for a C-contiguous int32 X with an even number of columns its int64 view (two
+    adjacent columns in one element). Only for non-negative counts whose sums stay below 2**31."""
+    if X.dtype == np.int32 and X.ndim == 2 and X.shape[1] % 2 == 0 and X.flags.c_contiguous:
+        return X.view(np.int64)
+    return X
+
+
+def running_sums(X: np.ndarray) -> np.ndarray:
+    """(rows + 1, columns) running sums of the non-negative counts X (rows, columns) down its rows,
+    from a zero row; the same numbers as a cumulative sum along axis 0."""
+    L = X.shape[0]
+    out = np.empty((L + 1,) + X.shape[1:], dtype=X.dtype)
+    out[0] = 0
+    V, W = pairs_view(np.ascontiguousarray(X)), pairs_view(out)
+    if L <= SCAN_ROWS:
+        np.cumsum(V, axis=0, out=W[1:])
+        return out
+    K = SCAN_BLOCK
+    nb = L // K
+    body, src = W[1:1 + nb * K].reshape(nb, K, V.shape[1]), V[:nb * K].reshape(nb, K, V.shape[1])
+    body[:, 0] = src[:, 0]
+    for j in range(1, K):  # running sums inside every block at once
+        np.add(body[:, j - 1], src[:, j], out=body[:, j])
+    body[1:] += np.cumsum(body[:-1, K - 1], axis=0)[:, None, :]  # the totals of the blocks before
+    if nb * K < L:
+        np.cumsum(V[nb * K:], axis=0, out=W[1 + nb * K:])
+        W[1 + nb * K:] += W[nb * K]
+    return out
+
+
+def segment_sums(X: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """np.add.reduceat(X, starts, axis=0) of non-negative counts X (rows, columns) in X's dtype, two
+    int32 columns per step where they pair up (a reduceat of int32 along axis 0, summed in int64 as
+    numpy does by default, is about 4x slower)."""
+    V = pairs_view(np.ascontiguousarray(X))
+    return np.add.reduceat(V, starts, axis=0, dtype=V.dtype).view(X.dtype)
+
+
+class BlockScan:
+    """Running sums down some rows of a (cells, resamples) count array, the rows and the positions later
+    looked up fixed once per run (the merge-sort sweep's left halves: scoring.resample_pairs._Sweep).
+
+    The rows are gathered block-interleaved: row q of the sum (block q // K, step q % K) lands at
+    (q % K) x blocks + q // K, so each of the K steps of the scan adds one contiguous slab holding
+    that step of every block (running_sums adds one short row per block per step, which costs numpy
+    a loop per block). `at` maps the positions looked up to rows of what `sums` returns."""
+
+    def __init__(self, rows: np.ndarray):
+        L = rows.size
+        self.K = K = SCAN_BLOCK if L > SCAN_ROWS else 1  # K = 1: a single block, one plain cumulative sum
+        self.blocks = -(-L // K)
+        q = np.arange(L)
+        self.gather = np.full(K * self.blocks, rows[0] if L else 0, dtype=np.intp)  # padding: never looked up
+        self.gather[(q % K) * self.blocks + q // K] = rows
+
+    def at(self, positions: np.ndarray) -> np.ndarray:
+        """Rows of `sums` holding the sums of the first p rows, for p in positions (0 <= p <= rows)."""
+        q = np.asarray(positions) - 1
+        return np.where(q < 0, self.K * self.blocks, (q % self.K) * self.blocks + q // self.K)
+
+    def sums(self, MT: np.ndarray) -> np.ndarray:
+        """Running sums of the rows of the non-negative counts MT (cells, resamples); the last row is 0."""
+        K, nb = self.K, self.blocks
+        Y = np.empty((K * nb + 1, MT.shape[1]), dtype=MT.dtype)
+        np.take(MT, self.gather, axis=0, out=Y[:-1], mode="clip")  # "clip": not buffered (indices are valid)
+        Y[-1] = 0
+        V = pairs_view(Y)
+        body = V[:-1].reshape(K, nb, V.shape[1])
+        for j in range(1, K):  # step j of every block at once
+            np.add(body[j], body[j - 1], out=body[j])
+        if nb > 1:
+            body[:, 1:] += np.cumsum(body[K - 1, :-1], axis=0)  # the totals of the blocks before
+        return Y
+
+
+def column_sums(X: np.ndarray, bound: int) -> np.ndarray:
+    """int64 sums down the rows of the int32 X (rows, columns) whose values lie within +-bound: numpy
+    casts every element to int64 for such a sum, so runs of rows whose sums cannot leave int32 are
+    summed in int32 first (about 3x cheaper), then the runs' sums in int64."""
+    run = (2**31 - 1) // max(int(bound), 1)
+    if X.dtype != np.int32 or run < 64 or X.shape[0] < 2 * run or not X.flags.c_contiguous:
+        return X.sum(axis=0, dtype=np.int64)
+    whole = X.shape[0] // run * run
+    runs = X[:whole].reshape(-1, run, X.shape[1]).sum(axis=1, dtype=np.int32)
+    return runs.sum(axis=0, dtype=np.int64) + X[whole:].sum(axis=0, dtype=np.int64)

@@ -1,0 +1,57 @@
+"""The count sums of the bootstrap kernels (scoring.count_sums) equal numpy's plain sums."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scoring import count_sums
+
+
+def counts(rows, columns, dtype, seed=0, high=5):
+    return np.random.default_rng(seed).integers(0, high, (rows, columns)).astype(dtype)
+
+
+def with_zero_row(X):
+    return np.concatenate([np.zeros((1, X.shape[1]), X.dtype), np.cumsum(X, axis=0, dtype=X.dtype)])
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("columns", [1, 2, 13, 50])
+def test_running_and_segment_sums_equal_numpy(monkeypatch, dtype, columns):
+    for scan_rows in (1000, 0):  # blocks only past 1,000 rows, then for every size
+        monkeypatch.setattr(count_sums, "SCAN_ROWS", scan_rows)
+        for rows in (0, 1, 5, 63, 64, 65, 130, 1000, 1001, 4097):
+            X = counts(rows, columns, dtype, seed=rows)
+            got = count_sums.running_sums(X)
+            assert got.dtype == dtype
+            np.testing.assert_array_equal(got, with_zero_row(X))
+            if rows:
+                starts = np.unique(np.concatenate(([0], np.random.default_rng(rows).integers(0, rows, 9))))
+                got = count_sums.segment_sums(X, starts)
+                assert got.dtype == dtype
+                np.testing.assert_array_equal(got, np.add.reduceat(X, starts, axis=0))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("columns", [1, 12, 13])
+def test_block_scan_looks_up_the_running_sums_of_its_rows(monkeypatch, dtype, columns):
+    MT = counts(3000, columns, dtype, seed=columns, high=1000)
+    rng = np.random.default_rng(1)
+    for scan_rows in (1000, 0):
+        monkeypatch.setattr(count_sums, "SCAN_ROWS", scan_rows)
+        for size in (0, 1, 7, 64, 65, 999, 1001, 2500):
+            rows = rng.integers(0, MT.shape[0], size)
+            scan = count_sums.BlockScan(rows)
+            positions = np.concatenate(([0, size], rng.integers(0, size + 1, 50)))
+            got = np.take(scan.sums(MT), scan.at(positions), axis=0)
+            np.testing.assert_array_equal(got, with_zero_row(MT[rows])[positions])
+
+
+def test_column_sums_equal_int64_sums_near_the_bound():
+    rng = np.random.default_rng(2)
+    bound = 3_000_000
+    for rows in (0, 1, 700, 715, 716, 5000, 20011):
+        X = rng.choice(np.array([-bound, bound, 0, 17], dtype=np.int32), (rows, 7), p=[0.45, 0.45, 0.05, 0.05])
+        X[:, 0], X[:, 1] = bound, -bound  # a run of one row more would leave int32
+        np.testing.assert_array_equal(count_sums.column_sums(X, bound), X.sum(axis=0, dtype=np.int64))
+        assert count_sums.column_sums(X, bound).dtype == np.int64
