@@ -214,8 +214,13 @@ def pages(runs: list[int], reviewer_id: int) -> dict[str, str]:
 
     from annotations.models import Labeling
 
+    from scoring.models import DisputedImage
+
     labeling = Labeling.objects.filter(annotator_id=reviewer_id).order_by("-id").first()
-    image_id = labeling.image_id
+
+    def top_disputed() -> str:  # where an adjudicator arrives from the disagreements page (its rows exist by then)
+        return reverse("scoring:review", args=[DisputedImage.objects.order_by("-impact", "image_id").values_list("image_id", flat=True)[0]])
+
     return {
         "home": reverse("home"),
         "leaderboard": reverse("scoring:leaderboard"),
@@ -224,13 +229,13 @@ def pages(runs: list[int], reviewer_id: int) -> dict[str, str]:
         "agreement": reverse("scoring:agreement"),
         "disagreements": reverse("scoring:disagreements"),
         "admin images": "/admin/annotations/image/",
-        "review image": reverse("scoring:review", args=[image_id]),
+        "review image": top_disputed,
         "reviewer queue": reverse("annotations:queue"),
         "reviewer labeling": reverse("annotations:labeling", args=[labeling.pk]),
     }
 
 
-def measure_pages(client, urls: dict[str, str], reviewer_client=None) -> dict:
+def measure_pages(client, urls: dict, reviewer_client=None) -> dict:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -254,6 +259,7 @@ def measure_pages(client, urls: dict[str, str], reviewer_client=None) -> dict:
     dispatch._send = lambda task_name, args, kwargs, queue, rid: jobs.append(args[0])  # refresh jobs, run below
     try:
         for name, url in urls.items():
+            url = url() if callable(url) else url
             row = {}
             for phase in ("cold", "warm"):
                 calls["n"] = 0

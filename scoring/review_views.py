@@ -83,9 +83,11 @@ def _disputed_neighbours(request, profile, image_id: int) -> dict:
     ids = frozen.get("ids") if frozen.get("profile") == profile.pk else None
     refreshed = ids is None or image_id not in ids or request.GET.get("queue") == "refresh"
     if refreshed:
-        ids = entered_order(profile)
-        frozen = {"profile": profile.pk, "ids": ids, "at": timezone.now().isoformat(timespec="seconds")}
-        request.session[QUEUE_SESSION_KEY] = frozen
+        fresh = entered_order(profile)
+        if fresh != ids or request.GET.get("queue") == "refresh":  # an image past the stored order's end changes nothing
+            ids = fresh
+            frozen = {"profile": profile.pk, "ids": ids, "at": timezone.now().isoformat(timespec="seconds")}
+            request.session[QUEUE_SESSION_KEY] = frozen
     if image_id in ids:
         i = ids.index(image_id)
         prev_id, next_id = (ids[i - 1] if i > 0 else None), (ids[i + 1] if i + 1 < len(ids) else None)
