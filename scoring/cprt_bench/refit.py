@@ -8,6 +8,12 @@ a profile that reproduces every published row or says which split it does not re
 [decision] Files printed with different precision: the joint fit uses the coarsest split's tolerance,
 then every split is checked against its own printed precision; the profile activates only when the
 whole set and every split are reproduced.
+
+[decision] The rows are read aggregated (issue 29): one entry per distinct (split, level, counts, score)
+with its number of rows, so a million stored rows cost what their few thousand distinct rows cost. The
+joint fit and the per-split report are then exactly those of the rows one by one (they depend on the
+distinct rows only, and failing rows are counted with their multiplicity); the per-level diagnostic
+lines (`engine.fit_bounds`) are weighted least squares, equal to the per-row ones to rounding.
 """
 from __future__ import annotations
 
