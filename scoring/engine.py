@@ -325,39 +325,55 @@ class BoundaryFit:
         return self.bounds is not None and self.max_residual is not None and self.max_residual < 1e-4 and not self.problems
 
 
+def _mean(scores: np.ndarray, rows: np.ndarray | None) -> float:
+    """The mean score, each row counted `rows` times (plainly when None)."""
+    return float(scores.mean() if rows is None else np.average(scores, weights=rows))
+
+
 def fit_bounds(
     counts: np.ndarray,
     published_scores: np.ndarray,
     published_levels: np.ndarray | None = None,
     weights: Sequence[int] = WEIGHTS,
     maxima: Sequence[int] = LEVEL_MAXIMA,
+    rows: np.ndarray | None = None,
 ) -> BoundaryFit:
     """Fit lo/hi per level by least squares of score on sqrt(t) (spec section 3).
 
     Within a level the published score must be affine in sqrt(t): score = lo + (hi - lo) * sqrt(t).
     The profile takes lo(1..3) from the fits (lo(4) = 0, hi(l) = lo(l-1)); the reported residual is
     that profile's largest error against the published scores, so it measures what will be used.
+
+    `rows`: how many rows each given row stands for (distinct rows with their counts, as the import reads
+    them, so that memory does not grow with the rows); the least squares are then weighted by it, which
+    is the fit of the rows written out one by one (to rounding), and the rows per level are counted with it.
     """
-    counts = np.asarray(counts, dtype=np.int64)
+    counts = np.asarray(counts, dtype=np.int64).reshape(-1, 4)
     scores = np.asarray(published_scores, dtype=float)
+    multiplicity = np.ones(len(scores), dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
     levels_star = np.array([determined_level(c) or 0 for c in counts], dtype=np.int64)
     t = np.array([stretched_ratio(c, weights, maxima) for c in counts], dtype=float)
     problems: list[str] = []
     fits: list[LevelFit] = []
     for level in LEVELS:
         mask = levels_star == level
-        n = int(mask.sum())
+        n = int(multiplicity[mask].sum())
         root_t = np.sqrt(t[mask])
         distinct = int(np.unique(np.round(root_t, 12)).size)
         if n == 0:
             fits.append(LevelFit(level, 0, 0, None, None, None))
             continue
         if distinct < 2:
-            lo = float(scores[mask].mean()) if distinct == 1 and np.allclose(root_t, 0) else None
+            times = None if rows is None else multiplicity[mask]
+            lo = _mean(scores[mask], times) if distinct == 1 and np.allclose(root_t, 0) else None
             fits.append(LevelFit(level, n, distinct, lo, None, None))
             continue
-        design = np.column_stack([np.ones(n), root_t])
-        (a, b), *_ = np.linalg.lstsq(design, scores[mask], rcond=None)
+        design = np.column_stack([np.ones(int(mask.sum())), root_t])
+        if rows is None:
+            (a, b), *_ = np.linalg.lstsq(design, scores[mask], rcond=None)
+        else:  # each row's squared residual counted as often as the row: rows scaled by the square root of that
+            scale = np.sqrt(multiplicity[mask].astype(float))
+            (a, b), *_ = np.linalg.lstsq(design * scale[:, None], scores[mask] * scale, rcond=None)
         resid = float(np.abs(design @ np.array([a, b]) - scores[mask]).max())
         fits.append(LevelFit(level, n, distinct, float(a), float(a + b), resid))
 

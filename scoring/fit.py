@@ -82,6 +82,12 @@ def _root_t(counts: np.ndarray, weights: Sequence[int], maxima: Sequence[int] = 
     return level, np.sqrt(t)
 
 
+def determined_levels(counts: np.ndarray) -> np.ndarray:
+    """l* per row of per-level counts, 4 for an empty vector (as a published level is written)."""
+    level, _ = _root_t(np.asarray(counts).reshape(-1, 4), (1, 1, 1, 1))
+    return np.where(level == 0, 4, level)
+
+
 def _design(level: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """score = A @ (lo1, lo2, lo3) + c, row by row."""
     n = level.size
@@ -212,9 +218,7 @@ def fit_profile(
     problems: list[str] = []
     mismatches: list[int] = []
     if published_levels is not None:
-        level_star, _ = _root_t(counts, (1, 1, 1, 1))
-        computed = np.where(level_star == 0, 4, level_star)
-        mismatches = [int(i) for i in np.flatnonzero(np.asarray(published_levels) != computed)]
+        mismatches = [int(i) for i in np.flatnonzero(np.asarray(published_levels) != determined_levels(counts))]
     if counts.shape[0] == 0:
         return ProfileFit(None, None, None, None, decimals, tol, problems=["no rows to fit"])
 

@@ -15,22 +15,23 @@ no index: every merge is a hash join over the whole staging table, which ANALYZE
 """
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Iterator
+
 from django.db import connection
 from django.utils import timezone
 
 from annotations import label_version
 from annotations.models import Image, Label
 
-from ..services.scores import numeric_columns
 from .common import CHUNK
 from .reading import check_rows, duplicate_problem, refuse_on_problems
 
 STAGE = "cprt_import_stage"
+IDS = "cprt_import_ids"
 
 
 def store_file_with_copy(path, tax, attribute_pks: list[int], split: str, annotator_id: int, source: str, user_id: int | None):
-    """Validate the file and write its rows in one pass; returns (rows, image ids (an array), created, updated, split_differs).
+    """Validate the file and write its rows in one pass; returns (rows, image ids (StagedImageIds), created, updated, split_differs).
 
     Each row is checked as it is read and COPYed into the staging table (a refused row with its id only,
     for the duplicate check); duplicate ids are then found by the database, and a file with any problem
@@ -94,10 +95,41 @@ def store_file_with_copy(path, tax, attribute_pks: list[int], split: str, annota
         cursor.execute(f"ANALYZE {STAGE}_labels")
         _merge_labels(cursor, f"{STAGE}_labels", annotator_id, stamp, user_id)
         label_version.bump([annotator_id])  # as write_label_sets does: the label fingerprint changes with the import
-        image_ids = numeric_columns(f"SELECT i.id FROM {STAGE} s JOIN {image} i ON i.vispr_id = s.vispr_id", [], 1)[0].astype(np.int64)
+        # The imported images' ids stay in the database (a million of them are not held here) for the rescoring.
+        cursor.execute(f"DROP TABLE IF EXISTS {IDS}")  # an earlier import in the same transaction
+        cursor.execute(f"CREATE TEMPORARY TABLE {IDS} (id bigint PRIMARY KEY) ON COMMIT DROP")
+        cursor.execute(f"INSERT INTO {IDS} (id) SELECT i.id FROM {STAGE} s JOIN {image} i ON i.vispr_id = s.vispr_id ORDER BY i.id")
+        cursor.execute(f"ANALYZE {IDS}")
         cursor.execute(f"DROP TABLE {STAGE}_labels")
         cursor.execute(f"DROP TABLE {STAGE}")
-    return rows, image_ids, created, updated, split_differs
+    return rows, StagedImageIds(rows), created, updated, split_differs
+
+
+class StagedImageIds:
+    """The ids of the images one import wrote, kept in a temporary table until its transaction ends and read
+    back a sorted chunk at a time (`recompute_scores` asks for `sorted_chunks`), so rescoring the imported
+    images holds one chunk of ids, not an array of every id (8 bytes a row, and copies of it while read)."""
+
+    def __init__(self, rows: int):
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return self.rows
+
+    def sorted_chunks(self, size: int) -> Iterator[list[int]]:
+        last = None
+        while True:
+            with connection.cursor() as cursor:
+                cursor.execute(f"SELECT id FROM {IDS} WHERE id > %s ORDER BY id LIMIT %s", [-1 if last is None else last, size])
+                chunk = [row[0] for row in cursor.fetchall()]
+            if not chunk:
+                return
+            yield chunk
+            last = chunk[-1]
+
+    def __iter__(self) -> Iterator[int]:
+        for chunk in self.sorted_chunks(10_000):
+            yield from chunk
 
 
 def _merge_labels(cursor, staged: str, annotator_id: int, stamp, user_id: int | None) -> None:

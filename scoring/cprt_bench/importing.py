@@ -4,7 +4,8 @@ On PostgreSQL the file is read once: every row is checked as it is COPYed into a
 database finds duplicate ids, and a file with any problem is refused inside the import's transaction,
 so nothing stays (copying.py). Elsewhere it is read twice: a validation pass that keeps only the ids
 (duplicate detection), then a write pass in chunks inside one transaction. The fit reads every stored
-row back from the database (refit.py).
+row back from the database, aggregated there into distinct rows with their counts (refit.py), so its
+memory does not grow with the rows.
 """
 from __future__ import annotations
 
@@ -95,10 +96,11 @@ def import_bench_file(path: Path | str, split: str, profile_name: str = DEFAULT_
         rows, image_ids, created, updated, split_differs = _store_rows(path, tax, split, annotator, source, actor, use_copy)
         stored = refit.stored_published_rows(annotator, tax)
         joint, per_split = refit.fit_stored(stored)
-        # Per-level least-squares lines under the fitted weights: diagnostics only (partition gaps, residuals).
-        fit = engine.fit_bounds(stored.counts, stored.scores, stored.levels, joint.weights or engine.WEIGHTS)
-        mismatches = [{"id": vispr_id, "published": int(stored.levels[i]), "computed": engine.determined_level(stored.counts[i]) or 4}
-                      for i, vispr_id in zip(joint.level_mismatches, stored.vispr_ids(joint.level_mismatches))]
+        # Per-level least-squares lines under the fitted weights: diagnostics only (partition gaps, residuals);
+        # weighted by the rows each distinct entry stands for (its level mismatches are the joint fit's).
+        fit = engine.fit_bounds(stored.counts, stored.scores, None, joint.weights or engine.WEIGHTS, rows=stored.rows)
+        mismatches = [{"id": vispr_id, "published": m.published, "computed": engine.determined_level(m.counts) or 4}
+                      for m, vispr_id in zip(stored.mismatches, stored.vispr_ids())]
         previous = ScoringProfile.active_or_none()
         existing = ScoringProfile.objects.select_for_update().filter(name=profile_name).first()
         before = profiles.snapshot(existing) if existing is not None else {}

@@ -19,7 +19,11 @@ CHUNK = 2000
 
 
 def _chunks(image_ids: Iterable[int] | None, size: int = CHUNK) -> Iterable[list[int]]:
-    """Sorted chunks of distinct image ids: of every image (read a chunk at a time, by id) when None."""
+    """Sorted chunks of distinct image ids: of every image (read a chunk at a time, by id) when None; of ids
+    kept by the database when they offer `sorted_chunks` (an import's, `cprt_bench.copying.StagedImageIds`)."""
+    if hasattr(image_ids, "sorted_chunks"):
+        yield from image_ids.sorted_chunks(size)
+        return
     if image_ids is None:
         last = None
         while chunk := list(Image.objects.filter(**({} if last is None else {"id__gt": last}))

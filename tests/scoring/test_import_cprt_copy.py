@@ -116,3 +116,20 @@ def test_the_copy_path_refuses_a_bad_file_with_the_same_problems_in_the_same_ord
     assert f"{where} 10: duplicate id '{rows[0]['id']}' (first at {where} 1)" in refusals[True]
     assert len(refusals[True]) == 8
     assert Image.objects.count() == 0 and Label.objects.count() == 0 and not Annotator.objects.filter(name__contains="cprt").exists()
+
+
+@pytest.mark.django_db
+def test_copy_path_keeps_the_imported_ids_in_the_database(tmp_path):
+    """The imported images' ids are read back a sorted chunk at a time for the rescoring (issue 29: no array of
+    every id), and they are exactly the file's images (not an image that was there before)."""
+    rows = make_rows(50, seed=6)
+    Image.objects.create(vispr_id="2017_not_in_the_file", split="test", source="before")
+    tax = taxonomy.active()
+    attribute_pks = [taxonomy.attribute_ids()[key] for key in tax.keys]
+    with transaction.atomic():
+        n, ids, *_ = copy_path(write_jsonl(tmp_path / "bench.jsonl", rows), tax, attribute_pks, "test",
+                               Annotator.ground_truth("cprt-bench").pk, "test source", None)
+        want = sorted(Image.objects.filter(vispr_id__in=[r["id"] for r in rows]).values_list("id", flat=True))
+        chunks = list(ids.sorted_chunks(7))
+        assert n == len(ids) == 50 and [i for chunk in chunks for i in chunk] == want == list(ids)
+        assert [len(chunk) for chunk in chunks] == [7] * 7 + [1]
