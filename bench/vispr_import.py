@@ -17,6 +17,7 @@ import json
 import os
 import random
 import secrets
+import signal
 import subprocess
 import sys
 import tempfile
@@ -112,12 +113,20 @@ def main() -> int:
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND")}
         env |= {"CPRT_DATA_DIR": data_dir, "DJANGO_SETTINGS_MODULE": "cprt_site.settings", "LOG_LEVEL": "WARNING",
                 "DEBUG": "0", "SECRET_KEY": secrets.token_urlsafe(48), "ALLOWED_HOSTS": "localhost"}
-        proc = subprocess.Popen([sys.executable, __file__, "--child", release], env=env, cwd=ROOT, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        proc = None
         try:
+            # SIGTERM is held while the child starts: arriving inside Popen (the child already running, `proc`
+            # not yet set), it would leave the child writing into the data folder while it is removed.
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+            try:
+                proc = subprocess.Popen([sys.executable, __file__, "--child", release], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True, start_new_session=True)
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # a held SIGTERM is raised here, proc set
             stdout, stderr = proc.communicate()
         finally:
-            stop_process(proc, timeout=10)  # on SIGTERM/Ctrl-C: the child and its group end too
+            if proc is not None:
+                stop_process(proc, timeout=10)  # on SIGTERM/Ctrl-C: the child and its group end too
         if proc.returncode != 0:
             raise SystemExit(f"child failed:\n{stderr[-4000:]}")
         result = json.loads(stdout.strip().splitlines()[-1])

@@ -45,11 +45,13 @@ def test_sigterm_ends_the_vispr_bench_and_its_child(tmp_path):
     child_mark = f"--child {tmp_path}"
     try:
         child = wait_until(lambda: children(child_mark), 120, "the import child")
-        assert any(tmp_path.iterdir())
+        # Signalled once the child works in its data folder (its database is there), not while it starts.
+        wait_until(lambda: any(tmp_path.glob("vispr-bench-*/*")), 120, "the child's data folder to fill")
         bench.send_signal(signal.SIGTERM)
         assert bench.wait(timeout=60) != 0
         wait_until(lambda: not children(child_mark), 30, f"the child {child} to end")
-        assert list(tmp_path.iterdir()) == []  # release and data folders removed
+        left = list(tmp_path.iterdir())
+        assert left == [], f"left behind: {left}; the bench's stderr: {bench.stderr.read()[-3000:]}"  # release and data folders removed
     finally:
         if bench.poll() is None:
             bench.kill()
