@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .count_sums import BlockScan, column_sums, segment_sums
+from .count_sums import BlockScan, column_sums, group_matrix
 
 
 @dataclass
@@ -325,8 +325,7 @@ class _MergePlan:
         self.pred_groups, self.level_pred_groups = _Groups(pr), _Groups(dense_rank(lv) * P + pr)
         self.levels = [np.flatnonzero(lv == v) for v in np.unique(lv)]
         # Rows (distinct gt, level) in gt order: their sums give the gt and level sums and tie counts.
-        self.row_order = np.argsort(row, kind="stable")
-        self.row_starts = run_starts(row[self.row_order])
+        self.row_sums = group_matrix(row)
         R = int(row.max()) + 1
         row_gt, row_level = np.empty(R), np.empty(R, dtype=lv.dtype)
         row_gt[row], row_level[row] = gt, lv
@@ -375,7 +374,7 @@ class _MergePlan:
         # (cells, resamples), int32 while the sweep's products (a count times twice a resample's size) fit
         small = 2 * most < 2**31
         MT = np.ascontiguousarray(M.T, dtype=np.int32 if small else np.int64)
-        row_total = segment_sums(np.take(MT, self.row_order, axis=0), self.row_starts)  # each sum is at most a resample's size
+        row_total = self.row_sums @ MT  # each sum is at most a resample's size
         gt_total = np.add.reduceat(row_total, self.gt_starts, axis=0)
         if margins is not None:  # group sizes per prediction value and per gt value, for Spearman's ranks
             margins["pred"], margins["gt"] = self.pred_groups.sums(MT).T, gt_total.T
