@@ -53,6 +53,22 @@ def running_sums(X: np.ndarray) -> np.ndarray:
     return out
 
 
+# A transposing copy goes this many rows by columns of the source at a time
+TRANSPOSE_ROWS, TRANSPOSE_COLUMNS = 8, 8192
+
+
+def transposed(X: np.ndarray, dtype=None) -> np.ndarray:
+    """A C-contiguous copy of the 2-D X's transpose, in `dtype` (default X's). Copied a piece of a few
+    rows by some thousand columns at a time: numpy's plain transposing copy (np.ascontiguousarray(X.T))
+    reads each row of the result a whole row of X apart, and is 2-3x slower on bootstrap counts."""
+    rows, columns = X.shape
+    out = np.empty((columns, rows), dtype=X.dtype if dtype is None else dtype)
+    for c in range(0, columns, TRANSPOSE_COLUMNS):
+        for r in range(0, rows, TRANSPOSE_ROWS):
+            out[c:c + TRANSPOSE_COLUMNS, r:r + TRANSPOSE_ROWS] = X[r:r + TRANSPOSE_ROWS, c:c + TRANSPOSE_COLUMNS].T
+    return out
+
+
 def group_matrix(group: np.ndarray):
     """(groups, rows) sparse 0/1 matrix G with G[group[i], i] = 1, group[i] in 0 .. groups - 1: G @ X is
     the (groups, columns) sums of the rows of X (rows, columns) per group, in X's dtype (int32 counts

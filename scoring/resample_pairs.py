@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .count_sums import BlockScan, column_sums, group_matrix
+from .count_sums import BlockScan, column_sums, group_matrix, transposed
 
 
 @dataclass
@@ -373,7 +373,7 @@ class _MergePlan:
     def counts(self, M, N, most, jt, jt_gp, margins: dict | None = None) -> dict[str, ResampledPairs]:
         # (cells, resamples), int32 while the sweep's products (a count times twice a resample's size) fit
         small = 2 * most < 2**31
-        MT = np.ascontiguousarray(M.T, dtype=np.int32 if small else np.int64)
+        MT = transposed(M, np.int32 if small else np.int64)
         row_total = self.row_sums @ MT  # each sum is at most a resample's size
         gt_total = np.add.reduceat(row_total, self.gt_starts, axis=0)
         if margins is not None:  # group sizes per prediction value and per gt value, for Spearman's ranks

@@ -65,3 +65,12 @@ def test_group_matrix_sums_rows_per_group_in_their_dtype(dtype):
     got = count_sums.group_matrix(group) @ X
     assert got.dtype == dtype and got.shape == (40, 13)
     np.testing.assert_array_equal(got, np.stack([X[group == g].sum(axis=0) for g in range(40)]))
+
+
+@pytest.mark.parametrize("shape", [(0, 5), (5, 0), (1, 1), (7, 3), (50, 20_000), (9, 8193)])
+def test_transposed_copies_the_transpose(shape):
+    X = counts(*shape, np.int32, high=1000)
+    for dtype in (None, np.int64):
+        got = count_sums.transposed(X, dtype)
+        assert got.flags.c_contiguous and got.dtype == (dtype or np.int32)
+        np.testing.assert_array_equal(got, X.T)
