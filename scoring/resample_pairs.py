@@ -85,7 +85,10 @@ class _Sweep:
             K = lkeys[lorder]
             rk = blk[right] * P + rank[right]
             a = np.searchsorted(K, rk, "left")
-            b = np.searchsorted(K, rk, "right")
+            b = a.copy()  # past a only where the left half holds rk itself: few items with continuous scores
+            tie = a < K.size
+            tie[tie] = K[a[tie]] == rk[tie]
+            b[tie] = np.searchsorted(K, rk[tie], "right")
             blocks = np.unique(blk[right])  # each with its left half's bounds in K and its right half's leaves
             start, end = np.searchsorted(K, blocks * P, "left"), np.searchsorted(K, (blocks + 1) * P, "left")
             lo, hi = blocks * 2 * size + size, np.minimum((blocks + 1) * 2 * size, self.leaves)
