@@ -128,10 +128,13 @@ class BlockScan:
 def column_sums(X: np.ndarray, bound: int) -> np.ndarray:
     """int64 sums down the rows of the int32 X (rows, columns) whose values lie within +-bound: numpy
     casts every element to int64 for such a sum, so runs of rows whose sums cannot leave int32 are
-    summed in int32 first (about 3x cheaper), then the runs' sums in int64."""
+    summed in int32 first (about 3x cheaper), then the runs' sums in int64; the rows past the last
+    whole run are such a run too."""
     run = (2**31 - 1) // max(int(bound), 1)
-    if X.dtype != np.int32 or run < 64 or X.shape[0] < 2 * run or not X.flags.c_contiguous:
+    if X.dtype != np.int32 or run < 64 or not X.flags.c_contiguous:
         return X.sum(axis=0, dtype=np.int64)
     whole = X.shape[0] // run * run
-    runs = X[:whole].reshape(-1, run, X.shape[1]).sum(axis=1, dtype=np.int32)
-    return runs.sum(axis=0, dtype=np.int64) + X[whole:].sum(axis=0, dtype=np.int64)
+    total = X[whole:].sum(axis=0, dtype=np.int32).astype(np.int64)
+    if whole:
+        total += X[:whole].reshape(-1, run, X.shape[1]).sum(axis=1, dtype=np.int32).sum(axis=0, dtype=np.int64)
+    return total

@@ -186,7 +186,7 @@ def metric_resamples(cells: Cells, idx: np.ndarray, predicted_level: np.ndarray,
 
 def _chunk_metrics(cells: Cells, M: np.ndarray, features: np.ndarray, ranks, thresholds) -> dict:
     Mf = M.astype(float)
-    N = Mf.sum(axis=1)
+    N = M.sum(axis=1, dtype=M.dtype).astype(float)  # each row sums to its resample size: the same floats as a float sum
     sums = Mf @ features
     sp, sg, spp, sgg, spg = (sums[:, i] for i in range(5))
     out: dict = {}
