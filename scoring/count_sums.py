@@ -9,7 +9,10 @@ cheap without a transpose:
   exactly while each half's sums stay below 2**31 (non-negative counts of one resample: at most its
   size), so every sum does half the steps;
 - a running sum is taken a block of SCAN_BLOCK rows at a time, every block at once (one vectorised
-  add per row of a block), then the blocks' totals are carried over.
+  add per row of a block), then the blocks' totals are carried over;
+- sums of rows by group are a sparse 0/1 matrix times the array (`group_matrix`): scipy adds each
+  row into its group's row, vectorised along the row (a reduceat along axis 0 steps down one column
+  at a time).
 """
 from __future__ import annotations
 
@@ -48,6 +51,33 @@ def running_sums(X: np.ndarray) -> np.ndarray:
         np.cumsum(V[nb * K:], axis=0, out=W[1 + nb * K:])
         W[1 + nb * K:] += W[nb * K]
     return out
+
+
+# A transposing copy goes this many rows by columns of the source at a time
+TRANSPOSE_ROWS, TRANSPOSE_COLUMNS = 8, 8192
+
+
+def transposed(X: np.ndarray, dtype=None) -> np.ndarray:
+    """A C-contiguous copy of the 2-D X's transpose, in `dtype` (default X's). Copied a piece of a few
+    rows by some thousand columns at a time: numpy's plain transposing copy (np.ascontiguousarray(X.T))
+    reads each row of the result a whole row of X apart, and is 2-3x slower on bootstrap counts."""
+    rows, columns = X.shape
+    out = np.empty((columns, rows), dtype=X.dtype if dtype is None else dtype)
+    for c in range(0, columns, TRANSPOSE_COLUMNS):
+        for r in range(0, rows, TRANSPOSE_ROWS):
+            out[c:c + TRANSPOSE_COLUMNS, r:r + TRANSPOSE_ROWS] = X[r:r + TRANSPOSE_ROWS, c:c + TRANSPOSE_COLUMNS].T
+    return out
+
+
+def group_matrix(group: np.ndarray):
+    """(groups, rows) sparse 0/1 matrix G with G[group[i], i] = 1, group[i] in 0 .. groups - 1: G @ X is
+    the (groups, columns) sums of the rows of X (rows, columns) per group, in X's dtype (int32 counts
+    stay int32: exact while every sum fits), several times faster than a gather and a reduceat."""
+    from scipy import sparse  # imported where used, not at start-up
+
+    rows = np.asarray(group).size
+    groups = int(group.max()) + 1 if rows else 0
+    return sparse.csr_array((np.ones(rows, dtype=np.int8), (np.asarray(group), np.arange(rows))), shape=(groups, rows))
 
 
 def segment_sums(X: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -98,10 +128,13 @@ class BlockScan:
 def column_sums(X: np.ndarray, bound: int) -> np.ndarray:
     """int64 sums down the rows of the int32 X (rows, columns) whose values lie within +-bound: numpy
     casts every element to int64 for such a sum, so runs of rows whose sums cannot leave int32 are
-    summed in int32 first (about 3x cheaper), then the runs' sums in int64."""
+    summed in int32 first (about 3x cheaper), then the runs' sums in int64; the rows past the last
+    whole run are such a run too."""
     run = (2**31 - 1) // max(int(bound), 1)
-    if X.dtype != np.int32 or run < 64 or X.shape[0] < 2 * run or not X.flags.c_contiguous:
+    if X.dtype != np.int32 or run < 64 or not X.flags.c_contiguous:
         return X.sum(axis=0, dtype=np.int64)
     whole = X.shape[0] // run * run
-    runs = X[:whole].reshape(-1, run, X.shape[1]).sum(axis=1, dtype=np.int32)
-    return runs.sum(axis=0, dtype=np.int64) + X[whole:].sum(axis=0, dtype=np.int64)
+    total = X[whole:].sum(axis=0, dtype=np.int32).astype(np.int64)
+    if whole:
+        total += X[:whole].reshape(-1, run, X.shape[1]).sum(axis=1, dtype=np.int32).sum(axis=0, dtype=np.int64)
+    return total

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .count_sums import running_sums
+from .count_sums import group_matrix, running_sums
 from .resample_pairs import PairPlan, ResampledPairs, dense_rank, run_starts
 
 
@@ -41,6 +41,7 @@ class Cells:
         self.gt, self.pred, self.level = uniq[:, 0], uniq[:, 1], uniq[:, 2].astype(np.int64)
         self.size = uniq.shape[0]
         self._plan = None
+        self._gt_sums = None
 
     def from_indices(self, idx: np.ndarray, chunk: int = 50) -> np.ndarray:
         """(resamples, cells) counts straight from bootstrap indices, a few resamples at a time (cache-sized)."""
@@ -50,6 +51,13 @@ class Cells:
             block = idx[s:s + chunk]
             out[s:s + block.shape[0]] = multiplicities(block, self.size, of=self.of)
         return out
+
+    @property
+    def gt_sums(self):
+        """(gt values, cells) sparse 0/1 matrix: times (cells, resamples) counts, their sums per gt value."""
+        if self._gt_sums is None:
+            self._gt_sums = group_matrix(dense_rank(self.gt))
+        return self._gt_sums
 
     @property
     def plan(self) -> PairPlan:
@@ -108,22 +116,43 @@ def _cell_values(D: np.ndarray, of: np.ndarray) -> np.ndarray:
 EXACT_RANK_SUMS = 2**53
 
 
-def _exact_rank_sums(Sp, Sg, Dp, Dg, MT, gp_, gg_):
-    """Spearman's sxx, syy and sxy per resample from twice the centred ranks D (integers) and the
-    counts MT (cells, resamples), in whatever order is cheapest (cells as rows: whole-row gathers).
+def _tie_cubes(S: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Per resample: sum of S**3 over the groups, S (groups, resamples) non-negative counts that sum to
+    n per resample; in int32 where the sum fits (at most max(S)**2 x n), which is most data."""
+    top = int(S.max(initial=0))
+    if S.dtype != np.int32 or top * top * int(n.max(initial=0)) >= 2**31:
+        return np.einsum("ij,ij,ij->j", S, S, S, dtype=np.int64)
+    C = S * S
+    C *= S
+    return C.sum(axis=0, dtype=np.int32).astype(np.int64)
 
-    Every product (a count times two values of D, at most n**3 / 4 in quarter units) and every
-    partial sum (at most n**3 / 4: sum of M |dp| |dg| <= n (n/2)**2) is a multiple of 1/4 below
-    2**53 / 4, so each is exact and the sums are the exact values: the same floats as the
-    float path's, which sums in another order."""
+
+def _exact_rank_sums(Sp, Sg, MT, gp_, gt_sums):
+    """Spearman's sxx, syy and sxy per resample from the group sizes S (resamples, groups) and the
+    counts MT (cells, resamples), as exact integers (then the same floats as the float path's).
+
+    - sxx (and syy) depend only on the ties: the sum over groups of S x (2 x centred rank)**2 is
+      (n**3 - sum of S**3) / 3, n the resample's size (the variance of mid-ranks);
+    - sxy = sum over cells of M x dp x dg. The centred gt ranks sum to 0 over the positions, so the
+      prediction side may be taken uncentred (2 x rank - 1: positions before and up to the group,
+      non-negative); the cells' M x that rank are summed per gt value (`gt_sums`, Cells.gt_sums)
+      and weighted by the few gt values' ranks, instead of a gather of a gt rank per cell.
+    Every product and partial sum is an integer of magnitude below 2 n**3 (int64 here), and the
+    results (at most n**3 / 4 in quarter units) are below 2**53: converted to float exactly."""
     quarter = 0.25
-    sxx = np.einsum("ij,ij,ij->j", Sp.T, Dp.T, Dp.T, dtype=float) * quarter
-    syy = np.einsum("ij,ij,ij->j", Sg.T, Dg.T, Dg.T, dtype=float) * quarter
-    P = np.take(np.ascontiguousarray(Dp.T), gp_, axis=0)
-    P *= MT  # within int32 where MT is int32: a count times n < 2**31
-    G = np.take(np.ascontiguousarray(Dg.T, dtype=P.dtype), gg_, axis=0)  # |D| <= n: int32 halves what is written
-    sxy = np.einsum("ij,ij->j", P, G, dtype=float) * quarter
-    return sxx, syy, sxy
+    n = Sg.sum(axis=1, dtype=np.int64)
+    sxx = (n**3 - _tie_cubes(Sp.T, n)) // 3 * quarter  # an integer: the float path's exact value
+    syy = (n**3 - _tie_cubes(Sg.T, n)) // 3 * quarter
+    Rp = running_sums(Sp.T)  # (groups + 1, resamples): positions in the prediction groups before
+    E = Rp[1:] + Rp[:-1]  # twice the 1-based average rank less 1: 2 x centred rank + n
+    P = np.take(E, gp_, axis=0)
+    P *= MT  # within int32 where MT is int32: a count times 2 n < 2**31 (PairPlan's `most`)
+    if P.dtype == np.int32 and 2 * int(Sg.max(initial=0)) * int(n.max(initial=0)) >= 2**31:
+        P = P.astype(np.int64)  # a gt value's sum (at most its count times 2 n) may not fit int32
+    Q = gt_sums @ P  # (gt values, resamples)
+    Dg = _twice_centred_ranks(Sg).T  # (gt values, resamples)
+    sxy = np.einsum("ij,ij->j", Q.astype(np.int64), Dg.astype(np.int64))
+    return sxx, syy, sxy * quarter
 
 
 def metric_resamples(cells: Cells, idx: np.ndarray, predicted_level: np.ndarray, thresholds=(1, 2, 3)) -> dict[str, np.ndarray]:
@@ -157,7 +186,7 @@ def metric_resamples(cells: Cells, idx: np.ndarray, predicted_level: np.ndarray,
 
 def _chunk_metrics(cells: Cells, M: np.ndarray, features: np.ndarray, ranks, thresholds) -> dict:
     Mf = M.astype(float)
-    N = Mf.sum(axis=1)
+    N = M.sum(axis=1, dtype=M.dtype).astype(float)  # each row sums to its resample size: the same floats as a float sum
     sums = Mf @ features
     sp, sg, spp, sgg, spg = (sums[:, i] for i in range(5))
     out: dict = {}
@@ -174,10 +203,10 @@ def _chunk_metrics(cells: Cells, M: np.ndarray, features: np.ndarray, ranks, thr
         Sp = margins["pred"] if "pred" in margins else _group_sums(M, gp_)
         Sg = margins["gt"] if "gt" in margins else _group_sums(M, gg_)
         # Ranks minus the mean rank: halves of integers, so the same floats however they are computed.
-        Dp, Dg = _twice_centred_ranks(Sp), _twice_centred_ranks(Sg)
         if "cells_T" in margins and int(N.max(initial=0)) ** 3 < EXACT_RANK_SUMS:
-            sxx, syy, sxy = _exact_rank_sums(Sp, Sg, Dp, Dg, margins["cells_T"], gp_, gg_)
+            sxx, syy, sxy = _exact_rank_sums(Sp, Sg, margins["cells_T"], gp_, cells.gt_sums)
         else:
+            Dp, Dg = _twice_centred_ranks(Sp), _twice_centred_ranks(Sg)
             dp, dg = Dp * 0.5, Dg * 0.5
             sxx = (Sp * dp * dp).sum(axis=1)
             syy = (Sg * dg * dg).sum(axis=1)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .count_sums import BlockScan, column_sums, segment_sums
+from .count_sums import BlockScan, column_sums, group_matrix, transposed
 
 
 @dataclass
@@ -85,13 +85,21 @@ class _Sweep:
             K = lkeys[lorder]
             rk = blk[right] * P + rank[right]
             a = np.searchsorted(K, rk, "left")
-            b = np.searchsorted(K, rk, "right")
+            b = a.copy()  # past a only where the left half holds rk itself: few items with continuous scores
+            tie = a < K.size
+            tie[tie] = K[a[tie]] == rk[tie]
+            b[tie] = np.searchsorted(K, rk[tie], "right")
             blocks = np.unique(blk[right])  # each with its left half's bounds in K and its right half's leaves
             start, end = np.searchsorted(K, blocks * P, "left"), np.searchsorted(K, (blocks + 1) * P, "left")
             lo, hi = blocks * 2 * size + size, np.minimum((blocks + 1) * 2 * size, self.leaves)
             scan = BlockScan(items[left[lorder]])  # positions in K become rows of the scan's sums
-            self.levels.append((scan, items[right], scan.at(a), None if np.array_equal(a, b) else scan.at(b),
-                                scan.at(start), scan.at(end), lo, hi))
+            tied = np.flatnonzero(a != b)  # right items with equal ranks in the left half
+            if 2 * tied.size > right.size:  # mostly ties (few distinct values): cw[b] for every item
+                full_b, ties = scan.at(b), None
+            else:  # few ties (continuous scores): 2 cw[a] for every item, cw[b] - cw[a] for the tied ones
+                full_b = None
+                ties = (items[right[tied]], scan.at(a[tied]), scan.at(b[tied])) if tied.size else None
+            self.levels.append((scan, items[right], scan.at(a), full_b, ties, scan.at(start), scan.at(end), lo, hi))
             size *= 2
 
     def signed_sum(self, MT: np.ndarray, row_total: np.ndarray, most: int) -> np.ndarray:
@@ -106,7 +114,9 @@ class _Sweep:
         For a right item k of a block, (less) - (greater) = cw[a] + cw[b] - cw[start] - cw[end] over
         the running sums cw of the block's left half. The last two terms are the block's: they are
         weighted by the block's right total (a difference of running sums over the leaves' totals)
-        rather than gathered per item; with no tie across the halves cw[b] is cw[a]."""
+        rather than gathered per item. With few ties across the halves (continuous scores) cw[a] + cw[b]
+        is taken as 2 cw[a] plus, for the few tied items only, cw[b] - cw[a]: one gather of whole
+        rows of cw fewer, the same integers."""
         B = MT.shape[1]
         leaf_total = np.zeros((self.leaves, B), dtype=np.int64)
         if self.leaf_rows.size:
@@ -115,7 +125,7 @@ class _Sweep:
         leaf_sums = np.zeros((self.leaves + 1, B), dtype=np.int64)
         np.cumsum(leaf_total, axis=0, out=leaf_sums[1:])
         total = np.zeros(B, dtype=np.int64)
-        for scan, right, a, b, start, end, lo, hi in self.levels:
+        for scan, right, a, b, ties, start, end, lo, hi in self.levels:
             cw = scan.sums(MT)  # running sums of the blocks' left halves (a, b, start, end: rows of cw)
             diff = np.take(cw, a, axis=0)
             if b is not None:
@@ -125,6 +135,12 @@ class _Sweep:
                 total += 2 * column_sums(diff, most)
             else:
                 total += column_sums(diff, 2 * most)
+            if ties is not None:
+                tied, ta, tb = ties
+                extra = np.take(cw, tb, axis=0)
+                extra -= np.take(cw, ta, axis=0)  # positions tied with the item: at most a resample's size
+                extra *= np.take(MT, tied, axis=0)
+                total += column_sums(extra, most)
             bounds = np.take(cw, start, axis=0).astype(np.int64)
             bounds += np.take(cw, end, axis=0)
             bounds *= leaf_sums[hi] - leaf_sums[lo]
@@ -312,8 +328,7 @@ class _MergePlan:
         self.pred_groups, self.level_pred_groups = _Groups(pr), _Groups(dense_rank(lv) * P + pr)
         self.levels = [np.flatnonzero(lv == v) for v in np.unique(lv)]
         # Rows (distinct gt, level) in gt order: their sums give the gt and level sums and tie counts.
-        self.row_order = np.argsort(row, kind="stable")
-        self.row_starts = run_starts(row[self.row_order])
+        self.row_sums = group_matrix(row)
         R = int(row.max()) + 1
         row_gt, row_level = np.empty(R), np.empty(R, dtype=lv.dtype)
         row_gt[row], row_level[row] = gt, lv
@@ -361,8 +376,8 @@ class _MergePlan:
     def counts(self, M, N, most, jt, jt_gp, margins: dict | None = None) -> dict[str, ResampledPairs]:
         # (cells, resamples), int32 while the sweep's products (a count times twice a resample's size) fit
         small = 2 * most < 2**31
-        MT = np.ascontiguousarray(M.T, dtype=np.int32 if small else np.int64)
-        row_total = segment_sums(np.take(MT, self.row_order, axis=0), self.row_starts)  # each sum is at most a resample's size
+        MT = transposed(M, np.int32 if small else np.int64)
+        row_total = self.row_sums @ MT  # each sum is at most a resample's size
         gt_total = np.add.reduceat(row_total, self.gt_starts, axis=0)
         if margins is not None:  # group sizes per prediction value and per gt value, for Spearman's ranks
             margins["pred"], margins["gt"] = self.pred_groups.sums(MT).T, gt_total.T

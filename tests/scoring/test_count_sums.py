@@ -55,3 +55,22 @@ def test_column_sums_equal_int64_sums_near_the_bound():
         X[:, 0], X[:, 1] = bound, -bound  # a run of one row more would leave int32
         np.testing.assert_array_equal(count_sums.column_sums(X, bound), X.sum(axis=0, dtype=np.int64))
         assert count_sums.column_sums(X, bound).dtype == np.int64
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_group_matrix_sums_rows_per_group_in_their_dtype(dtype):
+    X = counts(1000, 13, dtype, high=1000)
+    group = np.random.default_rng(2).integers(0, 40, 1000)
+    group[group == 7] = 8  # a group without rows: a row of zeros
+    got = count_sums.group_matrix(group) @ X
+    assert got.dtype == dtype and got.shape == (40, 13)
+    np.testing.assert_array_equal(got, np.stack([X[group == g].sum(axis=0) for g in range(40)]))
+
+
+@pytest.mark.parametrize("shape", [(0, 5), (5, 0), (1, 1), (7, 3), (50, 20_000), (9, 8193)])
+def test_transposed_copies_the_transpose(shape):
+    X = counts(*shape, np.int32, high=1000)
+    for dtype in (None, np.int64):
+        got = count_sums.transposed(X, dtype)
+        assert got.flags.c_contiguous and got.dtype == (dtype or np.int32)
+        np.testing.assert_array_equal(got, X.T)

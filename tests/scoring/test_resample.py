@@ -199,3 +199,29 @@ def test_exact_rank_sums_give_the_float_paths_spearman_bit_for_bit(monkeypatch, 
     assert len(calls) == 1
     np.testing.assert_array_equal(fast["spearman"], slow["spearman"])
     assert np.isfinite(fast["spearman"]).all()
+
+
+@pytest.mark.parametrize("images,gt_values,top", [(300, 7, 3), (300, 7, 2000), (80_000, 2, 3)])
+def test_exact_rank_sums_equal_the_textbook_sums(images, gt_values, top):
+    """Spearman's exact sums (sxx, syy from the tie sizes, sxy per gt value) equal sum S d**2 and
+    sum M dp dg over centred average ranks, taken directly: with cubes past int32 (a group of 2,000
+    copies) and with a gt value's sum past int32 (30,000 positions in each of two gt values)."""
+    rng = np.random.default_rng(images + top)
+    cells = images // 2
+    gp_, gg_ = rng.permutation(cells) % (cells - 5), np.sort(rng.integers(0, gt_values, cells))
+    M = rng.integers(0, 4, (3, cells)).astype(np.int32)
+    M[:, 0] = top
+    MT = np.ascontiguousarray(M.T)
+    Sp = np.stack([np.bincount(gp_, weights=m, minlength=cells - 5) for m in M]).astype(np.int32)
+    Sg = np.stack([np.bincount(gg_, weights=m, minlength=gt_values) for m in M]).astype(np.int32)
+    sxx, syy, sxy = resample._exact_rank_sums(Sp, Sg, MT, gp_, count_sums.group_matrix(gg_))
+
+    def centred(S):  # average 1-based rank of each group less the mean rank, per resample
+        before = np.cumsum(S, axis=1) - S
+        return before + (S + 1) / 2 - (S.sum(axis=1, keepdims=True) + 1) / 2
+
+    dp, dg = centred(Sp.astype(float)), centred(Sg.astype(float))
+    np.testing.assert_array_equal(sxx, (Sp * dp * dp).sum(axis=1))
+    np.testing.assert_array_equal(syy, (Sg * dg * dg).sum(axis=1))
+    want = [sum(int(M[b, c]) * round(2 * dp[b, gp_[c]]) * round(2 * dg[b, gg_[c]]) for c in range(cells)) / 4 for b in range(3)]
+    np.testing.assert_array_equal(sxy, want)
