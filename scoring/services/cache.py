@@ -15,8 +15,8 @@ that expired (CPRT_METRICS_REFRESH_STALE_S) may be taken again. A computation th
 reads (`size`, an estimate the caller has for free or from one count) are at most
 CPRT_METRICS_INLINE_ROWS. A larger one is not computed in the request: a placeholder entry
 (fingerprint PENDING) is stored, a refresh job sent, and `Pending` raised; the page answers "being
-computed" (scoring.pending.PendingMiddleware: 202 and a page that reloads itself; 503 with Retry-After
-for the API and downloads) until the job has stored the figures. Outside a request (a worker, a
+computed" (scoring.pending.PendingMiddleware: 202 with Retry-After, a page that reloads itself or, for
+the API and downloads, a JSON body without figures) until the job has stored the figures. Outside a request (a worker, a
 command, a refresh job) everything is computed inline.
 """
 from __future__ import annotations
@@ -52,10 +52,9 @@ REFRESHERS = {
 }
 # Set while a refresh job computes: everything is computed inline then.
 _inline = contextvars.ContextVar("scoring_cache_inline", default=False)
-# Stale entries served in this request or task (key -> computed_at), for the page to say so.
+# Stale entries served in this request (key -> computed_at), for the page to say so; None outside a web
+# request (from request_finished on), where first computations are never left to a job.
 _served_stale: contextvars.ContextVar[dict | None] = contextvars.ContextVar("scoring_cache_stale", default=None)
-# Set from request_started to request_finished: only a web request leaves first computations to a job.
-_in_request = contextvars.ContextVar("scoring_cache_in_request", default=False)
 
 
 class Pending(Exception):
@@ -84,11 +83,14 @@ def jsonable(value):
 def start_collecting(**_) -> None:
     """Begin recording the stale entries served (at the start of every request: request_started)."""
     _served_stale.set({})
-    _in_request.set(True)
 
 
 def stop_collecting(**_) -> None:
-    _in_request.set(False)
+    _served_stale.set(None)
+
+
+def in_request() -> bool:
+    return _served_stale.get() is not None
 
 
 request_started.connect(start_collecting, dispatch_uid="scoring.cache.start_collecting")
@@ -115,14 +117,14 @@ def in_background(entry: ComputedMetrics | None) -> bool:
     if entry is None or not entry.spec or _inline.get():
         return False
     if entry.fingerprint == PENDING:
-        return _in_request.get()
+        return in_request()
     return entry.seconds > settings.CPRT_METRICS_INLINE_S
 
 
 def first_in_background(spec: dict | None, size) -> bool:
     """Whether an entry computed for the first time is left to a job: inside a web request, with a spec,
     when `size()` (the rows the computation reads) is above CPRT_METRICS_INLINE_ROWS."""
-    return bool(spec) and _in_request.get() and not _inline.get() and size is not None and size() > settings.CPRT_METRICS_INLINE_ROWS
+    return bool(spec) and in_request() and not _inline.get() and size is not None and size() > settings.CPRT_METRICS_INLINE_ROWS
 
 
 def gather(*parts) -> list:
