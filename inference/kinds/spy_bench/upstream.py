@@ -114,8 +114,11 @@ def check_benchmark(data: Any, label2text: dict[str, str]) -> list[dict]:
             raise BenchmarkError(f"{where}: instruct_templates must be two strings with {{}} (not private, private).")
         others = _need(item, "other_labels", dict, where)
         for key, value in others.items():
-            if value not in (0, 1) or isinstance(value, bool):
-                raise BenchmarkError(f"{where}: other_labels[{key!r}] must be 0 or 1.")
+            # The target's own entry is a placeholder the expansion overwrites (upstream's released
+            # eval_data.json writes 0.5 there): any value is accepted for it.
+            if key != label and (value not in (0, 1) or isinstance(value, bool)):
+                raise BenchmarkError(f"{where}: other_labels[{key!r}] must be 0 or 1 (it picks the instruction line of a "
+                                     f"distractor; only the target {label!r} may hold a placeholder).")
             if not isinstance(texts.get(key), str):
                 raise BenchmarkError(f"{where}: distractor label {key!r} has no text in label2text.")
         question = _need(item, "question_item", dict, where)
@@ -124,8 +127,6 @@ def check_benchmark(data: Any, label2text: dict[str, str]) -> list[dict]:
         if not path.strip():
             raise BenchmarkError(f"{where} question_item: image_path is empty.")
         _need(question, "question", str, f"{where} question_item")
-        if "gt" not in question:
-            raise BenchmarkError(f"{where} question_item: missing 'gt'.")
         for group in ("privacy_scenarios", "non_privacy_scenarios"):
             for k, scenario in enumerate(_need(item, group, list, where), 1):
                 _check_scenario(scenario, f"{where} {group}[{k}]")
@@ -136,9 +137,12 @@ def check_benchmark(data: Any, label2text: dict[str, str]) -> list[dict]:
 
 def _row(item: dict, is_privacy: int, scenario: dict | None, scenario_is_privacy: int | None, add_distractors: bool) -> dict:
     q = item["question_item"]
+    # ref_answer is the item's `gt`, null when it has none [decision]: upstream's released
+    # train/data/eval_data.json items carry respond_ans/reject_ans instead (gen_eval_file stops there
+    # with KeyError 'gt'); nothing downstream reads ref_answer, the prompts do not depend on it.
     row = {
         "benchmark_id": item["benchmark_id"], "label": item["label"], "is_privacy": is_privacy,
-        "question_id": q["question_id"], "image_path": q["image_path"], "question": q["question"], "ref_answer": q["gt"],
+        "question_id": q["question_id"], "image_path": q["image_path"], "question": q["question"], "ref_answer": q.get("gt"),
     }
     if "label2text" in item:
         row["label2text"] = item["label2text"]
