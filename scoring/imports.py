@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from annotations.services.vispr import FolderRefused
 from annotations.services.vispr_labels import MappingError
-from annotations.services.vispr_release import import_release, is_release
+from annotations.services.vispr_release import import_release, is_release, linked_folders
 from core.audit import audit
 from core.dispatch import send_job_on_commit
 from core.jobs import JobExecution, Stopped, expired_condition
@@ -60,9 +60,20 @@ def resolve_path(relative: str, kind: str) -> Path:
     if kind == ImportJob.KIND_VISPR:
         if not target.is_dir() or not is_release(target):
             raise PathRefused(f"{text} is not a VISPR release folder under {root} (images/ and annotations/ expected).")
+        _links_stay_under(root, target, text)
     elif not target.is_file() or target.suffix.lower() not in BENCH_SUFFIXES:
         raise PathRefused(f"{text} is not a CPRT-Bench file under {root} (.json, .jsonl or .parquet).")
     return target
+
+
+def _links_stay_under(root: Path, target: Path, text: str) -> None:
+    """A release's linked folders (which the import follows) must lead under the import folder too:
+    from the page, nothing outside it is read. `manage.py import_vispr` follows them anywhere."""
+    for link in linked_folders(target):
+        real = (target / link).resolve()
+        if real != root and not real.is_relative_to(root):
+            raise PathRefused(f"{text}/{link.as_posix()} is a symbolic link to a folder outside the import folder {root}; "
+                              f"from the page only folders under it are read (manage.py import_vispr follows such links).")
 
 
 def candidates(limit: int = 50) -> list[str]:

@@ -13,6 +13,13 @@ What is read:
 - each image: as the plain-folder import checks it (services/vispr.py `check_folder`: links, FIFOs,
   odd names, byte and pixel limits, full decode, metadata stripped, duplicate content).
 - `<split>.txt`, when present: an annotation it does not list, or a listed one without a file, is skipped.
+- symbolic links [decision]: `images/`, `annotations/`, `images/<split>/` and `annotations/<split>/`
+  may be links to folders (images kept on another disk): they are followed and listed in the result
+  (`links`, printed and audited); one that leads to no folder refuses the import naming it. Links to
+  single files (an image, an annotation, `<split>.txt`) are never followed (skipped, listed).
+- skip reasons name the real cause: an annotation whose image file was skipped (e.g. the same pixels
+  as another image) says so, as does an image whose annotation file was skipped (e.g. not listed in
+  `<split>.txt`); "no image file" / "no annotation file" only when there is none.
 
 Refused (the whole import stops, nothing is written, every problem is listed): attributes.tsv missing
 or malformed, a split asked for that is absent or has no mapping, an image that is not an acceptable
@@ -54,8 +61,40 @@ Progress = Callable[[int, int], None]  # (done, total)
 
 
 def is_release(root: Path) -> bool:
-    """A folder in VISPR's layout: `images/` and `annotations/` folders (not links) at its top."""
-    return all((root / name).is_dir() and not (root / name).is_symlink() for name in ("images", "annotations"))
+    """A folder in VISPR's layout: `images/` and `annotations/` folders at its top (a symbolic link to a
+    folder counts: it is followed, see `followed_links`)."""
+    return all((root / name).is_dir() for name in ("images", "annotations"))
+
+
+def not_release_reason(root: Path) -> str:
+    """Why `root` is not a release, naming a symbolic link that leads nowhere (empty when none does)."""
+    for name in ("images", "annotations"):
+        if (root / name).is_symlink() and not (root / name).is_dir():
+            return f" ({name}/ is a symbolic link to {as_text(os.readlink(root / name))!r}, which does not lead to a folder)"
+    return ""
+
+
+def _link_target(path: Path) -> str:
+    return as_text(str(path.resolve()))
+
+
+def linked_folders(root: Path) -> list[Path]:
+    """Every symbolic link at `images/`, `annotations/` or directly under them (relative to `root`):
+    what an import may follow, whichever splits it reads (the page checks where they lead)."""
+    out = [Path(base) for base in ("images", "annotations") if (root / base).is_symlink()]
+    for base in ("images", "annotations"):
+        if (root / base).is_dir():
+            out += [Path(base) / p.name for p in sorted((root / base).iterdir()) if p.is_symlink()]
+    return out
+
+
+def followed_links(root: Path, splits: Iterable[str]) -> list[dict[str, str]]:
+    """The symbolic links the import follows [decision]: `images/`, `annotations/` and their
+    `<split>/` folders may be links to folders elsewhere (images kept on another disk); each is
+    followed and named in the result. Links to single files are never followed."""
+    candidates = [Path(base) for base in ("images", "annotations")]
+    candidates += [Path(base) / split for split in splits for base in ("images", "annotations")]
+    return [{"link": p.as_posix(), "target": _link_target(root / p)} for p in candidates if (root / p).is_symlink()]
 
 
 def parse_split_map(pairs: Iterable[str]) -> dict[str, str]:
@@ -75,6 +114,7 @@ class ReleaseImport:
     splits: dict[str, str]  # VISPR split -> our split, as imported
     not_imported: list[str]  # split folders present but not asked for
     attributes: int
+    links: list[dict[str, str]] = field(default_factory=list)  # symbolic links followed: {"link", "target"}
     added: int = 0
     attached: int = 0
     labels_updated: int = 0
@@ -125,20 +165,36 @@ def read_attributes(root: Path) -> list[tuple[int, str, str]]:
     return rows
 
 
+def _broken_split_links(root: Path) -> dict[str, list[str]]:
+    """Split name -> the `images/<split>` / `annotations/<split>` symbolic links that lead to no folder."""
+    broken: dict[str, list[str]] = {}
+    for base in ("images", "annotations"):
+        for p in (root / base).iterdir():
+            if p.is_symlink() and not p.is_dir() and SPLIT_NAME.match(p.name):
+                broken.setdefault(p.name, []).append(f"{base}/{p.name} (a symbolic link to {as_text(os.readlink(p))!r})")
+    return broken
+
+
 def choose_splits(root: Path, asked: list[str] | None, split_map: dict[str, str]) -> tuple[dict[str, str], list[str]]:
-    present = sorted(
+    present = sorted({
         p.name for base in ("images", "annotations") for p in (root / base).iterdir()
-        if p.is_dir() and not p.is_symlink() and SPLIT_NAME.match(p.name)
-    )
-    present = sorted(set(present))
+        if p.is_dir() and SPLIT_NAME.match(p.name)  # a link to a folder is followed (see followed_links)
+    })
+    broken = _broken_split_links(root)
     if asked:
         missing = [s for s in asked if s not in present]
         if missing:
+            links = [link for s in missing for link in broken.get(s, [])]
             raise FolderRefused(f"{as_text(str(root))}: refused, nothing was written: split(s) {', '.join(missing)} not found "
-                                f"(present: {', '.join(present) or 'none'}).")
+                                f"(present: {', '.join(present) or 'none'})"
+                                + (f"; {', '.join(links)} does not lead to a folder." if links else "."))
         chosen = list(dict.fromkeys(asked))
     else:
         chosen = [s for s in present if s not in ASKED_ONLY]
+    links = [link for s in chosen for link in broken.get(s, [])]
+    if links:
+        raise FolderRefused(f"{as_text(str(root))}: refused, nothing was written: {', '.join(links)} does not lead to a folder "
+                            f"(fix the link, or remove it to import the split without those files).")
     unmapped = [s for s in chosen if s not in split_map]
     if unmapped:
         raise FolderRefused(f"{as_text(str(root))}: refused, nothing was written: no mapping for split(s) {', '.join(unmapped)}: "
@@ -185,7 +241,7 @@ def read_annotations(folder: Path, attribute_ids: set[str], listed: set[str] | N
     found: dict[str, list[str]] = {}
     skipped, refused = [], []
     rel = f"annotations/{folder.name}"
-    entries = sorted(folder.iterdir()) if folder.is_dir() and not folder.is_symlink() else []
+    entries = sorted(folder.iterdir()) if folder.is_dir() else []  # a linked split folder is followed
     for path in entries:
         tick()
         name = f"{rel}/{as_text(path.name)}"
@@ -211,7 +267,9 @@ def read_annotations(folder: Path, attribute_ids: set[str], listed: set[str] | N
 
 def read_list(root: Path, split: str) -> tuple[set[str] | None, list[tuple[str, str]]]:
     path = root / f"{split}.txt"
-    if not path.is_file() or path.is_symlink():
+    if path.is_symlink():
+        return None, [(f"{split}.txt", "a symbolic link (not followed): the split's annotations are not filtered by a list")]
+    if not path.is_file():
         return None, []
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -227,12 +285,12 @@ def import_release(root: Path | str, *, vispr_splits: list[str] | None = None, s
     was cancelled) writes nothing."""
     root = Path(root)
     if not root.is_dir() or not is_release(root):
-        raise FolderRefused(f"{as_text(str(root))} is not a VISPR release folder (images/ and annotations/ expected).")
+        raise FolderRefused(f"{as_text(str(root))} is not a VISPR release folder (images/ and annotations/ expected){not_release_reason(root)}.")
     attributes = read_attributes(root)
     attribute_ids = {a for _, a, _ in attributes}
     mapping = vispr_labels.read_mapping()
     chosen, not_imported = choose_splits(root, vispr_splits, split_map or DEFAULT_SPLIT_MAP)
-    result = ReleaseImport(str(root), chosen, not_imported, len(attributes))
+    result = ReleaseImport(str(root), chosen, not_imported, len(attributes), links=followed_links(root, chosen))
     total = sum(len(os.listdir(root / base / s)) for s in chosen for base in ("images", "annotations") if (root / base / s).is_dir())
     done = [0]
 
@@ -255,11 +313,15 @@ def import_release(root: Path | str, *, vispr_splits: list[str] | None = None, s
             annotations, skipped, bad = read_annotations(root / "annotations" / vispr_split, attribute_ids, listed, tick)
             result.skipped += skipped
             refused += bad
+            annotation_skips = _skips_by_id(skipped, ".json")
             img_dir = root / "images" / vispr_split
-            if img_dir.is_dir() and not img_dir.is_symlink():
+            if img_dir.is_dir():  # a linked split folder is followed
                 accepted, skipped, bad = check_folder(img_dir, ours, Path(parking), progress=tick, seen_hashes=seen_hashes)
             else:
                 accepted, skipped, bad = [], [], []
+            # Name a file of an earlier split by its path ("same content as images/test2017/x.jpg"), not its bare name.
+            seen_hashes.update({h: f"images/{vispr_split}/{n}" for h, n in seen_hashes.items() if "/" not in n})
+            image_skips = _skips_by_id([(f"images/{vispr_split}/{n}", r) for n, r in skipped if not r.startswith("already imported")])
             # An image already stored is not news: its annotation is compared below (unchanged or updated).
             result.skipped += [(f"images/{vispr_split}/{name}", reason) for name, reason in skipped if not reason.startswith("already imported")]
             refused += [(f"images/{vispr_split}/{name}", reason) for name, reason in bad]
@@ -268,7 +330,7 @@ def import_release(root: Path | str, *, vispr_splits: list[str] | None = None, s
                 with_image.add(item.vispr_id)
                 name = f"images/{vispr_split}/{item.file_name}"
                 if item.vispr_id not in annotations:
-                    result.skipped.append((name, f"no annotation file (annotations/{vispr_split}/{item.vispr_id}.json)"))
+                    result.skipped.append((name, _no_annotation(vispr_split, item.vispr_id, annotation_skips)))
                 elif item.vispr_id in claimed:
                     result.skipped.append((name, f"{item.vispr_id} is also in {claimed[item.vispr_id]}; kept there"))
                 else:
@@ -280,7 +342,7 @@ def import_release(root: Path | str, *, vispr_splits: list[str] | None = None, s
                 name = f"annotations/{vispr_split}/{vid}.json"
                 stored = known.get(vid)
                 if stored is None or not stored[3]:
-                    result.skipped.append((name, f"no image file (images/{vispr_split}/{vid}.jpg)"))
+                    result.skipped.append((name, _no_image(vispr_split, vid, image_skips)))
                 elif stored[1] not in ("", vispr_split) or (not stored[1] and stored[0] != ours) or vid in claimed:
                     result.skipped.append((name, f"{vid} is registered in split {stored[1] or stored[0]}, not {vispr_split}"))
                 else:
@@ -298,6 +360,32 @@ def import_release(root: Path | str, *, vispr_splits: list[str] | None = None, s
                                 f"(fix or remove them and run again):\n{listed_lines}")
         _write(result, attributes, to_store, to_update, mapping, user, before_commit)
     return result
+
+
+def _skips_by_id(skipped: list[tuple[str, str]], suffix: str | None = None) -> dict[str, tuple[str, str]]:
+    """VISPR id -> (file, reason) of the skipped files named like an id (the first one of each id)."""
+    out: dict[str, tuple[str, str]] = {}
+    for name, reason in skipped:
+        path = Path(name)
+        if (suffix is None or path.suffix == suffix) and ID_PATTERN.match(path.stem):
+            out.setdefault(path.stem, (name, reason))
+    return out
+
+
+def _no_annotation(vispr_split: str, vid: str, annotation_skips: dict[str, tuple[str, str]]) -> str:
+    """Why an image has no annotation: its annotation file was skipped (e.g. not listed in <split>.txt), or there is none."""
+    if vid in annotation_skips:
+        name, reason = annotation_skips[vid]
+        return f"its annotation {name} was skipped: {reason}"
+    return f"no annotation file (annotations/{vispr_split}/{vid}.json)"
+
+
+def _no_image(vispr_split: str, vid: str, image_skips: dict[str, tuple[str, str]]) -> str:
+    """Why an annotation has no image: its image file was skipped (e.g. the same pixels as another), or there is none."""
+    if vid in image_skips:
+        name, reason = image_skips[vid]
+        return f"its image {name} was not imported: {reason}"
+    return f"no image file (images/{vispr_split}/{vid}.jpg)"
 
 
 def _write(result: ReleaseImport, attributes, to_store, to_update, mapping, user, before_commit=None) -> None:
@@ -327,7 +415,7 @@ def _write(result: ReleaseImport, attributes, to_store, to_update, mapping, user
             rows = [(pk, labels) for pk, labels in Image.objects.filter(vispr_id__in=ids).values_list("id", "vispr_labels")] if ids else []
             written, removed = vispr_labels.write_vispr_labels(rows, mapping)
             result.vispr_labels = {"created": written.created, "changed": written.changed, "unchanged": written.unchanged, "removed": removed}
-            audit(user, "import_vispr", None, folder=as_text(str(Path(result.root).resolve())), splits=result.splits,
+            audit(user, "import_vispr", None, folder=as_text(str(Path(result.root).resolve())), splits=result.splits, links=result.links,
                   added=result.added, attached=result.attached, labels_updated=result.labels_updated, unchanged=result.unchanged,
                   skipped=len(result.skipped), skipped_files=[{"file": n, "reason": r} for n, r in result.skipped[:500]],
                   vispr_labels=result.vispr_labels)

@@ -205,7 +205,7 @@ def test_files_that_are_not_candidates_are_skipped_with_reasons(release, tmp_pat
         "images/test2017/bad name!.jpg": "file name is not a VISPR id",
         "annotations/test2017/notes.txt": "not an annotation file name",
         "annotations/test2017/2017_10000012.json": "not listed in test2017.txt",
-        "images/test2017/2017_10000012.jpg": "no annotation file",
+        "images/test2017/2017_10000012.jpg": "its annotation annotations/test2017/2017_10000012.json was skipped: not listed in test2017.txt",
         "annotations/test2017/2017_10000013.json": "a symbolic link (not followed)",
         "annotations/test2017/2017_10000014.json": "not a regular file",
     }

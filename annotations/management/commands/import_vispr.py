@@ -18,7 +18,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotations.models import Image
 from annotations.services.vispr import FolderRefused, as_text, import_folder
 from annotations.services.vispr_labels import MappingError
-from annotations.services.vispr_release import DEFAULT_SPLIT_MAP, import_release, is_release, parse_split_map
+from annotations.services.vispr_release import DEFAULT_SPLIT_MAP, import_release, is_release, not_release_reason, parse_split_map
 
 
 class StderrProgress:
@@ -74,11 +74,12 @@ class Command(BaseCommand):
                 done = import_release(root, vispr_splits=vispr_splits, split_map=mapping, progress=progress)
                 self._print_release(done, json)
                 return
+            why = not_release_reason(root) if root.is_dir() else ""
             if vispr_splits or split_map:
-                raise CommandError(f"{as_text(folder)} is not a VISPR release folder (images/ and annotations/ expected): "
+                raise CommandError(f"{as_text(folder)} is not a VISPR release folder (images/ and annotations/ expected){why}: "
                                    "--vispr-split and --map apply to a release only.")
             if not split:
-                raise CommandError(f"{as_text(folder)} is not a VISPR release folder (images/ and annotations/ expected); "
+                raise CommandError(f"{as_text(folder)} is not a VISPR release folder (images/ and annotations/ expected){why}; "
                                    "to import a plain folder of images, give --split test|train|other.")
             plain = import_folder(folder, split)
         except (FolderRefused, MappingError) as exc:
@@ -97,6 +98,8 @@ class Command(BaseCommand):
             return
         w = self.stdout.write
         w(f"VISPR release {done.root}: {done.attributes} attributes (attributes.tsv).")
+        for link in done.links:
+            w(f"Followed symbolic link {link['link']} -> {link['target']}.")
         w("Splits: " + ", ".join(f"{k} -> {v}" for k, v in done.splits.items())
           + (f"; present, not imported: {', '.join(done.not_imported)} (ask with --vispr-split)" if done.not_imported else "") + ".")
         w(f"Images added: {done.added}; attached to existing records: {done.attached}; labels updated: {done.labels_updated}; "
