@@ -66,7 +66,8 @@ class Command(BaseCommand):
         try:
             if root.is_dir() and is_release(root):
                 if split:
-                    raise CommandError("--split is for a plain folder of images; a release maps its own splits (see --map).")
+                    raise CommandError("--split is for a plain folder of images; a release maps its own splits (see --map): to "
+                                       "import one VISPR split of it, give --vispr-split (e.g. --vispr-split test2017 for our test split).")
                 try:
                     mapping = parse_split_map(split_map)
                 except ValueError as exc:
