@@ -173,7 +173,7 @@ def _f(x) -> float | None:
 
 
 def pair_intervals(a, b, a3, b3, attr_levels, keys, idx: np.ndarray) -> dict:
-    """Cluster-bootstrap intervals of agreement, kappa, PABAK, AC1 (binarised) and weighted kappa (three values)."""
+    """Cluster-bootstrap intervals of agreement, kappa, PABAK, AC1 (binarised) and weighted kappa (three values, linear weights)."""
     draw = Draw(idx)
     pending = pair_intervals_on(draw, a, b, a3, b3, attr_levels, keys)
     return pending()

@@ -12,7 +12,10 @@ from .tables import CI_NOTE, Link, Table, p_value, paper_reference, with_ci
 # Agreement
 
 AGREEMENT_COLUMNS = [("n", "items"), ("agreement", "agreement"), ("kappa", "Cohen's κ"), ("pabak", "PABAK"), ("ac1", "Gwet's AC1"),
-                     ("weighted_kappa", "weighted κ (3 values)")]
+                     ("weighted_kappa", "weighted κ (linear weights, 3 values)")]
+# What the weighted κ column is, in every table that has it (the page and the JSON download carry it).
+WEIGHTED_KAPPA_NOTE = ("Weighted κ: Cohen's κ over the three values 0 < 0.5 < 1 with linear weights (a disagreement of one step "
+                       "counts 1/2, of two steps 1); the other figures binarise 0.5 → 0.")
 def _population(row: dict) -> str:
     p = row.get("population") or {}
     return f"{p['rule']} ({p['images']:,})" if p else ""
@@ -77,7 +80,7 @@ def agreement_tables(report: dict, level_of: dict) -> list[Table]:
               **with_ci(r["overall"], (r.get("ci") or {}).get("overall"))} for r in report["pairs"]]
     tables.append(Table("pairs", "Every annotator pair (Cohen's κ)",
                         [("a", "annotator"), ("b", "annotator"), ("group", "group"), ("population", "population (images)")] + AGREEMENT_COLUMNS,
-                        pairs, note="Pairs involving a human use the human study images only. " + ci_note))
+                        pairs, note="Pairs involving a human use the human study images only. " + ci_note + " " + WEIGHTED_KAPPA_NOTE))
 
     comparisons = [(f"{r['a']} vs {r['b']}", r) for r in report["vs_majority"]]
     comparisons += [(f"{r['a']} vs {r['b']}", r) for r in report["pairs"]]
@@ -92,9 +95,10 @@ def agreement_tables(report: dict, level_of: dict) -> list[Table]:
                               **with_ci(s_, (ci.get("levels") or {}).get(level))})
     tables.append(Table("per_attribute", "Agreement per attribute",
                         [("comparison", "comparison"), ("population", "population (images)"), ("attribute", "attribute"), ("level", "level")]
-                        + AGREEMENT_COLUMNS, per_attr, note=ci_note))
+                        + AGREEMENT_COLUMNS, per_attr, note=ci_note + " " + WEIGHTED_KAPPA_NOTE))
     tables.append(Table("per_level", "Agreement per level", [("comparison", "comparison"), ("population", "population (images)"),
-                                                             ("level", "level")] + AGREEMENT_COLUMNS, per_level, note=ci_note))
+                                                             ("level", "level")] + AGREEMENT_COLUMNS, per_level,
+                        note=ci_note + " " + WEIGHTED_KAPPA_NOTE))
 
     vispr = [(name, data) for name, data in comparisons if VISPR_GROUP in data["group"]]
     vispr_rows = []
@@ -107,7 +111,7 @@ def agreement_tables(report: dict, level_of: dict) -> list[Table]:
                         vispr_rows,
                         note="VISPR's labels mapped onto the CPRT attributes by the project's mapping file (the VISPR mapping page); "
                              "an attribute no VISPR attribute covers has no VISPR label and no row. Pairs with a human use the human "
-                             "study images only."))
+                             "study images only. " + WEIGHTED_KAPPA_NOTE))
 
     sc = report["strict_consensus"]
     sc_ci = sc.get("ci") or {}

@@ -260,7 +260,8 @@ def agreement(request):
     km = report["kappa_matrix"]
     heatmap = svg.heatmap(km["names"], km["names"], km["matrix"], title="Cohen's kappa per annotator pair", scale_label="Cohen's κ") if report["annotators"] else ""
     context = {"form": form, "report": report, "heatmap": mark_safe(heatmap)}
-    return _respond(request, form, "agreement", "scoring/agreement.html", context, tables, {"split": split or "all"})
+    return _respond(request, form, "agreement", "scoring/agreement.html", context, tables,
+                    {"split": split or "all", "weighted_kappa": "linear weights over 0 < 0.5 < 1"})
 
 
 # ---------------------------------------------------------------------------------------------
