@@ -12,8 +12,9 @@ normalised truth (`annotations.multipriv.fields.normalise`). Recovery is reporte
 category and as the share of each profile recovered (mean over persons); a refused or unreadable
 answer recovers nothing and counts in the refusal rate.
 
-Intervals: 95% percentile bootstrap over pairs (re-identification) or persons (profiles), one
-seeded draw shared by all metrics of a run.
+Intervals: 95% percentile bootstrap over pairs (re-identification) or persons (profiles), RESAMPLES
+resamples of one seeded draw shared by all metrics of a run, AUC included (computed per resample
+from the drawn answered pairs' multiplicities).
 """
 from __future__ import annotations
 
@@ -86,7 +87,8 @@ def reid_metrics(pairs: list[PairAnswer], resamples: int = RESAMPLES, seed: int 
     point = _reid_from_counts(*(counts[k] for k in ("tp", "fp", "tn", "fn")), int(refused.sum()), n)
     out: dict = {"pairs": n, "answered": int(answered.sum()), "refused": int(refused.sum()), **counts, "metrics": {}}
     if n:
-        w = multiplicities(draw(n, resamples, seed), n)
+        idx = draw(n, resamples, seed)
+        w = multiplicities(idx, n)
         boot = _reid_from_counts(*(w @ cells[k] for k in ("tp", "fp", "tn", "fn")), w @ refused, np.full(resamples, n))
     for name, value in point.items():
         out["metrics"][name] = {"value": _value(value), **(_interval(boot[name]) if n else _interval(np.array([])))}
@@ -94,15 +96,23 @@ def reid_metrics(pairs: list[PairAnswer], resamples: int = RESAMPLES, seed: int 
     if scored and all(p.confidence is not None for p in scored):
         t = np.array([p.same for p in scored], dtype=bool)
         s = np.array([p.confidence for p in scored], dtype=float)
-        rng = np.random.default_rng(seed)
-        samples = []
-        for _ in range(min(resamples, 500)):
-            i = rng.integers(0, t.size, t.size)
-            a = auc(t[i], s[i])
-            samples.append(np.nan if a is None else a)
-        samples = np.array(samples, dtype=float)
-        out["metrics"]["auc"] = {"value": auc(t, s), **_interval(samples)}
+        score = np.array([np.nan if p.answer is None else p.confidence for p in pairs], dtype=float)
+        out["metrics"]["auc"] = {"value": auc(t, s), **_interval(_auc_resamples(idx, truth, score, answered))}
     return out
+
+
+def _auc_resamples(idx: np.ndarray, truth: np.ndarray, score: np.ndarray, usable: np.ndarray) -> np.ndarray:
+    """`auc` in every resample of the run's one draw `idx` (over all pairs; the drawn answered pairs
+    count, each as often as it was drawn): per resample, the weight of positives and negatives at each
+    distinct score, negatives below by a running sum, ties one half. NaN where a class is missing."""
+    values, of_value = np.unique(score[usable], return_inverse=True)
+    k = values.size
+    bins = np.full(truth.size, k, dtype=np.intp)  # bin k: a pair of the other class, or not answered
+    bins[usable] = of_value
+    pos = multiplicities(idx, k + 1, np.where(truth, bins, k))[:, :k].astype(float)
+    neg = multiplicities(idx, k + 1, np.where(truth, k, bins))[:, :k].astype(float)
+    below = np.cumsum(neg, axis=1) - neg
+    return _ratio((pos * (below + 0.5 * neg)).sum(axis=1), pos.sum(axis=1) * neg.sum(axis=1))
 
 
 @dataclass(frozen=True)
