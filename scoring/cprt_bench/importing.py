@@ -215,6 +215,11 @@ def _execute_many(sql: str, rows: list[tuple]) -> None:
         cursor.executemany(sql, rows)
 
 
+def fitted_splits(per_split: list[dict]) -> str:
+    """The splits a fit used, named in the report's `split` ("test, train" for a fit over both)."""
+    return ", ".join(str(r["split"]) for r in per_split)
+
+
 def fit_report(path, split, tax, stored: refit.StoredRows, fit: engine.BoundaryFit, joint: fit_lib.ProfileFit,
                per_split: list[dict], mismatches: list[dict]) -> dict:
     return {
@@ -225,7 +230,9 @@ def fit_report(path, split, tax, stored: refit.StoredRows, fit: engine.BoundaryF
         "decimals": joint.decimals,
         "tolerance": joint.tolerance,
         "file": Path(path).name,  # the import that triggered this fit
-        "split": split,
+        "import_split": split,  # the split that import wrote to
+        "split": fitted_splits(per_split),  # the splits whose rows the fit used, e.g. "test, train"
+        "splits": [r["split"] for r in per_split],
         "rows": len(stored),  # every stored published row the fit used
         "per_split": per_split,
         "taxonomy_version": tax.version,
