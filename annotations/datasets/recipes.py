@@ -25,6 +25,8 @@ VISPR_SPLIT = re.compile(r"^[a-z]{2,10}[0-9]{4}\Z")  # test2017, val2017, train2
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}\Z")  # a DatasetVersion name (a slug) and rule names
 HUB_WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}\Z")
 LANGUAGE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?\Z")
+# A Hub card's license_link: an https address, or a file of the dataset repository (no "..", not absolute).
+LICENSE_LINK = re.compile(r"^(https://[^\s\"'<>]+|(?!.*\.\.)[A-Za-z0-9_][A-Za-z0-9_./-]{0,199})\Z")
 
 
 class RecipeError(ValueError):
@@ -82,9 +84,19 @@ class HubMeta(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
     pretty_name: Optional[str] = Field(default=None, min_length=1, max_length=200)
     license: Optional[HubWord] = None
+    license_name: Optional[HubWord] = None  # with license "other" only (the Hub pairs them)
+    license_link: Optional[str] = Field(default=None, min_length=1, max_length=500)
     task_categories: list[HubWord] = Field(default_factory=list, max_length=10)
     language: list[Language] = Field(default_factory=list, max_length=10)
     tags: list[HubWord] = Field(default_factory=list, max_length=30)
+
+    @model_validator(mode="after")
+    def _other_license(self) -> "HubMeta":
+        if (self.license_name or self.license_link) and self.license not in (None, "other"):
+            raise ValueError(f"license_name and license_link go with license \"other\" only, not {self.license!r}")
+        if self.license_link is not None and not LICENSE_LINK.match(self.license_link):
+            raise ValueError(f"license_link {self.license_link[:80]!r}: an https:// address or a file of the dataset (e.g. LICENSE.md)")
+        return self
 
 
 class Rule(BaseModel):

@@ -22,7 +22,11 @@ FACE_METHOD_VERBS = {"blur": "blurred", "pixelate": "pixelated", "fill": "filled
 # replace any of them in its `hub` block; size_categories is always counted from the rows).
 DEFAULT_HUB = {
     "pretty_name": "CPRT-Bench (CPRT Workbench export)",
+    # `other` comes with license_name and license_link on the Hub [decision: VISPR's terms, which the
+    # images and the labels derived from them follow; the link is its authors' repository].
     "license": "other",
+    "license_name": "vispr-terms",
+    "license_link": "https://github.com/tribhuvanesh/vpa",
     "task_categories": ["image-classification"],
     "language": ["en"],
     "tags": ["privacy", "vispr", "cprt-bench"],
@@ -38,8 +42,9 @@ def size_category(rows: int) -> str:
 
 
 def hub_metadata(summary: dict, version: DatasetVersion | None = None) -> dict:
-    """license, task_categories, language, tags, size_categories, pretty_name of the card: the
-    defaults, the version's name and its recipe's `hub` block when the export is scoped to one."""
+    """license (with license_name and license_link when it is `other`), task_categories, language, tags,
+    size_categories, pretty_name of the card: the defaults, the version's name and its recipe's `hub`
+    block when the export is scoped to one."""
     meta = {key: (list(value) if isinstance(value, list) else value) for key, value in DEFAULT_HUB.items()}
     if version is not None:
         meta["pretty_name"] = f"CPRT-Bench: {version.name}"
@@ -47,6 +52,9 @@ def hub_metadata(summary: dict, version: DatasetVersion | None = None) -> dict:
         for key, value in (version.recipe.get("hub") or {}).items():
             if value not in (None, [], ""):
                 meta[key] = value
+    if meta["license"] != "other":  # the Hub pairs license_name / license_link with `other` only
+        meta.pop("license_name", None)
+        meta.pop("license_link", None)
     meta["size_categories"] = [size_category(sum(s["rows"] for s in summary["splits"].values()))]
     return meta
 
@@ -59,8 +67,8 @@ def _yaml(key: str, value) -> str:
 def dataset_card(profile: ScoringProfile, tax: taxonomy.Taxonomy, summary: dict, include_annotations: bool, include_images: bool = False,
                  version: DatasetVersion | None = None) -> str:
     meta = hub_metadata(summary, version)
-    lines = ["---", *(_yaml(k, meta[k]) for k in ("pretty_name", "license", "task_categories", "language", "tags", "size_categories")),
-             "configs:"]
+    keys = ("pretty_name", "license", "license_name", "license_link", "task_categories", "language", "tags", "size_categories")
+    lines = ["---", *(_yaml(k, meta[k]) for k in keys if k in meta), "configs:"]
     for config, (_, files_key) in CONFIGS.items():
         files = summary.get(files_key) or {}
         if files:
