@@ -76,6 +76,12 @@ def _links_stay_under(root: Path, target: Path, text: str) -> None:
                               f"from the page only folders under it are read (manage.py import_vispr follows such links).")
 
 
+def _under_root(path: str) -> str:
+    """A followed link's target as the page shows it: relative to the import folder (where it must lead)."""
+    root, target = import_root(), Path(path)
+    return target.relative_to(root).as_posix() if target.is_relative_to(root) else path
+
+
 def candidates(limit: int = 50) -> list[str]:
     """What the form suggests: the import folder's top-level entries of either kind."""
     root = import_root()
@@ -208,6 +214,7 @@ def _import(job: ImportJob, target: Path, execution: _Execution) -> dict:
         data["skipped"] = data["skipped"][:200]
         data["skipped_count"] = len(done.skipped)
         data["root"] = job.path
+        data["links"] = [{"link": link["link"], "target": _under_root(link["target"])} for link in done.links]
         return data
     ImportJob.objects.filter(execution.mine, pk=job.pk).update(done=0, total=1)
     with transaction.atomic():

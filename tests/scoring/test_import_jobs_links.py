@@ -7,7 +7,9 @@ import shutil
 import pytest
 from django.urls import reverse
 
+from scoring import imports
 from scoring.models import ImportJob
+from tests.support.dispatch import record_sends
 from tests.support.vispr_release import write_release
 
 pytestmark = pytest.mark.django_db
@@ -37,12 +39,15 @@ def test_a_linked_image_folder_outside_the_import_folder_is_refused(client_as, a
     assert not ImportJob.objects.exists()
 
 
-def test_a_linked_image_folder_under_the_import_folder_is_accepted(client_as, admin_user, root, monkeypatch):
-    from tests.support.dispatch import record_sends
-
+def test_a_linked_image_folder_under_the_import_folder_is_followed_and_shown(client_as, admin_user, root, monkeypatch):
     record_sends(monkeypatch)
     shutil.move(root / "vispr" / "images", root / "images-disk")
     (root / "vispr" / "images").symlink_to(root / "images-disk")
     response = post(client_as, admin_user)
-    assert response.status_code in (200, 302), response.content.decode()[:500]
-    assert ImportJob.objects.filter(path="vispr").exists()
+    assert response.status_code == 302, response.content.decode()[:500]
+    job = ImportJob.objects.get(path="vispr")
+    assert imports.run_import(job.pk)["status"] == "finished"
+    job.refresh_from_db()
+    assert job.result["added"] == 1 and job.result["links"] == [{"link": "images", "target": "images-disk"}]
+    body = client_as(admin_user).get(reverse("scoring:import", args=[job.pk])).content.decode()
+    assert "Followed symbolic link <code>images</code> → <code>images-disk</code>." in body
