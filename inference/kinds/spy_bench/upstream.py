@@ -78,11 +78,23 @@ def check_label2text(data: Any) -> dict[str, str]:
     return dict(data)
 
 
+def _formats(template: str) -> bool:
+    """Whether `template.format(text)` works, as upstream calls it (a stray {name} or {0:x} would crash it)."""
+    try:
+        template.format("x")
+    except (IndexError, KeyError, ValueError):
+        return False
+    return True
+
+
 def _check_scenario(scenario: Any, where: str) -> None:
     _need(scenario, "scenario", str, where)
     template = _need(scenario, "2nd_person_template", str, where)
     if "{}" not in template:
         raise BenchmarkError(f"{where}: its 2nd_person_template has no {{}} for the question.")
+    if not _formats(template):
+        raise BenchmarkError(f"{where}: its 2nd_person_template has braces other than one {{}} for the question "
+                             "(write a literal brace as {{ or }}).")
 
 
 def check_benchmark(data: Any, label2text: dict[str, str]) -> list[dict]:
@@ -110,7 +122,8 @@ def check_benchmark(data: Any, label2text: dict[str, str]) -> list[dict]:
         if not isinstance(texts, dict) or not isinstance(texts.get(label), str):
             raise BenchmarkError(f"{where}: label {label!r} has no text in label2text.")
         templates = item.get("instruct_templates", INSTRUCT_TEMPLATES)
-        if not isinstance(templates, (list, tuple)) or len(templates) != 2 or not all(isinstance(t, str) and "{}" in t for t in templates):
+        if (not isinstance(templates, (list, tuple)) or len(templates) != 2
+                or not all(isinstance(t, str) and "{}" in t and _formats(t) for t in templates)):
             raise BenchmarkError(f"{where}: instruct_templates must be two strings with {{}} (not private, private).")
         others = _need(item, "other_labels", dict, where)
         for key, value in others.items():

@@ -37,7 +37,7 @@ def test_step_one_as_the_docs_wrote_it_before_is_refused_with_the_right_flag_nam
         command("import_vispr", release, "--split", "test")
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_every_step_of_the_docs_works_on_a_release_folder(release, tmp_path, openai_server, admin_user, client_as, capsys):
     # 1. import_vispr VISPR_FOLDER --vispr-split test2017
     out = command("import_vispr", release, "--vispr-split", "test2017")

@@ -94,6 +94,8 @@ def test_an_items_own_label2text_and_templates_win(write, tmp_path):
     ({"benchmark_list": [item(label="a99_unknown")]}, "has no text in label2text"),
     ({"benchmark_list": [item(), item()]}, "benchmark_id appears twice"),
     ({"benchmark_list": [item(privacy=(("s1", "no placeholder"),))]}, "has no {} for the question"),
+    ({"benchmark_list": [item(privacy=(("s1", "The question is {} for {name}"),))]}, "privacy_scenarios[1]: its 2nd_person_template has braces other than"),
+    ({"benchmark_list": [item(instruct_templates=["{} may be shared {0}.", "{} is mine."])]}, "instruct_templates must be two strings with {}"),
     ({"benchmark_list": [{**item(), "question_item": {"question_id": 1, "question": "Q?", "gt": ""}}]}, "missing 'image_path'"),
     ({"benchmark_list": [{**item(), "other_labels": {"a6_hair_color": 2}}]}, "must be 0 or 1"),
 ])
