@@ -172,3 +172,18 @@ def test_fields_upstream_would_crash_on_are_refused_with_the_row_and_field(tmp_p
     rows[0][field] = value
     with pytest.raises(metrics.MetricsError, match=message):
         metrics.cal_metrics(rows)
+
+
+def test_the_pages_results_import_refuses_an_integer_label_and_a_mismatched_pair(admin_user, client_as, tmp_path):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    client = client_as(admin_user)
+    for change, message in (({2: {"label": 3}}, "row 3: label must be a VISPR attribute id as a string"),
+                            ({1: {"label": "a4_gender"}}, "row 2: label &#x27;a4_gender&#x27;, but row 1 of the same pair")):
+        rows = evaluated(tmp_path)
+        for index, fields in change.items():
+            rows[index].update(fields)
+        data = "".join(json.dumps(r) + "\n" for r in rows).encode()
+        bad = client.post("/runs/spy-bench/imports/", {"name": "x", "model_name": "m", "evaluated": SimpleUploadedFile("e.jsonl", data)})
+        assert bad.status_code == 400 and message in bad.content.decode()
+    assert not SpyImport.objects.exists()
