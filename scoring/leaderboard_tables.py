@@ -18,8 +18,9 @@ def comparison_text(ranking: dict) -> str:
         if scope.get("split"):
             parts.append(f"split {scope['split']}")
         return f"the {size:,} ground-truth images of {' and '.join(parts)}"
-    return (f"all {size:,} ground-truth images (every split; choose a dataset version or split to compare on that set; "
-            "a filter or a small run never changes it)")
+    default = (ranking.get("comparison_from") or {}).get("split") or "test"
+    return (f"the {size:,} ground-truth images of the {default} split (the default, the paper's evaluation split; choose a "
+            "dataset version or split to compare on another set; a filter or a small run never changes it)")
 
 
 def unranked_reason(entry: dict, ranking: dict) -> str:

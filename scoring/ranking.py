@@ -2,8 +2,9 @@
 functions over numpy arrays.
 
 - The **comparison set** is fixed by the data, never by the runs [decision]: the ground-truth images of
-  the dataset version and/or split the page names, or, when it names neither, every ground-truth image.
-  A filter (strategy, a small sample run) therefore never shrinks it to one run's images.
+  the dataset version and/or split the page names, or, when it names neither, of the test split (the
+  caller's choice, scoring.services.leaderboard). A filter (strategy, a small sample run) therefore
+  never shrinks it to one run's images.
 - A run's **coverage** is its valid predictions on the comparison set / the size of that set, so a run
   over a 10-image sample covers 10 of 500 images, not 100%. Runs below the floor are listed "not
   ranked" with their coverage; they do not shrink the common set.

@@ -23,12 +23,15 @@ def is_ablation(run: Run) -> bool:
     return bool(run.counterfactual_faces or run.face_variant)
 
 
+DEFAULT_SPLIT = Image.SPLIT_TEST  # [decision] the paper's evaluation split (train is what SFT exports train on)
+
+
 def comparison_images(profile: ScoringProfile, version=None, split: str = "", gt=None) -> list[int]:
-    """The fixed comparison set: the ground-truth images of a dataset version and/or split, or every
-    ground-truth image when neither is named. It depends on the data only, never on the runs compared."""
+    """The fixed comparison set: the ground-truth images of a dataset version and/or split, or of the
+    test split when neither is named. It depends on the data only, never on the runs compared."""
     gt = gt or queries.ground_truth(profile)
     if version is None and not split:
-        return sorted(gt.score)
+        split = DEFAULT_SPLIT
     images = Image.objects.all()
     if version is not None:
         images = images.filter(dataset_versions=version)
@@ -44,7 +47,7 @@ def leaderboard_ranking(runs: list[Run], profile: ScoringProfile, floor: float, 
     fingerprint, where the caller has it."""
     runs = [r for r in runs if not is_ablation(r)]
     scope = {"version": None if version is None else {"id": version.pk, "name": version.name}, "split": split or None}
-    origin = {"kind": "stated" if version is not None or split else "all", "run": None}
+    origin = {"kind": "stated" if version is not None or split else "default_split", "split": split or DEFAULT_SPLIT, "run": None}
     if not runs:
         return {"floor": floor, "comparison_size": 0, "comparison_from": origin, "common_size": 0, "min_common": ranking.MIN_COMMON,
                 "resamples": 0, "sort": sort, "ranked": {}, "unranked": {}, "scope": scope}

@@ -49,7 +49,7 @@ def test_sample_and_filtered_runs_are_listed_not_ranked_and_do_not_shrink_the_se
     for row in ranked:  # intervals always shown
         assert row["pearson"]["lo"] is not None and row["pearson"]["lo"] <= row["pearson"]["value"] <= row["pearson"]["hi"]
     page = staff.get(reverse("scoring:leaderboard")).content.decode()
-    assert "Comparison set:" in page and "all 30 ground-truth images" in page and 'class="ci"' in page
+    assert "Comparison set:" in page and "the 30 ground-truth images of the test split" in page and 'class="ci"' in page
 
 
 def test_a_dataset_version_and_split_fix_the_comparison_set(staff):
@@ -165,7 +165,7 @@ def test_a_small_run_under_a_filter_does_not_shrink_the_comparison_set(staff):
     noisy_run(images, "other-strategy", 0.2, 2)  # taxonomy: filtered out
     data = board(staff, strategy="zero_shot")
     assert data["meta"]["comparison_set_size"] == 30 and data["meta"]["common_set_size"] == 30
-    assert "all 30 ground-truth images" in data["meta"]["comparison_set"]
+    assert "the 30 ground-truth images of the test split" in data["meta"]["comparison_set"]
     assert [r["run"] for r in data["tables"]["leaderboard"]["rows"]] == [f"#{full.pk}"]
     listed = data["tables"]["not_ranked"]["rows"]
     assert [r["run"] for r in listed] == [f"#{tiny.pk}"] and listed[0]["coverage"] == pytest.approx(3 / 30)
@@ -207,3 +207,17 @@ def test_every_sort_metric_undefined_ranks_nothing(staff):
         add_results(run, [(i, "ok", 0.25 * k) for i in images])
     data = board(staff, floor="0")
     assert data["tables"]["leaderboard"]["rows"] == [] and len(data["tables"]["not_ranked"]["rows"]) == 3
+
+
+def test_without_a_scope_the_set_is_the_test_split_whatever_the_runs_cover(staff):
+    test_images = make_images(20, prefix="2017_75")
+    train_images = make_images(12, prefix="2017_76", split="train")
+    on_test = [noisy_run(test_images, f"test-{k}", 0.1, k) for k in range(2)]
+    on_train = noisy_run(train_images, "train-only", 0.1, 5)
+    data = board(staff)
+    assert data["meta"]["comparison_set_size"] == 20
+    assert sorted(r["run"] for r in data["tables"]["leaderboard"]["rows"]) == sorted(f"#{r.pk}" for r in on_test)
+    assert [r["run"] for r in data["tables"]["not_ranked"]["rows"]] == [f"#{on_train.pk}"]
+    assert data["tables"]["not_ranked"]["rows"][0]["coverage"] == 0
+    data = board(staff, split="train")
+    assert [r["run"] for r in data["tables"]["leaderboard"]["rows"]] == [f"#{on_train.pk}"]
