@@ -15,7 +15,9 @@ def comparison_text(ranking: dict) -> str:
         parts = []
         if scope.get("version"):
             parts.append(f"dataset version {scope['version']['name']}")
-        if scope.get("split"):
+        if scope.get("split") == "all":
+            parts.append("every split")
+        elif scope.get("split"):
             parts.append(f"split {scope['split']}")
         return f"the {size:,} ground-truth images of {' and '.join(parts)}"
     default = (ranking.get("comparison_from") or {}).get("split") or "test"

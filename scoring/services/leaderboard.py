@@ -24,18 +24,21 @@ def is_ablation(run: Run) -> bool:
 
 
 DEFAULT_SPLIT = Image.SPLIT_TEST  # [decision] the paper's evaluation split (train is what SFT exports train on)
+ALL_SPLITS = "all"
 
 
 def comparison_images(profile: ScoringProfile, version=None, split: str = "", gt=None) -> list[int]:
-    """The fixed comparison set: the ground-truth images of a dataset version and/or split, or of the
-    test split when neither is named. It depends on the data only, never on the runs compared."""
+    """The fixed comparison set: the ground-truth images of a dataset version and/or split ("all": every
+    split), or of the test split when neither is named. It depends on the data only, never on the runs."""
     gt = gt or queries.ground_truth(profile)
     if version is None and not split:
         split = DEFAULT_SPLIT
+    if version is None and split == ALL_SPLITS:
+        return sorted(gt.score)
     images = Image.objects.all()
     if version is not None:
         images = images.filter(dataset_versions=version)
-    if split:
+    if split and split != ALL_SPLITS:
         images = images.filter(split=split)
     return sorted(i for i in images.values_list("id", flat=True) if i in gt.score)
 

@@ -221,3 +221,6 @@ def test_without_a_scope_the_set_is_the_test_split_whatever_the_runs_cover(staff
     assert data["tables"]["not_ranked"]["rows"][0]["coverage"] == 0
     data = board(staff, split="train")
     assert [r["run"] for r in data["tables"]["leaderboard"]["rows"]] == [f"#{on_train.pk}"]
+    everything = board(staff, split="all")  # every split: 32 images, which no run covers at the floor
+    assert everything["meta"]["comparison_set_size"] == 32 and everything["tables"]["leaderboard"]["rows"] == []
+    assert "every split" in everything["meta"]["comparison_set"]
