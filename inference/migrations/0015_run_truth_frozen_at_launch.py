@@ -51,7 +51,9 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='run',
             name='truth',
-            field=models.JSONField(blank=True, default=dict, help_text='The truth the run is scored against, frozen at launch, for kinds whose truth is re-importable data (MultiPriv: annotations.multipriv.truth); empty for the others.'),
+            field=models.JSONField(blank=True, default=dict, help_text=(
+                'The truth the run is scored against, frozen at launch, for kinds whose truth is re-importable data '
+                '(MultiPriv: annotations.multipriv.truth); empty for the others.')),
         ),
         migrations.RunPython(freeze_existing_multipriv_runs, migrations.RunPython.noop),
     ]
