@@ -118,6 +118,7 @@ def seed_multipriv(log=lambda _msg: None) -> dict:
     from annotations.multipriv.importer import import_multipriv
     from annotations.multipriv.models import Person, PersonPair
     from annotations.multipriv.pairs import pair_ids
+    from inference import kinds
     from inference.models import Run, RunResult
 
     from .runs import PROMPT_VERSION
@@ -132,7 +133,8 @@ def seed_multipriv(log=lambda _msg: None) -> dict:
     def finished(task, item_ids, results):
         run = Run.objects.create(task=task, provider="openai", model_name="gpt-5.1", prompt_version=PROMPT_VERSION,
                                  prompt_text={"demo": DEMO_NOTE}, selection={"demo": DEMO_NOTE}, item_ids=item_ids,
-                                 total=len(item_ids), status=Run.STATUS_FINISHED, started_at=now, finished_at=now,
+                                 total=len(item_ids), truth=kinds.get(task).freeze_truth(item_ids),
+                                 status=Run.STATUS_FINISHED, started_at=now, finished_at=now,
                                  heartbeat_at=now, request_params={"demo": True})
         for r in results:
             r.run = run

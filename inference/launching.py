@@ -1,7 +1,8 @@
 """Launching a run: what the launch form, the API and `manage.py launch_run` all call.
 
 A launch freezes the image list, the run's items (its kind's `launch_items` over the images and the
-kind's cleaned `options`) and the exact prompts, then (on commit) sends its work on the
+kind's cleaned `options`), the exact prompts and, for kinds whose truth is re-importable data, the
+truth the run will be scored against (`Kind.freeze_truth`, MultiPriv), then (on commit) sends its work on the
 provider's queue (`api` for OpenAI/Gemini, `gpu` for vLLM) through inference.dispatching: chunk
 messages per lane for an online run, the first batch step for a batch run.
 """
@@ -49,10 +50,11 @@ def plan(spec: LaunchSpec) -> dict:
     else:
         ids, described = [], {"images": f"not applicable: {kind.label} runs ask about their own data"}
     item_ids = kind.launch_items(ids, options)
+    truth = kind.freeze_truth(item_ids)
     prompt_text = kinds.render(spec.task, spec.prompt_version, spec.strategy, spec.counterfactual_faces)
     estimate = pricing.estimate(spec.task, spec.provider, spec.model_name, len(item_ids), prompt_text, spec.mode)
     return {"image_ids": ids, "item_ids": item_ids, "options": options, "selection": described,
-            "prompt_text": prompt_text, "estimate": estimate}
+            "prompt_text": prompt_text, "estimate": estimate, "truth": truth}
 
 
 def launch_run(user, spec: LaunchSpec, send: bool = True) -> Run:
@@ -89,6 +91,7 @@ def launch_run(user, spec: LaunchSpec, send: bool = True) -> Run:
             image_ids=planned["image_ids"],
             item_ids=planned["item_ids"],
             options=planned["options"],
+            truth=planned["truth"],
             concurrency=spec.concurrency,
             mode=spec.mode,
             endpoint=type(provider).endpoint(),

@@ -37,6 +37,9 @@ class Run(Job):
         "The frozen list of the run's item ids, as its kind defines them at launch (annotate, judge: the image ids)."))
     options = models.JSONField(default=dict, blank=True, help_text=(
         "Kind-specific launch options, validated by the kind (e.g. SPY-Bench's set and judge model)."))
+    truth = models.JSONField(default=dict, blank=True, help_text=(
+        "The truth the run is scored against, frozen at launch, for kinds whose truth is re-importable data "
+        "(MultiPriv: annotations.multipriv.truth); empty for the others."))
     concurrency = models.PositiveSmallIntegerField(default=4)
     MODE_ONLINE, MODE_BATCH = "online", "batch"
     MODES = [(MODE_ONLINE, "online (request by request)"), (MODE_BATCH, "batch (provider batch API, half price, up to 24 h)")]

@@ -59,8 +59,9 @@ class LeaderboardForm(ExportForm):
     version = forms.ModelChoiceField(queryset=DatasetVersion.objects.all(), required=False, label="Dataset version",
                                      empty_label="any (no version)", error_messages={
                                          "invalid_choice": "version must be the id of a dataset version."})
-    split = forms.ChoiceField(choices=SPLITS, required=False, label="Split", error_messages={
-        "invalid_choice": "Unknown split %(value)s."})
+    # "" is the default comparison set, the test split (scoring.services.leaderboard.DEFAULT_SPLIT); "all": every split
+    split = forms.ChoiceField(choices=[("", "test (default)"), ("all", "all splits")] + Image.SPLITS, required=False, label="Split",
+                              error_messages={"invalid_choice": "Unknown split %(value)s."})
     floor = forms.FloatField(required=False, min_value=0, max_value=100, label="Coverage floor (%)", error_messages={
         "invalid": "floor must be a percentage from 0 to 100.", "min_value": "floor must be a percentage from 0 to 100.",
         "max_value": "floor must be a percentage from 0 to 100."})

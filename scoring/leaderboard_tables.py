@@ -15,14 +15,26 @@ def comparison_text(ranking: dict) -> str:
         parts = []
         if scope.get("version"):
             parts.append(f"dataset version {scope['version']['name']}")
-        if scope.get("split"):
+        if scope.get("split") == "all":
+            parts.append("every split")
+        elif scope.get("split"):
             parts.append(f"split {scope['split']}")
         return f"the {size:,} ground-truth images of {' and '.join(parts)}"
-    origin = (ranking.get("comparison_from") or {}).get("run")
-    if origin is None:
-        return "no images (no run has ground-truth images)"
-    return (f"the {size:,} ground-truth images given to run #{origin} (default: the largest run image set that the most "
-            "runs cover at the floor; choose a dataset version or split to fix it)")
+    default = (ranking.get("comparison_from") or {}).get("split") or "test"
+    return (f"the {size:,} ground-truth images of the {default} split (the default, the paper's evaluation split; choose a "
+            "dataset version or split to compare on another set; a filter or a small run never changes it)")
+
+
+def unranked_reason(entry: dict, ranking: dict) -> str:
+    """Why a run is listed, not ranked, in words."""
+    sort_label = dict(RANK_COLUMNS).get(ranking["sort"], ranking["sort"])
+    reason = entry.get("reason", "coverage")
+    if reason == "common_set":
+        return (f"the ranked runs have {ranking['common_size']:,} comparison images in common, fewer than the minimum of "
+                f"{ranking.get('min_common', 0):,}: nothing is ranked")
+    if reason == "undefined":
+        return f"its {sort_label} is undefined on the common set, so it cannot be ordered"
+    return f"covers less than {100 * ranking['floor']:g}% of the comparison set"
 
 
 def page_meta(profile, ranking: dict, overlap: dict, **chosen) -> dict:
@@ -76,7 +88,9 @@ def leaderboard(runs, reports: dict, ranking: dict, sort: str, overlap: dict | N
         + [("p_first", f"P(rank 1) by {sort_label}"), ("rank_range", "rank 95% range"), ("warning", "warning"), ("compare", "compare")],
         ranked_rows,
         note=f"Comparison set: {where}. Runs covering at least {100 * floor:g}% of it are ranked, on the {ranking['common_size']:,} "
-             f"images every one of them answered (the common set); the others are listed below. Intervals: percentile bootstrap 95% "
+             f"images every one of them answered (the common set); the others are listed below. Nothing is ranked when the common "
+             f"set has fewer than {ranking.get('min_common', 0):,} images, and a run whose {sort_label} is undefined there is "
+             "listed, not ranked. Intervals: percentile bootstrap 95% "
              f"over the common images ({ranking.get('resamples', 0)} resamples, the same for every run); the same resamples give "
              f"each run's rank distribution under {sort_label}. Pairwise accuracies count a tie in the prediction as ½; the 'tie "
              "share' is the share of pairs tied in the prediction and 'ties wrong' the accuracy when a tie counts as wrong.")
@@ -87,10 +101,10 @@ def leaderboard(runs, reports: dict, ranking: dict, sort: str, overlap: dict | N
         unranked_rows.append({**_run_cells(run), "coverage": entry["coverage"], "answered": entry["answered"],
                               "comparison_size": ranking["comparison_size"], "own_coverage": entry.get("own_coverage"),
                               "refusal_rate": r.get("refusal_rate"), "excluded_rate": r.get("excluded_rate"),
-                              "reason": f"covers less than {100 * floor:g}% of the comparison set",
+                              "reason": unranked_reason(entry, ranking),
                               "warning": _warning(overlap, run.pk)})
     not_ranked = Table(
-        "not_ranked", "Listed, not ranked (coverage of the comparison set below the floor)",
+        "not_ranked", "Listed, not ranked (coverage below the floor, common set too small, or sort metric undefined)",
         [("run", "run"), ("model", "model"), ("strategy", "strategy"), ("prompt_version", "prompt version"),
          ("coverage", "coverage of the comparison set"), ("answered", "comparison images answered"),
          ("comparison_size", "comparison set"), ("own_coverage", "coverage of its own images"), ("refusal_rate", "refused"),

@@ -1,10 +1,14 @@
 """MultiPriv individual-level pages (admins: they show the persons' images): the leaderboard of runs of
-both kinds, and one run's figures (re-identification or profile reconstruction), each as HTML or JSON."""
+both kinds, and one run's figures (re-identification or profile reconstruction), each as HTML or JSON,
+scored against the truth frozen at the run's launch; when the imported data changed since, the run's
+page says so and offers a rescore against the current data (a confirmed POST, audited)."""
 from __future__ import annotations
 
+from django import forms
+from django.contrib import messages
 from django.http import Http404, JsonResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
 
 from annotations.multipriv.fields import categories
 from core.roles import ROLE_ADMIN, require_role
@@ -20,7 +24,7 @@ LABELS = {"accuracy": "accuracy", "precision": "precision", "recall": "recall", 
 
 
 def _plain(report: dict) -> dict:
-    return {"kind": report["kind"], "coverage": report["coverage"],
+    return {"kind": report["kind"], "coverage": report["coverage"], "truth": report["truth"],
             "metrics": {k: v for k, v in report["metrics"].items() if k != "per_person"}}
 
 
@@ -47,19 +51,57 @@ def leaderboard(request):
     return render(request, "scoring/multipriv/leaderboard.html", {"sections": sections})
 
 
+def _multipriv_run(user, run_id: int):
+    run = get_run_for_review(user, run_id)
+    if run.task not in service.KINDS:
+        raise Http404("Not a MultiPriv run.")
+    return run
+
+
+class RescoreForm(forms.Form):
+    confirm = forms.BooleanField(required=True, error_messages={
+        "required": "Tick the confirmation to score this run against the current imported data (its figures will change)."})
+
+
+def _run_page(request, run, form: RescoreForm | None = None, status: int = 200):
+    rep = service.report(run)
+    changes = service.release_changes(run)
+    failures = [r for r in rep["rows"] if not r.get("correct", True)][:24] if run.task == service.REID else []
+    return render(request, "scoring/multipriv/run.html", {"run": run, "report": rep, "failures": failures,
+                                                          "categories": categories(), "changes": changes,
+                                                          "rescore_form": form or RescoreForm(),
+                                                          "metric_rows": [(LABELS.get(k, k), v) for k, v in rep["metrics"]["metrics"].items()]},
+                  status=status)
+
+
 @require_role(ROLE_ADMIN)
 @require_GET
 def run_detail(request, run_id: int):
-    run = get_run_for_review(request.user, run_id)
-    if run.task not in service.KINDS:
-        raise Http404("Not a MultiPriv run.")
+    run = _multipriv_run(request.user, run_id)
+    if request.GET.get("format") != "json":
+        return _run_page(request, run)
     rep = service.report(run)
-    if request.GET.get("format") == "json":
-        out = _plain(rep)
-        if run.task == service.PROFILE:
-            out["metrics"]["per_person"] = rep["metrics"]["per_person"]
-        return JsonResponse({"run": run.pk, "task": run.task, "model": run.model_name, **out})
-    failures = [r for r in rep["rows"] if not r.get("correct", True)][:24] if run.task == service.REID else []
-    return render(request, "scoring/multipriv/run.html", {"run": run, "report": rep, "failures": failures,
-                                                          "categories": categories(),
-                                                          "metric_rows": [(LABELS.get(k, k), v) for k, v in rep["metrics"]["metrics"].items()]})
+    out = _plain(rep)
+    if run.task == service.PROFILE:
+        out["metrics"]["per_person"] = rep["metrics"]["per_person"]
+    return JsonResponse({"run": run.pk, "task": run.task, "model": run.model_name, **out,
+                         "release_changes": service.release_changes(run)})
+
+
+@require_role(ROLE_ADMIN)
+@require_POST
+def rescore(request, run_id: int):
+    """Score the run against the current imported data: the admin confirms; audited. Without the
+    confirmation, or when the data did not change, the page answers 400 with the reason; nothing changes."""
+    run = _multipriv_run(request.user, run_id)
+    form = RescoreForm(request.POST)
+    if form.is_valid():
+        try:
+            done = service.rescore_against_current(run, request.user)
+        except service.NothingToRescore as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Run #{run.pk} is now scored against the current imported data "
+                                      f"({done['changed']} item(s) changed).")
+            return redirect("scoring:multipriv_run", run.pk)
+    return _run_page(request, run, form, status=400)

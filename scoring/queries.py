@@ -86,7 +86,7 @@ def ground_truth_fingerprint(profile: ScoringProfile) -> str:
 # Runs
 
 
-LARGE_RUN_FIELDS = ("image_ids", "item_ids", "prompt_text", "selection")
+LARGE_RUN_FIELDS = ("image_ids", "item_ids", "prompt_text", "selection", "truth")
 
 
 def finished_judge_runs(strategy: str = ""):

@@ -20,6 +20,7 @@ urlpatterns = [
     path("benchmarks/", multipriv_views.benchmarks, name="benchmarks"),
     path("multipriv/", multipriv_views.leaderboard, name="multipriv"),
     path("multipriv/runs/<int:run_id>/", multipriv_views.run_detail, name="multipriv_run"),
+    path("multipriv/runs/<int:run_id>/rescore", multipriv_views.rescore, name="multipriv_rescore"),
     path("imports/", import_views.import_list, name="imports"),
     path("imports/<int:job_id>/", import_views.import_detail, name="import"),
     path("imports/<int:job_id>/progress/", import_views.import_progress, name="import_progress"),

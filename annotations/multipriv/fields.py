@@ -1,9 +1,13 @@
 """The profile fields of MultiPriv persons, their privacy categories, and how values are compared.
 
 The field -> category table is a data file of the project (`annotations/data/multipriv_fields.json`).
-`normalise` is the comparison rule of profile reconstruction [decision, docs/benchmarks.md]: Unicode
-NFKC, case folded, whitespace and punctuation removed; a value that reads as a date becomes
-YYYY-MM-DD first, so "1990.5.4", "1990-05-04", "4 May 1990" and "1990年5月4日" are equal.
+`normalise` is the comparison rule of profile reconstruction [decision, docs/multipriv.md]: Unicode
+NFKC, case folded, whitespace and punctuation removed, except a "." or "," between two digits (a
+decimal separator changes a number: "50.00" is not "5000"); commas grouping thousands ("10,000") are
+dropped first. A value that reads as a date becomes YYYY-MM-DD first, so "1990.5.4", "1990-05-04",
+"4 May 1990" and "1990年5月4日" are equal. Last, a whole value listed in the table's `equivalents`
+(cross-language: 男 / Male, 中国 / China, 是 / yes) becomes its group's name; nothing else is
+translated.
 """
 from __future__ import annotations
 
@@ -65,6 +69,27 @@ def as_date(text: str) -> str | None:
         return None
 
 
+_THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])")  # 10,000 and 1,234.5, not 1,23 or 12,3456
+
+
+def _squeeze(text: str) -> str:
+    """Whitespace and punctuation removed, but a "." or "," between two digits kept."""
+    out = []
+    for i, ch in enumerate(text):
+        if ch in ".," and 0 < i < len(text) - 1 and text[i - 1].isdigit() and text[i + 1].isdigit():
+            out.append(ch)
+        elif not (ch.isspace() or unicodedata.category(ch).startswith("P")):
+            out.append(ch)
+    return "".join(out)
+
+
+@cache
+def _equivalents() -> dict[str, str]:
+    """normalised variant -> its group's name (the table's `equivalents`)."""
+    return {_squeeze(unicodedata.normalize("NFKC", variant).casefold()): group
+            for group, variants in table().get("equivalents", {}).items() for variant in variants}
+
+
 def normalise(value) -> str:
     """The comparable form of a profile value ("" for an absent one)."""
     if value is None:
@@ -75,4 +100,6 @@ def normalise(value) -> str:
     if date := as_date(text):
         return date
     text = unicodedata.normalize("NFKC", text).casefold()
-    return "".join(ch for ch in text if not (ch.isspace() or unicodedata.category(ch).startswith("P")))
+    text = _THOUSANDS.sub(lambda m: m[0].replace(",", ""), text)
+    squeezed = _squeeze(text)
+    return _equivalents().get(squeezed, squeezed)

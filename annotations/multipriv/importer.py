@@ -9,7 +9,9 @@ one JSON file of a folder is its profile, whatever its name, and the name is kep
 
 Everything is checked first; a refused file or folder refuses the whole import (nothing written,
 every problem listed); other entries are skipped with a reason. Re-importing the same files adds
-nothing; a changed profile or image replaces the stored one and is counted.
+nothing; a changed profile or image replaces the stored one and is counted (a profile is changed
+when its file is, or when the field table reads the same file differently). A run keeps the truth it
+was launched with (`inference.kinds.multipriv_truth`): a re-import never moves its figures.
 """
 from __future__ import annotations
 
@@ -224,7 +226,8 @@ def _store_person(checked: CheckedPerson, report: MultiprivImport, storage, crea
     if person is None:
         person = Person.objects.create(name=checked.name, **values)
         report.added_persons += 1
-    elif person.profile_sha256 != checked.profile_sha256:
+    elif person.profile_sha256 != checked.profile_sha256 or person.profile != checked.profile:
+        # the same file read under a changed field table (民族 became Ethnic Group) counts as changed too
         for key, value in values.items():
             setattr(person, key, value)
         person.save()

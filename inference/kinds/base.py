@@ -12,6 +12,7 @@ kinds only through this class:
   judge: the image ids; SPY-Bench: expanded benchmark rows). A run stores one result per item.
   `items()` builds `Item`s (item id, primary image id, the image files its first request sends);
   `existing()` says which item ids can still be worked on (their data was not deleted since).
+  `freeze_truth()` snapshots what the items mean for scoring where that data can change (`Run.truth`).
 - `stages`: the requests made for one item, in order. The first stage sends the item's images; a
   later stage is text only and follows from what the earlier one answered (`carry`, JSON, which
   provider batches keep between their stages).
@@ -125,6 +126,13 @@ class Kind:
         """The run's item ids for the selected images and its cleaned options, sorted (frozen in
         `Run.item_ids`). Default: one item per image, the item id being the image id."""
         return sorted(image_ids)
+
+    @classmethod
+    def freeze_truth(cls, item_ids: list[int]) -> dict:
+        """What the run's items mean for scoring, frozen at launch (`Run.truth`), for kinds whose truth is
+        imported data a re-import may replace (MultiPriv). Default: nothing (CPRT runs are scored against
+        the scoring profile, which has its own audited history)."""
+        return {}
 
     # --- execution (bound to one run) ------------------------------------------------------------
 

@@ -23,16 +23,23 @@ def is_ablation(run: Run) -> bool:
     return bool(run.counterfactual_faces or run.face_variant)
 
 
-def comparison_images(profile: ScoringProfile, version=None, split: str = "") -> list[int] | None:
-    """The ground-truth images of a dataset version and/or split; None when neither is named (the default set)."""
+DEFAULT_SPLIT = Image.SPLIT_TEST  # [decision] the paper's evaluation split (train is what SFT exports train on)
+ALL_SPLITS = "all"
+
+
+def comparison_images(profile: ScoringProfile, version=None, split: str = "", gt=None) -> list[int]:
+    """The fixed comparison set: the ground-truth images of a dataset version and/or split ("all": every
+    split), or of the test split when neither is named. It depends on the data only, never on the runs."""
+    gt = gt or queries.ground_truth(profile)
     if version is None and not split:
-        return None
+        split = DEFAULT_SPLIT
+    if version is None and split == ALL_SPLITS:
+        return sorted(gt.score)
     images = Image.objects.all()
     if version is not None:
         images = images.filter(dataset_versions=version)
-    if split:
+    if split and split != ALL_SPLITS:
         images = images.filter(split=split)
-    gt = queries.ground_truth(profile)
     return sorted(i for i in images.values_list("id", flat=True) if i in gt.score)
 
 
@@ -43,8 +50,9 @@ def leaderboard_ranking(runs: list[Run], profile: ScoringProfile, floor: float, 
     fingerprint, where the caller has it."""
     runs = [r for r in runs if not is_ablation(r)]
     scope = {"version": None if version is None else {"id": version.pk, "name": version.name}, "split": split or None}
+    origin = {"kind": "stated" if version is not None or split else "default_split", "split": split or DEFAULT_SPLIT, "run": None}
     if not runs:
-        return {"floor": floor, "comparison_size": 0, "comparison_from": {"kind": "default", "run": None}, "common_size": 0,
+        return {"floor": floor, "comparison_size": 0, "comparison_from": origin, "common_size": 0, "min_common": ranking.MIN_COMMON,
                 "resamples": 0, "sort": sort, "ranked": {}, "unranked": {}, "scope": scope}
     gt_print = gt_print or queries.ground_truth_fingerprint(profile)
     prints = queries.run_fingerprints(runs)
@@ -52,15 +60,15 @@ def leaderboard_ranking(runs: list[Run], profile: ScoringProfile, floor: float, 
     members = None
     if version is not None:
         members = version.members.count(), version.pk
-    fingerprint = queries.digest(gt_print, floor, sort, scope, members, [(i, prints[i]) for i in ids])
+    fingerprint = queries.digest(gt_print, floor, sort, scope, members, [(i, prints[i]) for i in ids], ranking.RULES)
     key = f"leaderboard:{queries.digest(ids, scope, sort)}:profile:{profile.pk}"
 
     def compute():
         gt = queries.ground_truth(profile)
         results = queries.judge_results(ids)
-        chosen = comparison_images(profile, version, split)
+        chosen = comparison_images(profile, version, split, gt)
         data = ranking.comparison_ranking({rid: predictions(results[rid], gt) for rid in ids}, profile.bounds, floor,
-                                          comparison=chosen, sort=sort)
+                                          comparison=chosen, origin=origin, sort=sort)
         return {**data, "ranked": {str(k): v for k, v in data["ranked"].items()},
                 "unranked": {str(k): v for k, v in data["unranked"].items()}, "scope": scope}
 

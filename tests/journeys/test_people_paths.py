@@ -270,10 +270,12 @@ def test_preferences_page_has_every_preference(journey):
 
 def test_no_page_scrolls_sideways_at_800_px(journey, openai_server, make_image, model_annotators):
     """A run against the fake provider shows its stand-in badge; the main pages fit 800 px."""
-    images = [make_image(f"2017_89_{i}", color=(40 * i, 90, 160)) for i in range(3)]
+    # ten images: the leaderboard ranks nothing on a common set under ten (scoring.ranking.MIN_COMMON)
+    images = [make_image(f"2017_89_{i}", color=(20 * i, 90, 160)) for i in range(10)]
     gpt, gem = model_annotators
-    label_everything(images, gpt, lambda i, k: 1.0 if k in DISPUTES[i] else 0.0)
-    label_everything(images, gem, lambda i, k: 0.0)
+    label_everything(images, gpt, lambda i, k: 1.0 if k in DISPUTES[i % len(DISPUTES)] else 0.0)
+    # the odd images agreed on, so the ground truth varies (a constant one leaves Pearson undefined: nothing ranked)
+    label_everything(images, gem, lambda i, k: 1.0 if i % 2 and k in DISPUTES[i % len(DISPUTES)] else 0.0)
     profile = ScoringProfile.active()
     profile.consensus_annotators.set([gpt, gem])
     recompute_scores(profile)

@@ -49,12 +49,12 @@ def test_sample_and_filtered_runs_are_listed_not_ranked_and_do_not_shrink_the_se
     for row in ranked:  # intervals always shown
         assert row["pearson"]["lo"] is not None and row["pearson"]["lo"] <= row["pearson"]["value"] <= row["pearson"]["hi"]
     page = staff.get(reverse("scoring:leaderboard")).content.decode()
-    assert "Comparison set:" in page and f"given to run #{full[0].pk}" in page and 'class="ci"' in page
+    assert "Comparison set:" in page and "the 30 ground-truth images of the test split" in page and 'class="ci"' in page
 
 
 def test_a_dataset_version_and_split_fix_the_comparison_set(staff):
     images = make_images(24, prefix="2017_62")
-    train = make_images(6, prefix="2017_63", split="train")
+    train = make_images(12, prefix="2017_63", split="train")  # the minimum common set is 10 images
     everything = noisy_run(images + train, "everything", 0.1, 1)
     subset = noisy_run(images[:12], "subset", 0.1, 2)
     version = DatasetVersion.objects.create(name="first-twelve")
@@ -67,7 +67,7 @@ def test_a_dataset_version_and_split_fix_the_comparison_set(staff):
     assert [r["run"] for r in data["tables"]["not_ranked"]["rows"]] == [f"#{subset.pk}"]
     assert data["tables"]["not_ranked"]["rows"][0]["coverage"] == pytest.approx(12 / 15)
     data = board(staff, split="train")
-    assert data["meta"]["comparison_set_size"] == 6
+    assert data["meta"]["comparison_set_size"] == 12
     assert [r["run"] for r in data["tables"]["leaderboard"]["rows"]] == [f"#{everything.pk}"]
 
 
@@ -145,9 +145,82 @@ def test_intervals_and_rank_stability_match_scipy(staff):
 def test_an_export_sft_command_is_a_training_export_too(staff, tmp_path):
     from core.audit import audit
 
-    images = make_images(6, prefix="2017_68", split="train")
+    images = make_images(12, prefix="2017_68", split="train")  # the minimum common set is 10 images
     run = noisy_run(images, "on-train", 0.1, 1)
     audit(None, "export_sft", ScoringProfile.active(), out_dir=str(tmp_path / "sft"), training_split="train")
     data = board(staff, split="train")
     row = data["tables"]["leaderboard"]["rows"][0]
     assert row["run"] == f"#{run.pk}" and f"SFT export to {tmp_path / 'sft'}" in row["warning"]
+
+
+# --- issue 34: a filter never shrinks the set; too small a common set or an undefined sort metric ranks nothing
+
+def test_a_small_run_under_a_filter_does_not_shrink_the_comparison_set(staff):
+    images = make_images(30, prefix="2017_71")
+    full = noisy_run(images, "full", 0.1, 1)
+    full.strategy = "zero_shot"
+    full.save(update_fields=["strategy"])
+    tiny = make_run(strategy="zero_shot", model="three-images")
+    add_results(tiny, [(i, "ok", i.published_score) for i in images[:3]])
+    noisy_run(images, "other-strategy", 0.2, 2)  # taxonomy: filtered out
+    data = board(staff, strategy="zero_shot")
+    assert data["meta"]["comparison_set_size"] == 30 and data["meta"]["common_set_size"] == 30
+    assert "the 30 ground-truth images of the test split" in data["meta"]["comparison_set"]
+    assert [r["run"] for r in data["tables"]["leaderboard"]["rows"]] == [f"#{full.pk}"]
+    listed = data["tables"]["not_ranked"]["rows"]
+    assert [r["run"] for r in listed] == [f"#{tiny.pk}"] and listed[0]["coverage"] == pytest.approx(3 / 30)
+    assert "covers less than 95%" in listed[0]["reason"]
+
+
+def test_floor_zero_with_a_one_image_common_set_ranks_nothing(staff):
+    images = make_images(30, prefix="2017_72")
+    runs = [noisy_run(images, f"full-{k}", 0.1, k) for k in range(4)]
+    one = make_run(strategy="taxonomy", model="one-image")
+    add_results(one, [(images[0], "ok", 0.5)] + [(i, "refused", None) for i in images[1:]])
+    data = board(staff, floor="0")
+    assert data["tables"]["leaderboard"]["rows"] == []
+    listed = {r["run"]: r for r in data["tables"]["not_ranked"]["rows"]}
+    assert sorted(listed) == sorted(f"#{r.pk}" for r in runs + [one])
+    assert data["meta"]["common_set_size"] == 1
+    assert all("fewer than the minimum of 10" in r["reason"] for r in listed.values())
+    page = staff.get(reverse("scoring:leaderboard"), {"floor": "0"}).content.decode()
+    assert "fewer than the minimum of 10: nothing is ranked" in page
+
+
+def test_a_run_whose_sort_metric_is_undefined_is_listed_not_ranked(staff):
+    images = make_images(30, prefix="2017_73")
+    good = [noisy_run(images, f"good-{k}", 0.1, k) for k in range(2)]
+    constant = make_run(strategy="taxonomy", model="constant")
+    add_results(constant, [(i, "ok", 0.5) for i in images])
+    data = board(staff)  # sorted by Pearson: undefined for constant predictions
+    assert sorted(r["run"] for r in data["tables"]["leaderboard"]["rows"]) == sorted(f"#{r.pk}" for r in good)
+    listed = data["tables"]["not_ranked"]["rows"]
+    assert [r["run"] for r in listed] == [f"#{constant.pk}"] and "Pearson r is undefined" in listed[0]["reason"]
+    by_mae = board(staff, sort="mae")  # MAE is defined: all three ranked
+    assert len(by_mae["tables"]["leaderboard"]["rows"]) == 3
+
+
+def test_every_sort_metric_undefined_ranks_nothing(staff):
+    images = make_images(30, prefix="2017_74")
+    for k in range(3):
+        run = make_run(strategy="taxonomy", model=f"constant-{k}")
+        add_results(run, [(i, "ok", 0.25 * k) for i in images])
+    data = board(staff, floor="0")
+    assert data["tables"]["leaderboard"]["rows"] == [] and len(data["tables"]["not_ranked"]["rows"]) == 3
+
+
+def test_without_a_scope_the_set_is_the_test_split_whatever_the_runs_cover(staff):
+    test_images = make_images(20, prefix="2017_75")
+    train_images = make_images(12, prefix="2017_76", split="train")
+    on_test = [noisy_run(test_images, f"test-{k}", 0.1, k) for k in range(2)]
+    on_train = noisy_run(train_images, "train-only", 0.1, 5)
+    data = board(staff)
+    assert data["meta"]["comparison_set_size"] == 20
+    assert sorted(r["run"] for r in data["tables"]["leaderboard"]["rows"]) == sorted(f"#{r.pk}" for r in on_test)
+    assert [r["run"] for r in data["tables"]["not_ranked"]["rows"]] == [f"#{on_train.pk}"]
+    assert data["tables"]["not_ranked"]["rows"][0]["coverage"] == 0
+    data = board(staff, split="train")
+    assert [r["run"] for r in data["tables"]["leaderboard"]["rows"]] == [f"#{on_train.pk}"]
+    everything = board(staff, split="all")  # every split: 32 images, which no run covers at the floor
+    assert everything["meta"]["comparison_set_size"] == 32 and everything["tables"]["leaderboard"]["rows"] == []
+    assert "every split" in everything["meta"]["comparison_set"]

@@ -7,6 +7,7 @@ score is P(same person); the answer is kept in `raw["answer"]`. Metrics: scoring
 """
 from __future__ import annotations
 
+from annotations.multipriv import truth
 from annotations.multipriv.models import PersonPair
 from annotations.multipriv.pairs import pair_ids
 
@@ -72,6 +73,10 @@ class MultiprivReidKind(Kind):
         if not ids:
             raise ValueError("No MultiPriv pairs: import persons with at least two images first (manage.py import_multipriv).")
         return ids
+
+    @classmethod
+    def freeze_truth(cls, item_ids) -> dict:
+        return truth.snapshot(truth.pair_items(item_ids), "launch")
 
     def existing(self, item_ids, with_bytes: bool = False) -> set[int]:
         return set(PersonPair.objects.filter(pk__in=list(item_ids)).values_list("pk", flat=True))

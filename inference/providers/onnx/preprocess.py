@@ -4,8 +4,15 @@ S2P_PREPROCESSING is upstream's transform (graphnex/privacy-from-visual-entities
 srcs/datasets/imageprivacy.py `set_img_transform` and `load_image`): `Image.open(...).convert("RGB")`,
 `transforms.Resize((448, 448))` (both sides to 448, aspect ratio not kept; on a PIL image torchvision
 calls Pillow's bilinear resize), `ToTensor()` (HWC uint8 -> CHW float in [0, 1]) and
-`Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])` (ImageNet). The same steps here
-give the same numbers as torchvision on the same Pillow (tools/s2p_to_onnx.py --verify checks it).
+`Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])` (ImageNet). On the same bytes, the
+same steps here give the same numbers as torchvision on the same Pillow (tools/s2p_to_onnx.py --verify
+checks it; tests/inference/test_classifier_input.py pins one image against a reimplementation).
+
+The bytes are not the same as upstream's [decision, docs/classifiers.md]: a binary run reads the
+workbench's stored copy of an image (annotations/images.py `clean_image`: EXIF orientation applied,
+a JPEG re-encoded at quality 95 without metadata), while upstream's loader reads the release file as
+it is, without EXIF rotation. The originals are not kept (their metadata may hold GPS positions), so
+the run records this difference (`INPUT_BYTES`, in the run's request parameters) instead.
 """
 from __future__ import annotations
 
@@ -24,6 +31,10 @@ S2P_PREPROCESSING = {
     "layout": "NCHW",
     "source": "graphnex/privacy-from-visual-entities srcs/datasets/imageprivacy.py set_img_transform(img_size=448)",
 }
+
+INPUT_BYTES = ("the stored copy of each image (EXIF orientation applied; JPEGs re-encoded at quality 95 without metadata), "
+               "not the release file upstream's loader reads: P(private) can differ from upstream's by a few hundredths "
+               "on a pixel-sensitive model (docs/classifiers.md)")
 
 _RESAMPLE = {"bilinear": PILImage.Resampling.BILINEAR}
 

@@ -20,7 +20,7 @@ import numpy as np
 from ..base import Availability, FatalProviderError, ModelRequest, PermanentError, Provider, ProviderReply, ProviderUnavailable
 from .batcher import Batcher
 from .models import ClassifierModel
-from .preprocess import tensor
+from .preprocess import INPUT_BYTES, tensor
 from .registry import sha256_of
 from .session import execution_providers, shared_session, softmax
 
@@ -67,7 +67,7 @@ class OnnxProvider(Provider):
         """Recorded on the run: which file, classes and preprocessing answered it."""
         m = self.model
         return {"classifier": m.name, "sha256": m.sha256, "classes": m.classes, "output": m.output_kind,
-                "input_shape": m.input_shape, "preprocessing": m.preprocessing}
+                "input_shape": m.input_shape, "preprocessing": m.preprocessing, "input_bytes": INPUT_BYTES}
 
     def _batcher(self) -> Batcher:
         m = self.model

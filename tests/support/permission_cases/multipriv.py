@@ -47,4 +47,12 @@ def cases(world):
         Case("scoring:multipriv_run", kwargs={"run_id": run}, expect=ADMIN_ONLY),
         Case("scoring:multipriv_run", kwargs={"run_id": 999999}, expect=ADMIN_404),
         Case("scoring:multipriv_run", kwargs={"run_id": world["run"].pk}, expect=ADMIN_404),  # a run of another kind
+        # rescoring: admins only, POST only; without the confirmation (or with nothing changed) 400, nothing written
+        Case("scoring:multipriv_rescore", kwargs={"run_id": run}, method="post", expect=matrix(reviewer_a=403, reviewer_b=403,
+                                                                                              adjudicator=403, admin=400)),
+        Case("scoring:multipriv_rescore", kwargs={"run_id": run}, method="post", data={"confirm": "yes"},
+             expect=matrix(reviewer_a=403, reviewer_b=403, adjudicator=403, admin=400)),
+        Case("scoring:multipriv_rescore", kwargs={"run_id": run}, expect=ADMIN_405),
+        Case("scoring:multipriv_rescore", kwargs={"run_id": 999999}, method="post", expect=ADMIN_404),
+        Case("scoring:multipriv_rescore", kwargs={"run_id": world["run"].pk}, method="post", expect=ADMIN_404),
     ]
