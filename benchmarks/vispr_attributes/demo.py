@@ -70,7 +70,7 @@ def _run(provider: str, model: str, noise: float, refuse: float, images, listed)
     for image, _ in images:
         if rng.random() < refuse:
             results.append(RunResult(run=run, item_id=image.pk, image=image, outcome=RunResult.OUTCOME_REFUSED,
-                                     error="refused: demo refusal", raw={"demo": True}))
+                                     reasoning="demo: a seeded refusal", error="refused: demo refusal", raw={"demo": True}))
             continue
         present = set(image.vispr_labels)
         p = {a: round(min(1.0, max(0.0, (0.8 if a in present else 0.15) + rng.gauss(0, noise))), 3) for a in ids}

@@ -4,7 +4,7 @@ MINIMAL stand-in written with the VISPR attribute benchmark so its pages render;
 (issue 35, the run pages' provenance) replaces this file.
 """
 from django import template
-from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 register = template.Library()
 
@@ -19,8 +19,8 @@ def provenance_of(run) -> str:
 def provenance(run):
     kind = provenance_of(run)
     if kind == "demo":
-        return format_html('<span class="badge warn provenance" title="Synthetic demo data: no model was called.">demo</span>')
+        return mark_safe('<span class="badge warn provenance" title="Synthetic demo data: no model was called.">demo</span>')
     if kind == "stand-in":
-        return format_html('<span class="badge stand-in provenance" title="Replies came from a stand-in server, not the real provider: '
+        return mark_safe('<span class="badge stand-in provenance" title="Replies came from a stand-in server, not the real provider: '
                            'not research results.">stand-in</span>')
     return ""
