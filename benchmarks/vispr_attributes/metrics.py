@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.metrics import average_precision_score
 
 from scoring.resample import draw, multiplicities
 
@@ -22,6 +21,8 @@ CHUNK = 100  # resamples per block: bounds the memory of one attribute's cumulat
 
 def per_attribute(y: np.ndarray, p: np.ndarray, ids: list[str]) -> list[dict]:
     """One row per attribute: its AP (None when left out), positives, negatives and why it was left out."""
+    from sklearn.metrics import average_precision_score  # heavy: imported when figures are asked for, not at start-up
+
     rows = []
     for j, aid in enumerate(ids):
         positives = int(y[:, j].sum())
