@@ -126,3 +126,16 @@ def test_without_an_imported_release_the_launch_is_refused_with_what_to_do_and_n
     with pytest.raises(CommandError, match="import VISPR first: manage.py import_vispr"):
         launch("--split", "test")
     assert Run.objects.count() == 0
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.parametrize("provider", ["openai", "gemini", "vllm"])
+def test_any_provider_runs_it_with_the_fake_servers_default_answer(release, request, provider):
+    request.getfixturevalue(f"{provider}_server")  # unscripted: the fake answers one number per attribute
+    out = io.StringIO()
+    call_command("launch_run", "--kind", "vispr-attributes", "--provider", provider, "--model", "some-model", "--split", "test",
+                 "--here", "--json", stdout=out, stderr=io.StringIO())
+    report = json.loads(out.getvalue())
+    assert report["status"] == "finished" and report["outcomes"] == {"ok": len(TEST2017)}
+    answers = [r.raw["answer"] for r in RunResult.objects.filter(run_id=report["id"])]
+    assert all(list(a["p"]) == IDS and a["omitted"] == [] for a in answers)
