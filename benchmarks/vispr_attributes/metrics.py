@@ -16,7 +16,6 @@ import numpy as np
 from scoring.resample import draw, multiplicities
 
 RESAMPLES, SEED = 1000, 20261128
-CHUNK = 100  # resamples per block: bounds the memory of one attribute's cumulative sums
 
 
 def per_attribute(y: np.ndarray, p: np.ndarray, ids: list[str]) -> list[dict]:
@@ -46,18 +45,29 @@ def cmap_of(rows: list[dict]) -> float | None:
 def weighted_ap(scores: np.ndarray, truth: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """AP of one attribute under each row of `weights` (R x n): scikit-learn's step-wise AP with
     sample_weight = that row. NaN where a row weighs no positive."""
-    order = np.argsort(-scores, kind="mergesort")
-    s, t = scores[order], truth[order].astype(float)
-    ends = np.r_[np.flatnonzero(np.diff(s) != 0), s.size - 1]  # last position of each distinct score
-    w = weights[:, order].astype(float)
-    tp = np.cumsum(w * t, axis=1)[:, ends]
-    fp = np.cumsum(w * (1 - t), axis=1)[:, ends]
-    positives = tp[:, -1:]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        precision = np.where(tp + fp > 0, tp / np.where(tp + fp > 0, tp + fp, 1), 0.0)
-        recall = np.where(positives > 0, tp / np.where(positives > 0, positives, 1), np.nan)
-    steps = np.diff(np.concatenate([np.zeros((recall.shape[0], 1)), recall], axis=1), axis=1)
-    return np.sum(steps * precision, axis=1)
+    return _grouped_ap(scores, truth, np.ascontiguousarray(weights.T, dtype=float))[0]
+
+
+def _grouped_ap(scores: np.ndarray, truth: np.ndarray, weights_t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(AP, weighted positives, weighted negatives) per column of `weights_t` (n x R). The images are
+    merged into their distinct scores first (one sparse product gives every resample's positives and
+    negatives per score), so the cumulative sums run over the distinct scores, not the images."""
+    from scipy import sparse  # heavy: imported when figures are asked for, not at start-up
+
+    n = scores.size
+    distinct, group = np.unique(-scores, return_inverse=True)  # group 0: the highest score
+    code = group.ravel() * 2 + truth.astype(np.intp)
+    by_score = sparse.csr_matrix((np.ones(n), (code, np.arange(n))), shape=(2 * distinct.size, n))
+    counts = np.asarray(by_score @ weights_t, dtype=float)  # (2 x distinct) x R
+    positives_at = counts[1::2]
+    tp = np.cumsum(positives_at, axis=0)  # distinct x R, from the top score down
+    drawn = np.cumsum(positives_at + counts[0::2], axis=0)
+    positives, negatives = tp[-1], drawn[-1] - tp[-1]
+    # sum over thresholds of (recall step) x precision = (1/P) sum_g positives_g x tp_g / drawn_g
+    precision = np.divide(tp, drawn, out=np.zeros_like(tp), where=drawn > 0)
+    total = np.einsum("gr,gr->r", positives_at, precision)
+    ap = np.divide(total, positives, out=np.full_like(total, np.nan), where=positives > 0)
+    return ap, positives, negatives
 
 
 def cmap_interval(y: np.ndarray, p: np.ndarray, evaluated: list[int], resamples: int = RESAMPLES, seed: int = SEED) -> dict:
@@ -66,18 +76,13 @@ def cmap_interval(y: np.ndarray, p: np.ndarray, evaluated: list[int], resamples:
     out = {"lo": None, "hi": None, "resamples": resamples, "seed": seed, "defined": 0}
     if n == 0 or not evaluated or resamples <= 0:
         return out
-    weights = multiplicities(draw(n, resamples, seed), n)
+    weights_t = np.ascontiguousarray(multiplicities(draw(n, resamples, seed), n).T, dtype=float)  # n x resamples (floats: a faster product)
     sums, counts = np.zeros(resamples), np.zeros(resamples)
     for j in evaluated:
-        truth = y[:, j]
-        for start in range(0, resamples, CHUNK):
-            block = weights[start : start + CHUNK]
-            drawn_pos = block @ truth.astype(float)
-            drawn_neg = block.sum(axis=1) - drawn_pos
-            ap = weighted_ap(p[:, j], truth, block)
-            ok = (drawn_pos > 0) & (drawn_neg > 0) & np.isfinite(ap)
-            sums[start : start + CHUNK] += np.where(ok, ap, 0)
-            counts[start : start + CHUNK] += ok
+        ap, drawn_pos, drawn_neg = _grouped_ap(p[:, j], y[:, j], weights_t)
+        ok = (drawn_pos > 0) & (drawn_neg > 0) & np.isfinite(ap)
+        sums += np.where(ok, ap, 0)
+        counts += ok
     defined = counts > 0
     if not defined.any():
         return out
