@@ -7,6 +7,7 @@ import pytest
 from django.urls import reverse
 
 from inference.models import Run, RunResult
+from tests.fakes.fixtures import *  # noqa: F401,F403
 
 LEADERBOARD = "/benchmarks/vispr-attributes/"
 
@@ -105,3 +106,18 @@ def test_the_benchmarks_page_lists_the_registry_with_data_status_and_next_step(l
     assert "1 VISPR attributes, 4 VISPR images" in page and "/runs/new/?task=vispr-attributes" in page
     assert "CPRT severity leaderboard" in page and "4 images, 0 with a consensus score" in page
     assert client_as(personas["reviewer_a"]).get(reverse("scoring:benchmarks")).status_code == 403
+
+
+@pytest.mark.parametrize("how", ["page", "api"])
+def test_launching_before_vispr_is_imported_is_refused_with_what_to_do_and_stores_nothing(how, images, client_as, admin_user, openai_server):
+    from core.models import AuditEvent
+
+    client = client_as(admin_user)
+    data = {"task": "vispr-attributes", "provider": "openai", "model_name": "gpt-5.1", "split": "all", "concurrency": "4", "seed": "0"}
+    if how == "page":
+        response = client.post(reverse("inference:run_new"), {**data, "action": "launch"})
+    else:
+        response = client.post("/api/runs/", {**data, "concurrency": 4, "seed": 0}, content_type="application/json")
+    assert response.status_code == 400
+    assert "No VISPR attributes are imported; import VISPR first: manage.py import_vispr" in response.content.decode()
+    assert Run.objects.count() == 0 and not AuditEvent.objects.filter(action="run.launch").exists()
