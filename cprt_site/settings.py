@@ -81,6 +81,8 @@ INSTALLED_APPS = [
     "annotations",
     "inference",
     "scoring",
+    # Every benchmark folder (benchmarks/<name>/apps.py): adding one is its folder, and no line here.
+    *sorted(f"benchmarks.{p.parent.name}" for p in (BASE_DIR / "benchmarks").glob("*/apps.py")),
     "demo",
 ]
 

@@ -6,6 +6,7 @@ from django.http import HttpResponsePermanentRedirect
 
 from annotations import views as annotation_views
 from core import health, metrics
+from inference import benchmarks
 
 urlpatterns = [
     path("", annotation_views.home, name="home"),
@@ -25,4 +26,6 @@ urlpatterns = [
     path("multipriv/", include("annotations.multipriv.urls")),
     path("datasets/", include("annotations.datasets.urls")),
     path("api/", include("cprt_site.api_urls")),
+    # Every benchmark folder's pages under benchmarks/<key>/ (inference.benchmarks; none named here).
+    *benchmarks.url_patterns(),
 ]

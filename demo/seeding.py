@@ -22,6 +22,7 @@ from annotations.images import attach, clean_image
 from annotations.models import Annotator, Image, Label, Labeling
 from core.models import Profile
 from core.audit import audit
+from inference import benchmarks
 
 from .multipriv import seed_multipriv
 from .runs import seed_runs
@@ -149,6 +150,8 @@ def seed(force: bool = False, log: Callable[[str], None] = lambda _msg: None) ->
         result = recompute_scores(profile)
         counts["runs"] = len(seed_runs(log))  # demo judge and annotate runs over the scored images
         counts["runs"] += seed_multipriv(log)["runs"]  # drawn MultiPriv persons and a demo run of each MultiPriv kind
+        # Every benchmark folder's demo data, through the registry (the demo never imports a benchmark).
+        counts["runs"] += sum(made.get("runs", 0) for made in benchmarks.seed_demo(log).values())
         if counts["images"] or counts["labels"] or created_accounts:
             audit(None, "demo.seed", profile, **counts, accounts=created_accounts)
     log(

@@ -14,6 +14,11 @@ class InferenceConfig(AppConfig):
         from .models import Run
 
         reconcile.register("run", Run, reconcile=_reconcile_runs)
+        # Every benchmark folder's declaration, found through its AppConfig (inference.benchmarks):
+        # its run kinds join inference.kinds.KINDS before any form or page reads them.
+        from . import benchmarks
+
+        benchmarks.discover()
 
 
 def _reconcile_runs(emptied_at) -> dict:

@@ -30,13 +30,6 @@ def _plain(report: dict) -> dict:
 
 @require_role(ROLE_ADMIN)
 @require_GET
-def benchmarks(request):
-    """The benchmarks beside CPRT, one line each, so the top bar keeps one link for them."""
-    return render(request, "scoring/benchmarks.html")
-
-
-@require_role(ROLE_ADMIN)
-@require_GET
 def leaderboard(request):
     rows = []
     for run in service.runs():

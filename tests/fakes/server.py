@@ -288,6 +288,8 @@ def schema_kind(schema: dict) -> str:
         return "spy_answer"
     if "output" in props:
         return "spy_verdict"
+    if props and all(isinstance(v, dict) and v.get("type") == "number" for v in props.values()):
+        return "probabilities"  # one number per key (VISPR attribute prediction: attribute id -> probability)
     return "unknown"
 
 
@@ -333,6 +335,8 @@ def model_answer(kind: str, schema: dict, image: bytes | None, text: str, images
         fields = list(schema["properties"]["profile"]["properties"])
         return {"reasoning": f"fake profile from {len(images or [])} images", "declined": False,
                 "profile": {f: ("Female" if f == "Gender" else None) for f in fields}}
+    if kind == "probabilities":  # a stable function of the bytes and the key, in [0, 1]
+        return {key: score_for_image((image or b"") + key.encode()) for key in schema["properties"]}
     if kind == "judge":
         score = score_for_image(image or b"")
         return {"reasoning": f"fake judgement {score}", "score": score}

@@ -15,7 +15,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from inference import inprocess, launching
+from inference import inprocess, kinds, launching
 from inference.forms import LaunchForm
 from inference.models import Run
 
@@ -40,7 +40,18 @@ def run_summary(run: Run) -> dict:
         "model": run.model_name, "strategy": run.strategy, "prompt_version": run.prompt_version, "mode": run.mode,
         "concurrency": run.concurrency, "tokens_in": run.tokens_in, "tokens_out": run.tokens_out, "error": run.error,
         "items_resent": run.items_resent,
+        **_figures_url(run),
     }
+
+
+def _figures_url(run: Run) -> dict:
+    """{"figures_url": path} for a kind that has its own figures page (a benchmark's kind), else {}."""
+    try:
+        kind = kinds.get(run.task)
+    except ValueError:
+        return {}
+    figures_url = getattr(kind, "figures_url", None)
+    return {"figures_url": figures_url(run)} if figures_url else {}
 
 
 class Command(BaseCommand):
