@@ -238,9 +238,9 @@ class Streak:
     Only a chunk's main thread calls it; infrastructure errors are never counted (they pass), and a
     database error while counting counts nothing."""
 
-    def __init__(self, run_id: int):
+    def __init__(self, run_id: int, open_streak: bool = False):
         self.run_id = run_id
-        self.counted = False  # this chunk counted a failure since its last reset
+        self.counted = open_streak  # a streak this chunk knows of (its own, or found on the run) is not ended yet
 
     def failed(self) -> bool:
         """Count one failure; True when the run should pause."""
@@ -388,7 +388,7 @@ def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=N
     generation = 0  # the current round: it ends when one of its items is deferred (a pause begins)
     round_of: dict = {}  # future -> the round it was sent in
     paused_until = 0.0
-    streak = Streak(run.pk)
+    streak = Streak(run.pk, open_streak=run.failures_in_a_row > 0)
     held: list[Outcome] = []  # rejected items since the last answer (Rejected): written once one comes
     answered = False  # an answer since the last heartbeat (it ends the streak of every lane)
     retry_until = deadline if deadline is not None else time.monotonic() + chunks.deadline_s()
@@ -534,5 +534,7 @@ def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=N
         stats["left_missing"] = len(again)
     if ctx.stop.is_set():
         stats["stopped"] = True
+    if answered:
+        streak.answered(always=True)
     _heartbeat(run.pk)
     return stats
