@@ -13,10 +13,13 @@ the results are stored, keeps it down --redis-down-s seconds, starts it again on
 waits for the run. Nothing is resumed by hand.
 
 Printed: results stored, permanent errors (`error` results), provider calls vs images, duplicate
-calls (an image asked again), requests in flight when Redis died, the time of each phase, whether
-the worker and beat are still the processes started, and the worker's reconnect lines. Checked:
-the run finished, one `ok` result per image, no permanent error, calls <= images + those in flight
-at the kill, worker and beat still up. Every child is ended on exit, also on SIGTERM (bench/common.py).
+calls (an image asked again), requests in flight when Redis died, the time of each phase, the
+seconds from Redis' restart to the first result stored after it (`progress_resumed_after_s`),
+whether the worker and beat are still the processes started, and the worker's reconnect lines.
+Checked: the run finished, one `ok` result per image, no permanent error, calls <= images + those
+in flight at the kill, worker and beat still up, progress again within 15 s of Redis' return. Every
+child is ended and the data folder (images, logs, SQLite) removed on exit, also on SIGTERM
+(bench/common.py; `--keep-data` keeps it).
 """
 from __future__ import annotations
 
@@ -24,20 +27,23 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
-from bench import common  # noqa: F401 - SIGTERM ends the bench through its `finally` blocks
+from bench.common import ROOT, log_tail, recreate_database, scratch_folder, stop  # SIGTERM ends the bench through `finally`
 
-ROOT = Path(__file__).resolve().parent.parent
+RESUME_WITHIN_S = 15.0  # progress again at most this long after Redis is back
 
 
 def redis_case(args) -> int:
+    with scratch_folder("cprt-bench-redis-", keep=args.keep_data) as data_dir:
+        return _redis_case(args, data_dir)
+
+
+def _redis_case(args, data_dir: Path) -> int:
     from tests.support.redis_server import PrivateRedis
 
-    data_dir = Path(tempfile.mkdtemp(prefix="cprt-bench-redis-"))
     broker = PrivateRedis(data_dir)
     children: list[subprocess.Popen] = []
     sqlite = args.database_url.startswith("sqlite")
@@ -59,26 +65,20 @@ def redis_case(args) -> int:
         os.environ.update(env)
         print(f"private redis {broker.url}, database {database_url} (fresh), data dir {data_dir}", flush=True)
         if not sqlite:
-            from bench.run_faults import recreate_database
-
             recreate_database(database_url)
         report = _run(args, env, broker, data_dir, children)
     finally:
-        from bench.run_faults import stop
-
         for proc in reversed(children):
             stop(proc)
         broker.kill()
-    if not sqlite:
-        from django.db import connections
+        if not sqlite:
+            from django.db import connections
 
-        from bench.run_faults import recreate_database
-
-        connections.close_all()
-        recreate_database(database_url, drop_only=True)
+            connections.close_all()
+            recreate_database(database_url, drop_only=True)
     print(json.dumps(report, indent=2), flush=True)
     if not all(report["checks"].values()):
-        print(f"FAILED; worker and beat logs in {data_dir}", file=sys.stderr)
+        print(f"FAILED; the worker's log ends:\n{log_tail(data_dir / 'worker.log')}", file=sys.stderr)
         return 1
     print("PASSED: Redis went away mid-run; the run finished with one result per image, no permanent error")
     return 0
@@ -139,14 +139,20 @@ def _run(args, env: dict, broker, data_dir: Path, children: list) -> dict:
     down_until = time.monotonic() + args.redis_down_s
     while time.monotonic() < down_until:
         time.sleep(0.2)
-    timeline["redis_restarted"] = {"at_s": elapsed(), "results_before": results.count()}
+    at_restart = results.count()
+    timeline["redis_restarted"] = {"at_s": elapsed(), "results_before": at_restart}
     broker.start()
+    restarted = time.monotonic()
     timeline["redis_restarted"]["worker_alive"] = worker.poll() is None
-
+    resumed_after = None
     while Run.objects.values_list("status", flat=True).get(pk=run.pk) in Run.ACTIVE_STATUSES:
         if time.monotonic() - t0 > args.timeout:
             break
-        time.sleep(0.25)
+        if resumed_after is None and results.count() > at_restart:
+            resumed_after = round(time.monotonic() - restarted, 1)
+        time.sleep(0.1)
+    if resumed_after is None and results.count() > at_restart:
+        resumed_after = round(time.monotonic() - restarted, 1)
     timeline["finished_s"] = elapsed()
     run.refresh_from_db()
     stats = json.load(urllib.request.urlopen(stats_url))
@@ -159,6 +165,7 @@ def _run(args, env: dict, broker, data_dir: Path, children: list) -> dict:
         "images": n, "concurrency": args.concurrency, "redis_down_s": args.redis_down_s, "status": run.status,
         "results": len(image_ids), "distinct_images": len(set(image_ids)), "permanent_errors": outcomes.get("error", 0),
         "outcomes": outcomes, "provider_calls": calls, "duplicate_calls": repeats, "in_flight_at_kill": in_flight_at_kill,
+        "progress_resumed_after_s": resumed_after,
         "reconciler_redispatches": AuditEvent.objects.filter(action="run.redispatch", target_id=str(run.pk)).count(),
         "worker_alive": worker_alive, "beat_alive": beat_alive,
         "worker_log": {
@@ -174,6 +181,7 @@ def _run(args, env: dict, broker, data_dir: Path, children: list) -> dict:
         "no_permanent_error": outcomes == {"ok": n},
         "calls_at_most_images_plus_in_flight": n <= calls <= n + in_flight_at_kill,
         "worker_and_beat_still_up": worker_alive and beat_alive,
+        f"progress_within_{RESUME_WITHIN_S:g}_s_of_redis_return": resumed_after is not None and resumed_after <= RESUME_WITHIN_S,
     }
     return report
 
