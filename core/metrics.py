@@ -2,9 +2,10 @@
 
 django-prometheus (middleware in settings) measures requests: latency by view, status codes. Here:
 - counters that the code paths call: `provider_call(provider, outcome)`, `provider_error(provider,
-  kind)`, `provider_retry(provider)`, `labeling_save(action)`;
+  kind)`, `provider_retry(provider)`, `run_paused(reason)`, `labeling_save(action)`;
 - gauges computed when Prometheus scrapes: jobs per kind and status (CPRT_METRICS_JOB_MODELS: model
-  labels, so that this base layer imports no app above it), messages waiting per Celery queue.
+  labels, so that this base layer imports no app above it), jobs paused per kind and reason (those
+  models with a `stop_reason` field), messages waiting per Celery queue.
 Counters are incremented in web processes and in Celery workers alike. With PROMETHEUS_MULTIPROC_DIR
 set (compose: a folder of the shared data volume) every process writes its values to files there and
 the scrape sums them (prometheus_client's multiprocess mode); unset, a scrape sees only the counts of
