@@ -153,11 +153,7 @@ def faults_main(args, data_dir: str) -> None:
     from django.db import DatabaseError, connections
 
     from bench.common import make_run_images
-    from core.models import AuditEvent
     from cprt_site.celery import app
-    from inference import launching, prompts
-    from inference.models import Run, RunResult
-    from inference.selection import Selection
 
     call_command("migrate", verbosity=0)
     make_run_images(0, args.images)
@@ -193,7 +189,8 @@ def _faults(args, env: dict, logs: Path, procs: list, db, restart: bool, kill: b
     from inference.models import Run, RunResult
     from inference.selection import Selection
 
-    server = subprocess.Popen([sys.executable, "-m", "tests.fakes.openai_server", "--port", str(args.port), "--delay", str(args.latency), "--processes", "4"],
+    server = subprocess.Popen([sys.executable, "-m", "tests.fakes.openai_server", "--port", str(args.port), "--delay", str(args.latency),
+                               "--processes", "4"],
                               cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True)
     procs.append(server)
     server.stdout.readline()
@@ -204,8 +201,8 @@ def _faults(args, env: dict, logs: Path, procs: list, db, restart: bool, kill: b
         procs.append(proc)
         return proc
 
-    procs.append(start([sys.executable, "-m", "celery", "-A", "cprt_site", "beat", "--loglevel", "WARNING", "--schedule", str(logs / "beat-schedule")],
-                       env, logs / "beat.log"))
+    procs.append(start([sys.executable, "-m", "celery", "-A", "cprt_site", "beat", "--loglevel", "WARNING",
+                        "--schedule", str(logs / "beat-schedule")], env, logs / "beat.log"))
     if args.case in ("all", "queued"):
         queued = queued_case(args, env, worker, db)
         print(json.dumps({"queued_case": queued}, indent=2), flush=True)
@@ -218,7 +215,8 @@ def _faults(args, env: dict, logs: Path, procs: list, db, restart: bool, kill: b
     first = worker("worker-a")
     timeline: dict = {}
     time.sleep(3)
-    spec = launching.LaunchSpec("judge", "openai", "bench-model", "zero_shot", False, prompts.DEFAULT_VERSION["judge"], Selection(split="test"), args.concurrency)
+    spec = launching.LaunchSpec("judge", "openai", "bench-model", "zero_shot", False, prompts.DEFAULT_VERSION["judge"],
+                                Selection(split="test"), args.concurrency)
     t0 = time.monotonic()
     run = launching.launch_run(None, spec)
     results = RunResult.objects.filter(run=run)
