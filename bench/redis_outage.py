@@ -1,7 +1,12 @@
 """`bench/run_faults.py --case redis`: a run survives its Redis going away for a while, mid-run.
 
     .venv/bin/python bench/run_faults.py --case redis --database-url postgres://postgres@127.0.0.1:5432/bench_redis \\
-        [--redis-images 300] [--redis-down-s 10] [--redis-kill-at 0.3] [--concurrency 8]
+        [--redis-images 300] [--redis-down-s 10] [--redis-kill-at 0.3] [--concurrency 8] [--redis-chunk-target-s 3]
+
+`--redis-chunk-target-s` (CPRT_RUN_CHUNK_TARGET_S, default 3 here): short chunks hand on during the
+outage (their messages are lost with Redis and sent again by the reconciler); 600 (the production
+default) keeps each lane in one chunk through the outage, which is where the chunk's own pause
+decides how soon work resumes.
 
 Starts its own redis-server on a free port (never the shared one; no persistence, so the restarted
 server is EMPTY: every message that waited in it is gone, the hardest case), a fresh database
@@ -57,7 +62,7 @@ def _redis_case(args, data_dir: Path) -> int:
             "OPENAI_API_KEY": "sk-bench-not-a-secret", "OPENAI_BASE_URL": f"http://127.0.0.1:{args.port}/v1",
             "OPENAI_MAX_RPM": str(args.redis_rpm),
             # Several lanes and short chunks, so that lanes hand on (send messages) during the outage.
-            "CPRT_RUN_LANE_CONCURRENCY": "4", "CPRT_RUN_CHUNK_TARGET_S": "3", "CPRT_RUN_CHUNK_SIZE": "20",
+            "CPRT_RUN_LANE_CONCURRENCY": "4", "CPRT_RUN_CHUNK_TARGET_S": str(args.redis_chunk_target_s), "CPRT_RUN_CHUNK_SIZE": "20",
             "CPRT_RUN_HEARTBEAT_S": "0.5", "CPRT_RUN_STALE_S": "8", "CPRT_RECONCILE_EVERY_S": "2",
             "CPRT_WORKER_HEARTBEAT_S": "2", "PYTHONPATH": str(ROOT), "LOG_LEVEL": "INFO",
         })

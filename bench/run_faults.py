@@ -96,6 +96,8 @@ def parse_args():
     p.add_argument("--redis-kill-at", type=float, default=0.3, help="fraction of results at which Redis is killed")
     p.add_argument("--redis-latency", type=float, default=0.25, help="fake provider latency in the redis case")
     p.add_argument("--redis-rpm", type=int, default=1200, help="OpenAI rate limit in the redis case (kept in Redis; 0: none)")
+    p.add_argument("--redis-chunk-target-s", type=float, default=3.0,
+                   help="CPRT_RUN_CHUNK_TARGET_S in the redis case (3: lanes hand on during the outage; 600: one chunk per lane throughout)")
     return p.parse_args()
 
 
