@@ -87,7 +87,9 @@ def pause_run(run_id: int, reason: str, message: str) -> bool:
     Resume (inference.runs.resume_run) after the fix continues with the items that have no result."""
     label = outcomes.pause_label(reason)
     text = f"Paused: {label}. Last error: {message}. Fix the cause, then Resume: the run continues where it stopped."
-    moved = Run.move(run_id, "fail", error=text[:4000], stop_reason=reason)
+    moved = Run.move(run_id, "fail", where=Q(status__in=[Run.STATUS_QUEUED, Run.STATUS_RUNNING]), error=text[:4000], stop_reason=reason)
+    if not moved:
+        mark_cancelled(run_id)  # a cancel asked meanwhile wins; a run already stopped stays as it is
     refresh_totals(run_id)
     if moved:
         metrics.run_paused(reason)

@@ -305,3 +305,13 @@ def test_the_transient_pause_is_capped_at_8_seconds_whatever_the_provider_backof
     assert 0.5 <= execution._transient_pause(1) <= 1.0  # jittered: 50 to 100 % of the doubled base
     settings.CPRT_PROVIDER_BACKOFF_MAX_S = 0.05
     assert execution._transient_pause(30) <= 0.05  # a smaller configured cap wins
+
+
+def test_a_cancel_asked_before_the_pause_wins(openai_server, six_images, django_capture_on_commit_callbacks, admin_user):
+    from inference.lifecycle import pause_run
+
+    run = launch("openai", django_capture_on_commit_callbacks)
+    Run.objects.filter(pk=run.pk).update(status=Run.STATUS_CANCELLING)
+    assert not pause_run(run.pk, "auth", "HTTP 401")
+    run.refresh_from_db()
+    assert run.status == Run.STATUS_CANCELLED and run.stop_reason == ""
