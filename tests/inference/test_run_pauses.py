@@ -315,3 +315,13 @@ def test_a_cancel_asked_before_the_pause_wins(openai_server, six_images, django_
     assert not pause_run(run.pk, "auth", "HTTP 401")
     run.refresh_from_db()
     assert run.status == Run.STATUS_CANCELLED and run.stop_reason == ""
+
+
+@pytest.mark.parametrize("provider", ["openai", "gemini"], indirect=True)
+def test_a_proxys_html_502_is_transient_not_a_pause(provider, six_images, django_capture_on_commit_callbacks):
+    name, server = provider
+    server.queue(Reply(status=502, body="<html><body>502 Bad Gateway</body></html>", headers={"Content-Type": "text/html"}))
+    run = launch(name, django_capture_on_commit_callbacks, concurrency=1)
+    execution.run_chunk(run.pk, run.image_ids)
+    run.refresh_from_db()
+    assert run.status == Run.STATUS_FINISHED and run.outcome_counts == {"ok": 6} and server.count == 7
