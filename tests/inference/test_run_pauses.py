@@ -303,6 +303,9 @@ def test_the_transient_pause_is_capped_at_8_seconds_whatever_the_provider_backof
     settings.CPRT_PROVIDER_BACKOFF_S, settings.CPRT_PROVIDER_BACKOFF_MAX_S = 1.0, 60.0
     assert max(execution._transient_pause(n) for n in range(1, 40) for _ in range(20)) <= execution.TRANSIENT_BACKOFF_MAX_S == 8.0
     assert 0.5 <= execution._transient_pause(1) <= 1.0  # jittered: 50 to 100 % of the doubled base
+    from inference import inprocess
+
+    assert max(inprocess._pause(n) for n in range(1, 40)) <= 8.0  # launch_run --here between chunks: the same cap
     settings.CPRT_PROVIDER_BACKOFF_MAX_S = 0.05
     assert execution._transient_pause(30) <= 0.05  # a smaller configured cap wins
 
