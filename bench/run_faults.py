@@ -30,29 +30,46 @@ reconciler period) while the reconciler runs (beat + a worker on `default` only)
 `api` starts. Checked: no re-dispatch of queued work, one message in the
 broker queue on every tick, and provider calls == images (no image paid twice).
 
+`--case postgres` and `--case worker` are the two halves of `faults`: only the PostgreSQL restart
+(at --restart-at), or only the worker's SIGKILL (at --kill-at). Both print, besides the above, the
+seconds from the fault's end to the next result stored (`progress_resumed_after_s`).
+
 A third case (`--case redis`, not part of `all`; bench/redis_outage.py): its own redis-server on a
 free port (never the shared one) is the broker, result backend and rate limiter of a real worker
 and beat; it is SIGKILLed mid-run for --redis-down-s (10) seconds and started again EMPTY. Printed:
-results stored, permanent errors, provider calls vs images, duplicate calls, time; checked: one `ok`
-result per image, calls <= images + those in flight at the kill, worker and beat still up.
+results stored, permanent errors, provider calls vs images, duplicate calls, time, the seconds to
+progress after Redis is back; checked: one `ok` result per image, calls <= images + those in flight
+at the kill, worker and beat still up, progress again within 15 s.
+
+Broken providers (`--case provider-html`, `provider-5xx`, `provider-401`, `provider-404`, or
+`providers` for all four; no PostgreSQL or Redis needed, a fresh SQLite database each): the fake
+OpenAI server answers every request with an HTML page (HTTP 200), a 500, a 401 or a 404, and
+`manage.py launch_run --kind judge ... --sample 6 --here --json` runs against it with the default
+retry settings. Printed: seconds until the command returned, the run's status, stop reason and
+error, provider calls. Checked: returned within 240 s, the run not running, a stop reason stored,
+at most 60 provider calls (401 and 404: 12).
+
+Every case removes its data folder (private images, logs, SQLite files) and its database when it
+ends, also when it fails or is terminated (SIGTERM, Ctrl-C); `--keep-data` keeps the folder.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.common import environment, log_tail, recreate_database, scratch_folder, start, stop  # noqa: E402 - after the path
+
+PROVIDER_CASES = {"provider-html": "html", "provider-5xx": "500", "provider-401": "401", "provider-404": "404"}
 
 
 def parse_args():
@@ -67,32 +84,21 @@ def parse_args():
     p.add_argument("--broker-url", default="redis://127.0.0.1:6379/9")
     p.add_argument("--port", type=int, default=8931)
     p.add_argument("--timeout", type=float, default=600.0)
-    p.add_argument("--case", choices=("all", "faults", "queued", "redis"), default="all",
-                   help="faults: restart + kill (restarts PostgreSQL); queued: a run queued with no worker, then workers; "
-                        "redis: a private redis-server killed for --redis-down-s mid-run (not part of all)")
+    p.add_argument("--case", choices=("all", "faults", "postgres", "worker", "queued", "redis", "providers", *PROVIDER_CASES), default="all",
+                   help="faults: restart + kill (restarts PostgreSQL); postgres / worker: one of the two; queued: a run queued "
+                        "with no worker, then workers; redis: a private redis-server killed for --redis-down-s mid-run (not part "
+                        "of all); provider-html/-5xx/-401/-404 (providers: all four): launch_run --here against a broken provider")
+    p.add_argument("--keep-data", action="store_true", help="keep the data folder (logs) instead of removing it")
+    p.add_argument("--provider-deadline-s", type=float, default=240.0, help="provider cases: launch_run must return within this")
     p.add_argument("--queued-images", type=int, default=200)
     p.add_argument("--redis-images", type=int, default=300)
     p.add_argument("--redis-down-s", type=float, default=10.0, help="how long the private Redis stays down")
     p.add_argument("--redis-kill-at", type=float, default=0.3, help="fraction of results at which Redis is killed")
     p.add_argument("--redis-latency", type=float, default=0.25, help="fake provider latency in the redis case")
     p.add_argument("--redis-rpm", type=int, default=1200, help="OpenAI rate limit in the redis case (kept in Redis; 0: none)")
+    p.add_argument("--redis-chunk-target-s", type=float, default=3.0,
+                   help="CPRT_RUN_CHUNK_TARGET_S in the redis case (3: lanes hand on during the outage; 600: one chunk per lane throughout)")
     return p.parse_args()
-
-
-def admin_url(url: str) -> str:
-    return urlsplit(url)._replace(path="/postgres").geturl()
-
-
-def recreate_database(url: str, drop_only: bool = False) -> None:
-    import psycopg
-
-    name = urlsplit(url).path.lstrip("/")
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-        raise SystemExit(f"refusing odd database name {name!r}")
-    with psycopg.connect(admin_url(url), autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        if not drop_only:
-            conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def restart_postgres(url: str, cluster: str = "main") -> float:
@@ -114,23 +120,22 @@ def restart_postgres(url: str, cluster: str = "main") -> float:
             time.sleep(0.2)
 
 
-def start(cmd: list[str], env: dict, log: Path) -> subprocess.Popen:
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=open(log, "ab"), start_new_session=True)
-
-
-def stop(proc: subprocess.Popen, sig=signal.SIGTERM) -> None:
-    from core.processes import stop_process
-
-    stop_process(proc, 30, sig=sig)
-
-
 def main() -> None:
     args = parse_args()
     if args.case == "redis":
         from bench.redis_outage import redis_case
 
         raise SystemExit(redis_case(args))
-    data_dir = tempfile.mkdtemp(prefix="cprt-bench-faults-")
+    if args.case == "providers" or args.case in PROVIDER_CASES:
+        cases = list(PROVIDER_CASES) if args.case == "providers" else [args.case]
+        raise SystemExit(max(provider_case(args, PROVIDER_CASES[case]) for case in cases))
+    with scratch_folder("cprt-bench-faults-", keep=args.keep_data) as data_dir:
+        faults_main(args, str(data_dir))
+
+
+def faults_main(args, data_dir: str) -> None:
+    restart = args.case in ("all", "faults", "postgres")
+    kill = args.case in ("all", "faults", "worker")
     env = dict(os.environ)
     env.update({
         "CPRT_DATA_DIR": data_dir, "DJANGO_SETTINGS_MODULE": "cprt_site.settings", "DATABASE_URL": args.database_url,
@@ -150,11 +155,7 @@ def main() -> None:
     from django.db import DatabaseError, connections
 
     from bench.common import make_run_images
-    from core.models import AuditEvent
     from cprt_site.celery import app
-    from inference import launching, prompts
-    from inference.models import Run, RunResult
-    from inference.selection import Selection
 
     call_command("migrate", verbosity=0)
     make_run_images(0, args.images)
@@ -170,83 +171,105 @@ def main() -> None:
                 time.sleep(0.2)
 
     logs = Path(data_dir)
-    server = subprocess.Popen([sys.executable, "-m", "tests.fakes.openai_server", "--port", str(args.port), "--delay", str(args.latency), "--processes", "4"],
+    procs: list = []  # every child, stopped (and the database dropped) however this ends
+    try:
+        code = _faults(args, env, logs, procs, db, restart, kill)
+    finally:
+        for proc in reversed(procs):
+            stop(proc)
+        connections.close_all()
+        recreate_database(args.database_url, drop_only=True)
+    if code:
+        for log in sorted(logs.glob("*.log")):
+            print(f"--- {log.name} ends:\n{log_tail(log)}", file=sys.stderr)
+        raise SystemExit(code)
+
+
+def _faults(args, env: dict, logs: Path, procs: list, db, restart: bool, kill: bool) -> int:
+    from core.models import AuditEvent
+    from inference import launching, prompts
+    from inference.models import Run, RunResult
+    from inference.selection import Selection
+
+    server = subprocess.Popen([sys.executable, "-m", "tests.fakes.openai_server", "--port", str(args.port), "--delay", str(args.latency),
+                               "--processes", "4"],
                               cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    procs.append(server)
     server.stdout.readline()
 
     def worker(name: str, queues: str = "api,default") -> subprocess.Popen:
-        return start([sys.executable, "-m", "celery", "-A", "cprt_site", "worker", "-Q", queues, "--pool", "prefork", "--concurrency", "2",
+        proc = start([sys.executable, "-m", "celery", "-A", "cprt_site", "worker", "-Q", queues, "--pool", "prefork", "--concurrency", "2",
                       "--loglevel", "WARNING", "--without-gossip", "--without-mingle", "-n", f"{name}-{os.getpid()}@%h"], env, logs / f"{name}.log")
+        procs.append(proc)
+        return proc
 
-    beat = start([sys.executable, "-m", "celery", "-A", "cprt_site", "beat", "--loglevel", "WARNING", "--schedule", str(logs / "beat-schedule")], env, logs / "beat.log")
+    procs.append(start([sys.executable, "-m", "celery", "-A", "cprt_site", "beat", "--loglevel", "WARNING",
+                        "--schedule", str(logs / "beat-schedule")], env, logs / "beat.log"))
     if args.case in ("all", "queued"):
-        try:
-            queued = queued_case(args, env, worker, db)
-        except BaseException:
-            for proc in (beat, server):
-                stop(proc)
-            raise
+        queued = queued_case(args, env, worker, db)
         print(json.dumps({"queued_case": queued}, indent=2), flush=True)
         if not all(queued["checks"].values()):
-            for proc in (beat, server):
-                stop(proc)
-            print(f"FAILED (queued case); logs in {data_dir}", file=sys.stderr)
-            raise SystemExit(1)
+            print("FAILED (queued case)", file=sys.stderr)
+            return 1
         if args.case == "queued":
-            for proc in (beat, server):
-                stop(proc)
-            connections.close_all()
-            recreate_database(args.database_url, drop_only=True)
             print("PASSED: queued work was dispatched once and every image was paid for once")
-            return
+            return 0
     first = worker("worker-a")
-    second = None
     timeline: dict = {}
-    try:
-        time.sleep(3)
-        spec = launching.LaunchSpec("judge", "openai", "bench-model", "zero_shot", False, prompts.DEFAULT_VERSION["judge"], Selection(split="test"), args.concurrency)
-        t0 = time.monotonic()
-        run = launching.launch_run(None, spec)
-        results = RunResult.objects.filter(run=run)
-        n = args.images
+    time.sleep(3)
+    spec = launching.LaunchSpec("judge", "openai", "bench-model", "zero_shot", False, prompts.DEFAULT_VERSION["judge"],
+                                Selection(split="test"), args.concurrency)
+    t0 = time.monotonic()
+    run = launching.launch_run(None, spec)
+    results = RunResult.objects.filter(run=run)
+    n = args.images
 
-        def wait_until(fraction: float) -> int:
-            while True:
-                done = db(results.count)
-                if done >= fraction * n:
-                    return done
-                if time.monotonic() - t0 > args.timeout:
-                    raise SystemExit(f"timed out at {done}/{n} results; logs in {data_dir}")
-                time.sleep(0.1)
+    def wait_until(fraction: float) -> int:
+        while True:
+            done = db(results.count)
+            if done >= fraction * n:
+                return done
+            if time.monotonic() - t0 > args.timeout:
+                raise SystemExit(f"timed out at {done}/{n} results")
+            time.sleep(0.1)
 
+    def resumed_after(since: float, before: int) -> float | None:
+        """Seconds from `since` until a result beyond `before` is stored (None: the run ended first)."""
+        while db(results.count) <= before:
+            if db(lambda: Run.objects.values_list("status", flat=True).get(pk=run.pk)) not in Run.ACTIVE_STATUSES:
+                return None
+            if time.monotonic() - t0 > args.timeout:
+                raise SystemExit("timed out waiting for progress")
+            time.sleep(0.1)
+        return round(time.monotonic() - since, 1)
+
+    if restart:
         done = wait_until(args.restart_at)
         timeline["postgres_restart"] = {"at_s": round(time.monotonic() - t0, 1), "results_before": done}
         timeline["postgres_restart"]["down_s"] = round(restart_postgres(args.database_url, args.cluster), 2)
-        connections.close_all()
-
+        connections_close()
+        back = time.monotonic()
+        timeline["postgres_restart"]["progress_resumed_after_s"] = resumed_after(back, db(results.count))
+    if kill:
         done = wait_until(args.kill_at)
         timeline["worker_kill"] = {"at_s": round(time.monotonic() - t0, 1), "results_before": done}
         stop(first, signal.SIGKILL)
-        second = worker("worker-b")
+        worker("worker-b")
+        timeline["worker_kill"]["progress_resumed_after_s"] = resumed_after(time.monotonic(), db(results.count))
 
-        while True:
-            status = db(lambda: Run.objects.values_list("status", flat=True).get(pk=run.pk))
-            if status not in Run.ACTIVE_STATUSES:
-                break
-            if time.monotonic() - t0 > args.timeout:
-                raise SystemExit(f"timed out with status {status}; logs in {data_dir}")
-            time.sleep(0.25)
-        timeline["finished_s"] = round(time.monotonic() - t0, 1)
-        run.refresh_from_db()
-        image_ids = list(results.values_list("image_id", flat=True))
-        outcomes = run.outcome_counts
-        redispatches = AuditEvent.objects.filter(action="run.redispatch", target_id=str(run.pk)).count()
-        calls = json.load(urllib.request.urlopen(f"http://127.0.0.1:{args.port}/_stats"))["count"]
-    finally:
-        for proc in (second, first, beat, server):
-            if proc is not None:
-                stop(proc)
-        connections.close_all()
+    while True:
+        status = db(lambda: Run.objects.values_list("status", flat=True).get(pk=run.pk))
+        if status not in Run.ACTIVE_STATUSES:
+            break
+        if time.monotonic() - t0 > args.timeout:
+            raise SystemExit(f"timed out with status {status}")
+        time.sleep(0.25)
+    timeline["finished_s"] = round(time.monotonic() - t0, 1)
+    run.refresh_from_db()
+    image_ids = list(results.values_list("image_id", flat=True))
+    outcomes = run.outcome_counts
+    redispatches = AuditEvent.objects.filter(action="run.redispatch", target_id=str(run.pk)).count()
+    calls = json.load(urllib.request.urlopen(f"http://127.0.0.1:{args.port}/_stats"))["count"]
     checks = {
         "status_finished": run.status == Run.STATUS_FINISHED,
         "one_result_per_image": len(image_ids) == len(set(image_ids)) == n,
@@ -254,16 +277,77 @@ def main() -> None:
         "all_ok": outcomes == {"ok": n},
     }
     report = {
-        "images": n, "concurrency": args.concurrency, "status": run.status, "results": len(image_ids),
+        "case": args.case, "images": n, "concurrency": args.concurrency, "status": run.status, "results": len(image_ids),
         "distinct_images": len(set(image_ids)), "outcomes": outcomes, "provider_calls": calls,
         "reconciler_redispatches": redispatches, "timeline": timeline, "checks": checks,
     }
-    print(json.dumps(report, indent=2))
-    recreate_database(args.database_url, drop_only=True)
+    print(json.dumps(report, indent=2), flush=True)
     if not all(checks.values()):
-        print(f"FAILED; worker and beat logs in {data_dir}", file=sys.stderr)
-        raise SystemExit(1)
+        print("FAILED", file=sys.stderr)
+        return 1
     print("PASSED: the run finished with exactly one result per image")
+    return 0
+
+
+def connections_close() -> None:
+    from django.db import connections
+
+    connections.close_all()
+
+
+def provider_case(args, answer: str) -> int:
+    """`launch_run --kind judge --sample 6 --here --json` against a provider that answers every
+    request with `answer` (html: an HTML page with HTTP 200; 500; 401; 404), default retry settings,
+    a fresh SQLite database in a scratch folder."""
+    limit = 12 if answer in ("401", "404") else 60
+    with scratch_folder(f"cprt-bench-provider-{answer}-", keep=args.keep_data) as data_dir:
+        env = environment(
+            CPRT_DATA_DIR=str(data_dir), DATABASE_URL=f"sqlite:///{data_dir}/bench.sqlite3",
+            OPENAI_API_KEY="sk-bench-not-a-secret", OPENAI_MAX_RPM="0", LOG_LEVEL="WARNING",
+        )
+        for name in ("CELERY_BROKER_URL", "CELERY_RESULT_BACKEND"):  # the embedded broker under the scratch folder
+            env.pop(name, None)
+        manage = [sys.executable, str(ROOT / "manage.py")]
+        subprocess.run([*manage, "migrate", "--verbosity", "0"], cwd=ROOT, env=env, check=True)
+        subprocess.run([*manage, "shell", "-c", "from bench.common import make_run_images; make_run_images(0, 12)"], cwd=ROOT, env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+        server = subprocess.Popen([sys.executable, "-m", "tests.fakes.openai_server", "--port", "0", "--answer", answer],
+                                  cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            url = server.stdout.readline().strip()
+            env["OPENAI_BASE_URL"] = f"{url}/v1"
+            started = time.monotonic()
+            try:
+                done = subprocess.run([*manage, "launch_run", "--kind", "judge", "--provider", "openai", "--model", "bench-model",
+                                       "--strategy", "zero_shot", "--sample", "6", "--seed", "1", "--here", "--json"],
+                                      cwd=ROOT, env=env, capture_output=True, text=True, timeout=args.provider_deadline_s + 60)
+                out, err = done.stdout, done.stderr
+            except subprocess.TimeoutExpired as exc:
+                out, err = exc.stdout or "", exc.stderr or ""
+                if isinstance(out, bytes):
+                    out, err = out.decode(errors="replace"), (err or b"").decode(errors="replace")
+            seconds = round(time.monotonic() - started, 1)
+            calls = json.load(urllib.request.urlopen(f"{url}/_stats"))["count"]
+        finally:
+            stop(server)
+    lines = [line for line in out.splitlines() if line.startswith("{")]
+    run = json.loads(lines[-1]) if lines else {}
+    report = {
+        "case": f"provider-{'5xx' if answer == '500' else answer}", "answer": answer, "seconds": seconds, "status": run.get("status"),
+        "stop_reason": run.get("stop_reason"), "error": (run.get("error") or "")[:300], "results": run.get("results"),
+        "provider_calls": calls,
+    }
+    report["checks"] = {
+        f"returned_within_{args.provider_deadline_s:g}_s": seconds <= args.provider_deadline_s,
+        "run_not_running": run.get("status") not in (None, "queued", "running"),
+        "reason_stored": bool(run.get("stop_reason")),
+        f"at_most_{limit}_provider_calls": calls <= limit,
+    }
+    print(json.dumps(report, indent=2), flush=True)
+    if not all(report["checks"].values()):
+        print(f"FAILED; launch_run's stderr ends:\n{err[-3000:]}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def queued_case(args, env: dict, worker, db) -> dict:

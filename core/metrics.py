@@ -2,9 +2,10 @@
 
 django-prometheus (middleware in settings) measures requests: latency by view, status codes. Here:
 - counters that the code paths call: `provider_call(provider, outcome)`, `provider_error(provider,
-  kind)`, `provider_retry(provider)`, `labeling_save(action)`;
+  kind)`, `provider_retry(provider)`, `run_paused(reason)`, `labeling_save(action)`;
 - gauges computed when Prometheus scrapes: jobs per kind and status (CPRT_METRICS_JOB_MODELS: model
-  labels, so that this base layer imports no app above it), messages waiting per Celery queue.
+  labels, so that this base layer imports no app above it), jobs paused per kind and reason (those
+  models with a `stop_reason` field), messages waiting per Celery queue.
 Counters are incremented in web processes and in Celery workers alike. With PROMETHEUS_MULTIPROC_DIR
 set (compose: a folder of the shared data volume) every process writes its values to files there and
 the scrape sums them (prometheus_client's multiprocess mode); unset, a scrape sees only the counts of
@@ -38,6 +39,7 @@ PROVIDER_ERRORS = Counter(
     "cprt_provider_errors", "Provider requests that failed, by kind of error (timeout, rate_limit, server, client ...).", ["provider", "kind"])
 PROVIDER_RETRIES = Counter("cprt_provider_retries", "Provider requests sent again after a retryable failure.", ["provider"])
 LABELING_SAVES = Counter("cprt_labeling_saves", "Labelings saved by reviewers, by action (draft, submit ...).", ["action"])
+RUN_PAUSES = Counter("cprt_run_pauses", "Runs that paused themselves, by reason (auth, no_model, not_api, provider_failing ...).", ["reason"])
 
 
 def provider_call(provider: str, outcome: str) -> None:
@@ -50,6 +52,10 @@ def provider_error(provider: str, kind: str) -> None:
 
 def provider_retry(provider: str) -> None:
     PROVIDER_RETRIES.labels(provider=provider).inc()
+
+
+def run_paused(reason: str) -> None:
+    RUN_PAUSES.labels(reason=reason).inc()
 
 
 def labeling_save(action: str) -> None:
@@ -68,6 +74,17 @@ class ScrapeTimeCollector:
             for status, n in sorted(counts.items()):
                 jobs.add_metric([kind, status], n)
         yield jobs
+
+        paused = GaugeMetricFamily("cprt_jobs_paused", "Jobs that paused themselves and wait for a Resume, by kind and reason.",
+                                   labels=["kind", "reason"])
+        for kind, label in settings.CPRT_METRICS_JOB_MODELS.items():
+            model = apps.get_model(label)
+            if not any(f.name == "stop_reason" for f in model._meta.get_fields()):
+                continue
+            rows = model.objects.filter(status="failed").exclude(stop_reason="").order_by().values_list("stop_reason").annotate(n=Count("pk"))
+            for reason, n in sorted(rows):
+                paused.add_metric([kind, reason], n)
+        yield paused
 
         depth = GaugeMetricFamily("cprt_queue_depth", "Messages waiting in a Celery queue (not yet taken by a worker).", labels=["queue"])
         up = GaugeMetricFamily("cprt_broker_up", "1 when the broker answered this scrape.")

@@ -343,6 +343,10 @@ CPRT_PROVIDER_TIMEOUT_S = envduration("CPRT_PROVIDER_TIMEOUT_S", 120.0, min=0.05
 CPRT_PROVIDER_MAX_ATTEMPTS = envint("CPRT_PROVIDER_MAX_ATTEMPTS", 5, min=1, max=100)
 CPRT_PROVIDER_BACKOFF_S = envduration("CPRT_PROVIDER_BACKOFF_S", 1.0, min=0.0, max=3600)
 CPRT_PROVIDER_BACKOFF_MAX_S = envduration("CPRT_PROVIDER_BACKOFF_MAX_S", 60.0, min=0.0, max=3600)
+# A run pauses itself (stop_reason, Resume after the fix) when this many items in a row failed (each
+# after every attempt, or rejected) with no answer between, or when its provider failed for this long.
+CPRT_RUN_PAUSE_AFTER_FAILURES = envint("CPRT_RUN_PAUSE_AFTER_FAILURES", 6, min=1, max=1_000_000)
+CPRT_RUN_PAUSE_AFTER_S = envduration("CPRT_RUN_PAUSE_AFTER_S", 600.0, min=1.0, max=7 * 24 * 3600)
 # Minimum images per chunk task (chunks hold up to 200 x the lane's concurrency, see inference.dispatch).
 CPRT_RUN_CHUNK_SIZE = envint("CPRT_RUN_CHUNK_SIZE", 50, min=1, max=100_000)
 # Most requests one chunk task keeps in flight. A run with a higher concurrency is split into

@@ -45,7 +45,7 @@ class RunSerializer(serializers.ModelSerializer):
         fields = [
             "id", "task", "provider", "model_name", "strategy", "counterfactual_faces", "face_variant", "prompt_version", "selection",
             "options", "concurrency", "mode", "endpoint", "stand_in", "status", "total_images", "done_count", "percent_done",
-            "outcome_counts", "tokens_in", "tokens_out", "estimated_cost_usd", "items_resent", "estimate", "error", "created_by",
+            "outcome_counts", "tokens_in", "tokens_out", "estimated_cost_usd", "items_resent", "estimate", "error", "stop_reason", "created_by",
             "created_at", "started_at",
             "finished_at", "is_active", "can_resume",
         ]

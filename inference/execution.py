@@ -8,8 +8,14 @@ its heartbeat every CPRT_RUN_HEARTBEAT_S seconds, and reads the status back: can
 
 Transient is not final: an error that can pass (the provider still answering 429/5xx/timeouts after
 CPRT_PROVIDER_MAX_ATTEMPTS, Redis, the broker or the database unreachable) writes no result. The
-chunk backs off (capped, waking up for a cancel) and tries the image again until its deadline;
-what is still missing then is handed on to the lane's next chunk, or left to resume and the reconciler.
+chunk backs off (doubling once per ROUND of tries, not per item, capped at TRANSIENT_BACKOFF_MAX_S,
+jittered, waking up for a cancel) and tries the image again until its deadline; what is still
+missing then is handed on to the lane's next chunk, or left to resume and the reconciler.
+
+Final for the run: an answer every request would get (401/403, 404, a 2xx that is not the API's
+JSON), or a provider failing every item (CPRT_RUN_PAUSE_AFTER_FAILURES items in a row, or for
+CPRT_RUN_PAUSE_AFTER_S, with no answer between; `Streak`): the run pauses itself with a named
+reason (lifecycle.pause_run). docs/background-jobs.md, "What a provider's answer means".
 """
 from __future__ import annotations
 
@@ -27,7 +33,8 @@ from django.conf import settings
 from django.db import InterfaceError as DatabaseInterfaceError
 from django.db import connection
 from django.db import OperationalError as DatabaseOperationalError
-from django.db.models import Q
+from django.db.models import DateTimeField, F, Q, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotations.images import mime_type
@@ -36,16 +43,18 @@ from core import metrics
 
 from . import chunks, dispatching, kinds, leases
 from .models import Run, RunResult
-from .providers import FatalProviderError, ProviderError, ProviderUnavailable, RetryableError, get_provider
+from .providers import FatalProviderError, PermanentError, ProviderError, ProviderUnavailable, RetryableError, get_provider
 from .ratelimit import RateLimiter
-from .lifecycle import mark_cancelled, fail_run, finish_if_complete, refresh_totals
+from .lifecycle import finish_if_complete, mark_cancelled, pause_run, refresh_totals
 from .results import Outcome, scrub_outcome, write_outcomes
 
 
 log = logging.getLogger(__name__)
 
 STOP_GRACE_S = 5.0  # after a cancel, how long a chunk waits for requests already in flight
-TRANSIENT_BACKOFF_MAX_S = 30.0  # the longest a chunk pauses between tries while something is down
+# The longest a chunk pauses between rounds of tries while something is down (and CPRT_PROVIDER_BACKOFF_MAX_S
+# when smaller): short enough that work resumes within seconds of Redis or the database coming back.
+TRANSIENT_BACKOFF_MAX_S = 8.0
 
 # Errors of the infrastructure that pass when it is back: never an image's final outcome. OSError
 # covers sockets (ConnectionError, TimeoutError); an unreadable image file is told apart (read first).
@@ -73,10 +82,29 @@ class GaveUp(Exception):
 
 @dataclass
 class Deferred:
-    """No answer yet for this item, for a reason that can pass: the chunk tries it again later."""
+    """No answer yet for this item, for a reason that can pass: the chunk tries it again later.
+    `provider`: the provider failed it (5xx, 429, timeouts after every attempt), which counts towards
+    pausing the run; else the infrastructure did (Redis, the database), which never pauses a run."""
 
     item: kinds.Item
     reason: str
+    provider: bool = False
+
+
+@dataclass
+class Rejected:
+    """A final error for this item that may be the run's (a plain 400, an unexpected exception): written
+    once the provider answers another item; N in a row with no answer between pause the run instead."""
+
+    outcome: Outcome
+
+
+@dataclass
+class RunStop:
+    """An answer every request of the run would get (bad key, no such model, not the API): pause the run."""
+
+    reason: str
+    message: str
 
 
 @dataclass
@@ -136,12 +164,13 @@ def _call(ctx: Context, request, attempts: list):
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def process_image(ctx: Context, item: kinds.Item) -> Outcome | Deferred | None:
+def process_image(ctx: Context, item: kinds.Item) -> Outcome | Deferred | Rejected | RunStop | None:
     """Ask the model about one item, stage after stage as its kind says; never raises. Returns None
     when the run was cancelled before an answer came back, a `Deferred` when an error that can pass
     (see INFRASTRUCTURE_ERRORS, or a provider still failing with retryable errors after every attempt)
-    kept it from an answer, else the final outcome (an unexpected error is a final `error`). Every
-    text in the outcome is scrubbed of configured secrets (a model may echo one)."""
+    kept it from an answer, a `RunStop` when no request of the run can succeed, a `Rejected` for a
+    final error that may be the run's own (see Streak), else the final outcome. Every text in the
+    outcome is scrubbed of configured secrets (a model may echo one)."""
     attempts: list = []
     out = Outcome(item_id=item.item_id, image_id=item.image_id, outcome=RunResult.OUTCOME_ERROR)
     try:
@@ -167,21 +196,27 @@ def process_image(ctx: Context, item: kinds.Item) -> Outcome | Deferred | None:
     except Stopped:
         return None
     except GaveUp as exc:
-        return Deferred(item, f"gave up after {len(exc.attempts)} attempts: {exc.last}")
+        return Deferred(item, f"gave up after {len(exc.attempts)} attempts: {exc.last}", provider=True)
     except FatalProviderError as exc:
-        out.outcome, out.fatal, out.error = RunResult.OUTCOME_ERROR, True, str(exc)
-        out.raw["error"] = exc.raw
+        return RunStop(exc.reason, str(exc))
     except ProviderUnavailable as exc:
-        out.outcome, out.fatal, out.error = RunResult.OUTCOME_ERROR, True, str(exc)
+        return RunStop("unavailable", str(exc))
     except ProviderError as exc:
         out.outcome, out.error = RunResult.OUTCOME_ERROR, str(exc)
         out.raw["error"] = exc.raw
+        if not (isinstance(exc, PermanentError) and exc.item_specific):
+            return Rejected(_with_retries(out, attempts))
     except INFRASTRUCTURE_ERRORS as exc:
         log.warning("run item %s deferred: %s: %s", item.item_id, type(exc).__name__, exc)
         return Deferred(item, f"{type(exc).__name__}: {exc}")
     except Exception as exc:  # noqa: BLE001 - one bad image must not take the chunk down
         log.exception("run item %s failed", item.item_id)
         out.outcome, out.error = RunResult.OUTCOME_ERROR, f"{type(exc).__name__}: {exc}"
+        return Rejected(_with_retries(out, attempts))
+    return _with_retries(out, attempts)
+
+
+def _with_retries(out: Outcome, attempts: list) -> Outcome:
     if attempts:
         out.raw["retries"] = attempts
     return scrub_outcome(out)
@@ -193,6 +228,42 @@ def _heartbeat(run_id: int) -> str:
     Run.objects.filter(pk=run_id).update(heartbeat_at=timezone.now())
     refresh_totals(run_id)
     return Run.objects.values_list("status", flat=True).get(pk=run_id)
+
+
+class Streak:
+    """Items failed since the provider last answered any item of the run, shared by its lanes and
+    chunks (`Run.failures_in_a_row`, `Run.failing_since`). CPRT_RUN_PAUSE_AFTER_FAILURES of them (an
+    item counts each time it exhausts its attempts or is rejected), or failures for
+    CPRT_RUN_PAUSE_AFTER_S, pause the run. An answer (any outcome the model gave) ends the streak.
+    Only a chunk's main thread calls it; infrastructure errors are never counted (they pass), and a
+    database error while counting counts nothing."""
+
+    def __init__(self, run_id: int, open_streak: bool = False):
+        self.run_id = run_id
+        self.counted = open_streak  # a streak this chunk knows of (its own, or found on the run) is not ended yet
+
+    def failed(self) -> bool:
+        """Count one failure; True when the run should pause."""
+        now = timezone.now()
+        try:
+            Run.objects.filter(pk=self.run_id).update(
+                failures_in_a_row=F("failures_in_a_row") + 1, failing_since=Coalesce("failing_since", Value(now, output_field=DateTimeField())))
+            count, since = Run.objects.values_list("failures_in_a_row", "failing_since").get(pk=self.run_id)
+        except (DatabaseOperationalError, DatabaseInterfaceError):
+            return False
+        self.counted = True
+        failing_s = (now - since).total_seconds() if since else 0.0
+        return count >= settings.CPRT_RUN_PAUSE_AFTER_FAILURES or failing_s >= settings.CPRT_RUN_PAUSE_AFTER_S
+
+    def answered(self, always: bool = False) -> None:
+        """The provider answered: the streak ends (only written when there is one to end)."""
+        if not (self.counted or always):
+            return
+        try:
+            Run.objects.filter(pk=self.run_id, failures_in_a_row__gt=0).update(failures_in_a_row=0, failing_since=None)
+        except (DatabaseOperationalError, DatabaseInterfaceError):
+            return
+        self.counted = False
 
 
 def run_chunk(run_id: int, item_ids: list[int], concurrency: int | None = None, lane: int | None = None,
@@ -231,7 +302,7 @@ def run_chunk(run_id: int, item_ids: list[int], concurrency: int | None = None, 
         stage_providers = {stage: get_provider(run.provider, kind.model_for(stage))
                            for stage in kind.stages if kind.model_for(stage) != run.model_name}
     except ProviderUnavailable as exc:
-        fail_run(run_id, str(exc))
+        pause_run(run_id, "unavailable", str(exc))
         return {"run": run_id, "failed": str(exc)}
     ctx = Context(
         kind=kind, provider=provider, limiter=RateLimiter(run.provider), stop=threading.Event(),
@@ -242,8 +313,8 @@ def run_chunk(run_id: int, item_ids: list[int], concurrency: int | None = None, 
     stats = _execute(run, ctx, todo, width, lease=lease, deadline=deadline, lane=lane)
     if lane is not None and resent:
         stats["resent"] = resent
-    if stats.get("fatal"):
-        fail_run(run_id, stats["fatal"])
+    if stats.get("pause"):
+        pause_run(run_id, *stats["pause"])
     else:
         finish_if_complete(run_id)
     if lease is not None and not stats.get("lease_lost"):
@@ -290,10 +361,20 @@ def _reserved(run_id: int, lane: int | None, item_ids, stats: dict) -> bool:
     return True
 
 
-def _transient_pause(failures: int) -> float:
-    """How long a chunk pauses after `failures` deferred items in a row: doubling, capped, jittered."""
-    cap = max(TRANSIENT_BACKOFF_MAX_S, settings.CPRT_PROVIDER_BACKOFF_MAX_S)
-    return min(cap, settings.CPRT_PROVIDER_BACKOFF_S * 2 ** min(failures - 1, 16)) * random.uniform(0.5, 1.0)
+def _transient_pause(rounds: int) -> float:
+    """How long a chunk pauses after `rounds` rounds of tries in a row that ended with an item deferred
+    (however many items each round deferred): doubling, capped at the smaller of
+    TRANSIENT_BACKOFF_MAX_S and CPRT_PROVIDER_BACKOFF_MAX_S, jittered (50-100 %)."""
+    cap = min(TRANSIENT_BACKOFF_MAX_S, settings.CPRT_PROVIDER_BACKOFF_MAX_S)
+    return min(cap, settings.CPRT_PROVIDER_BACKOFF_S * 2 ** min(rounds - 1, 16)) * random.uniform(0.5, 1.0)
+
+
+def _stop_for(stats: dict, ctx: Context, reason: str, message: str) -> None:
+    """No further request of this run can succeed: stop the chunk; run_chunk pauses the run (the first reason wins)."""
+    if "pause" not in stats:
+        stats["pause"] = (reason, message)
+        stats["fatal"] = message
+    ctx.stop.set()
 
 
 def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=None, deadline: float | None = None,
@@ -303,8 +384,13 @@ def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=N
         return stats
     fresh = deque(todo)
     again: deque[kinds.Item] = deque()  # deferred items, tried again after a pause
-    failures = 0  # deferred items in a row; an answer resets it
+    failures = 0  # rounds of tries in a row that deferred an item; an answer resets it
+    generation = 0  # the current round: it ends when one of its items is deferred (a pause begins)
+    round_of: dict = {}  # future -> the round it was sent in
     paused_until = 0.0
+    streak = Streak(run.pk, open_streak=run.failures_in_a_row > 0)
+    held: list[Outcome] = []  # rejected items since the last answer (Rejected): written once one comes
+    answered = False  # an answer since the last heartbeat (it ends the streak of every lane)
     retry_until = deadline if deadline is not None else time.monotonic() + chunks.deadline_s()
     pending: set = set()
     flying: dict = {}  # future -> item id, for the lane's in-flight record
@@ -345,13 +431,16 @@ def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=N
                 else:
                     break
                 batch.append(item)
-            if batch and not _reserved(run.pk, lane, [*flying.values(), *(o.item_id for o in buffer), *(i.item_id for i in batch)], stats):
+            in_flight_record = [*flying.values(), *(o.item_id for o in buffer), *(o.item_id for o in held), *(i.item_id for i in batch)]
+            if batch and not _reserved(run.pk, lane, in_flight_record, stats):
                 again.extendleft(reversed(batch))  # nothing sent: the database is down; try again after a pause
-                paused_until = time.monotonic() + _transient_pause(max(1, failures))
+                failures, generation = failures + 1, generation + 1
+                paused_until = time.monotonic() + _transient_pause(failures)
                 batch = []
             for item in batch:
                 future = pool.submit(process_image, ctx, item)
                 flying[future] = item.item_id
+                round_of[future] = generation
                 pending.add(future)
             if pending:
                 finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
@@ -367,21 +456,33 @@ def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=N
                 ctx.stop.wait(max(0.01, min(paused_until - now, beat_every, 0.5)))
             for future in finished:
                 flying.pop(future, None)
+                sent_in = round_of.pop(future, generation)
                 out = future.result()
                 if out is None:
                     continue
+                if isinstance(out, RunStop):
+                    _stop_for(stats, ctx, out.reason, out.message)
+                    continue
                 if isinstance(out, Deferred):
-                    failures += 1
                     stats["deferred"] = stats.get("deferred", 0) + 1
                     stats["last_transient_error"] = out.reason
                     again.append(out.item)
-                    paused_until = max(paused_until, time.monotonic() + _transient_pause(failures))
+                    if sent_in == generation:  # the first of its round: one longer pause per round, not per item
+                        failures, generation = failures + 1, generation + 1
+                        paused_until = max(paused_until, time.monotonic() + _transient_pause(failures))
+                    if out.provider and not ctx.stop.is_set() and streak.failed():
+                        _stop_for(stats, ctx, "provider_failing", out.reason)
                     continue
                 failures = 0
-                if out.fatal:
-                    stats.setdefault("fatal", out.error)
-                    ctx.stop.set()
+                if isinstance(out, Rejected):
+                    held.append(out.outcome)
+                    if not ctx.stop.is_set() and streak.failed():
+                        _stop_for(stats, ctx, "items_failing", out.outcome.error)
                     continue
+                answered = True
+                streak.answered()
+                buffer.extend(held)  # the provider answers: those errors were the items' own
+                held.clear()
                 buffer.append(out)
             now = time.monotonic()
             # Results are written in small batches (one transaction each): per-row commits cost more
@@ -396,6 +497,9 @@ def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=N
             if now - last_beat >= beat_every:
                 last_beat = now
                 try:
+                    if answered:
+                        streak.answered(always=True)  # another lane's streak ends too: the provider answers
+                        answered = False
                     if _heartbeat(run.pk) != Run.STATUS_RUNNING:
                         ctx.stop.set()
                     if lease is not None and not lease.renew():
@@ -411,6 +515,10 @@ def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=N
                 if now > stop_deadline:
                     stats["abandoned_in_flight"] = len(pending)
                     break
+        if held and not stats.get("pause"):
+            buffer.extend(held)  # final for their items (no streak long enough to pause the run)
+        elif held:
+            stats["rejected_unwritten"] = len(held)  # the run paused: Resume after the fix asks them again
         # The last results: the database may be down for a while; wait for it (capped by the chunk's
         # deadline and a cancel) rather than drop answers already paid for.
         while buffer and not flush() and time.monotonic() < retry_until:
@@ -426,5 +534,7 @@ def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=N
         stats["left_missing"] = len(again)
     if ctx.stop.is_set():
         stats["stopped"] = True
+    if answered:
+        streak.answered(always=True)
     _heartbeat(run.pk)
     return stats

@@ -30,7 +30,7 @@ from .lifecycle import finish_if_complete
 from .models import Run, RunLane
 
 WORKING = (Run.STATUS_QUEUED, Run.STATUS_RUNNING)
-LANE_BACKOFF_MAX_S = 30.0  # the longest a lane waits between chunks while something is down
+LANE_BACKOFF_MAX_S = 8.0  # the longest a lane waits between chunks while something is down (as a chunk's pause)
 
 
 def why_not_here(provider: str, mode: str) -> str:
@@ -85,7 +85,7 @@ def work(run_id: int, report: Callable[[Run], None] = lambda run: None, every: f
 
 def _pause(failures: int) -> float:
     """Seconds between tries of a lane whose chunk could do nothing (something it needs is down)."""
-    cap = max(LANE_BACKOFF_MAX_S, settings.CPRT_PROVIDER_BACKOFF_MAX_S)
+    cap = min(LANE_BACKOFF_MAX_S, max(0.05, settings.CPRT_PROVIDER_BACKOFF_MAX_S))
     return min(cap, max(0.05, settings.CPRT_PROVIDER_BACKOFF_S) * 2 ** min(failures - 1, 16)) * random.uniform(0.5, 1.0)
 
 
@@ -93,7 +93,7 @@ def _work_lane(run_id: int, index: int, errors: list, stops: dict, notice: Calla
     """Chunk after chunk on one lane, each claimed and leased, until none of its images is missing or
     the run stops being worked (finished, cancelled, failed). A chunk that wrote nothing because
     something was down (the provider, Redis behind the rate limiter: its items were deferred) is followed by another
-    after a pause that doubles up to LANE_BACKOFF_MAX_S: the lane waits for the outage to pass.
+    after a pause that doubles up to LANE_BACKOFF_MAX_S (8 s): the lane waits for the outage to pass.
     A lane held by someone else (a live worker, or taken over after this process stalled) is left
     to them, its reason kept in `stops`."""
     failures = 0
@@ -109,7 +109,7 @@ def _work_lane(run_id: int, index: int, errors: list, stops: dict, notice: Calla
                     stops[index] = "held by another worker (its lease is live)"
                 return  # else the run is no longer worked (cancelled, finished)
             if "failed" in result or result.get("fatal"):
-                return  # the run failed; its error says why
+                return  # the run paused itself (or failed); its error says why
             if result.get("lease_lost"):
                 stops[index] = "taken over by another worker (this lane's lease expired while it was worked here)"
                 return

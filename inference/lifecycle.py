@@ -8,6 +8,7 @@ inference.signals (sent on commit).
 """
 from __future__ import annotations
 
+import logging
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -15,13 +16,15 @@ from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from core import broker
+from core import broker, metrics
 from core.audit import audit
+from core.secrets import scrub
 
-from . import dispatching, kinds, leases, pricing
+from . import dispatching, kinds, leases, outcomes, pricing
 from .items import missing_item_ids
 from .models import Run, RunLane, RunResult
 
+log = logging.getLogger(__name__)
 
 def refresh_totals(run_id: int) -> None:
     """Outcome counts, done, tokens and estimated cost from the stored results (idempotent).
@@ -71,6 +74,27 @@ def mark_cancelled(run_id: int) -> None:
 def fail_run(run_id: int, message: str) -> None:
     Run.move(run_id, "fail", error=message[:4000])
     refresh_totals(run_id)
+
+
+# Written with every requeue (resume, retry failed): a resumed run starts with a clean slate.
+CLEAR_PAUSE = {"stop_reason": "", "failures_in_a_row": 0, "failing_since": None}
+
+
+def pause_run(run_id: int, reason: str, message: str) -> bool:
+    """Every further request would fail the same way: stop the run with a named reason (`fail` move,
+    `stop_reason`; the error says what and what to do), once. The page and the API show it,
+    /metrics counts it (cprt_run_pauses_total, cprt_runs_paused) and one WARNING line logs it.
+    Resume (inference.runs.resume_run) after the fix continues with the items that have no result."""
+    label = outcomes.pause_label(reason)
+    text = f"Paused: {label}. Last error: {message}. Fix the cause, then Resume: the run continues where it stopped."
+    moved = Run.move(run_id, "fail", where=Q(status__in=[Run.STATUS_QUEUED, Run.STATUS_RUNNING]), error=text[:4000], stop_reason=reason)
+    if not moved:
+        mark_cancelled(run_id)  # a cancel asked meanwhile wins; a run already stopped stays as it is
+    refresh_totals(run_id)
+    if moved:
+        metrics.run_paused(reason)
+        log.warning("run %s paused (%s): %s", run_id, reason, scrub(message)[:500])
+    return moved
 
 
 def heartbeat_is_stale(run: Run, seconds: float) -> bool:

@@ -61,6 +61,12 @@ class Run(Job):
     estimate = models.JSONField(default=dict, blank=True, help_text="Requests, tokens and cost estimated at launch.")
     outcome_counts = models.JSONField(default=dict, blank=True, help_text="outcome -> number of results, refreshed by the workers.")
     dispatched_at = models.DateTimeField(null=True, blank=True, help_text="When chunks were last sent to the queue.")
+    # Why the run paused itself (inference.outcomes.PAUSE_REASONS; empty: it did not), and the failure
+    # streak that decides it, shared by the run's lanes (inference.execution.Streak).
+    stop_reason = models.CharField(max_length=32, blank=True, help_text=(
+        "Why the run paused itself (a key of inference.outcomes.PAUSE_REASONS); empty when it did not. Resume clears it."))
+    failures_in_a_row = models.PositiveIntegerField(default=0, help_text="Items that failed since the provider last answered.")
+    failing_since = models.DateTimeField(null=True, blank=True, help_text="When that streak of failures began.")
 
     class Meta:
         ordering = ["-created_at"]

@@ -18,7 +18,7 @@ from core.jobs import FINAL_STATUSES
 
 from . import dispatching, leases
 from .batch import control as batch_control
-from .lifecycle import finish_if_complete, heartbeat_is_stale, mark_cancelled, refresh_totals
+from .lifecycle import CLEAR_PAUSE, finish_if_complete, heartbeat_is_stale, mark_cancelled, refresh_totals
 from .items import missing_item_ids
 from .models import Run, RunResult
 
@@ -53,11 +53,11 @@ def resume_run(user, run: Run) -> int:
     missing = missing_item_ids(run)
     with transaction.atomic():
         if missing:
-            Run.move(run.pk, "requeue", error="")
+            Run.move(run.pk, "requeue", error="", **CLEAR_PAUSE)
             dispatching.dispatch_on_commit(run.pk, missing, takeover=True)
         audit(user, "run.resume", run, missing=len(missing), previous_status=run.status)
     if not missing:
-        Run.moves(Run.objects.filter(pk=run.pk, status__in=[Run.STATUS_CANCELLED, Run.STATUS_FAILED]), "requeue")
+        Run.moves(Run.objects.filter(pk=run.pk, status__in=[Run.STATUS_CANCELLED, Run.STATUS_FAILED]), "requeue", **CLEAR_PAUSE)
         finish_if_complete(run.pk)
     return len(missing)
 
@@ -80,7 +80,7 @@ def retry_failed(user, run: Run, send: bool = True) -> int:
         return 0
     previous = run.status
     with transaction.atomic():
-        if not Run.move(run.pk, "requeue", where=Q(status__in=FINAL_STATUSES), error=""):
+        if not Run.move(run.pk, "requeue", where=Q(status__in=FINAL_STATUSES), error="", **CLEAR_PAUSE):
             return 0  # another retry (or resume) got there first
         failed = RunResult.objects.filter(run_id=run.pk, outcome=RunResult.OUTCOME_ERROR)
         item_ids = sorted(failed.values_list("item_id", flat=True))

@@ -5,6 +5,7 @@ from .base import (  # noqa: F401 - re-exported for callers
     Availability,
     FatalProviderError,
     ModelRequest,
+    NotTheAPI,
     PermanentError,
     Provider,
     ProviderError,

@@ -66,11 +66,25 @@ class RetryableError(ProviderError):
 
 
 class PermanentError(ProviderError):
-    """A request the server will never accept as sent (400, 413, 422...): this image fails."""
+    """A request the server will never accept as sent (400, 413, 422...): this item fails.
+
+    `item_specific`: the provider said why, and it is about this item (its context is too long, its
+    content breaks a policy); such errors never count towards pausing the run. Other permanent errors
+    (a plain 400) may be the run's own (a parameter every request repeats): N of them in a row, with
+    no answer between, pause the run (docs/background-jobs.md, "What a provider's answer means")."""
+
+    def __init__(self, message: str, raw: dict | None = None, status: int | None = None, item_specific: bool = False):
+        super().__init__(message, raw, status)
+        self.item_specific = item_specific
 
 
 class FatalProviderError(PermanentError):
-    """Nothing in this run can succeed (bad credentials, unknown model): the whole run fails."""
+    """Nothing in this run can succeed (bad credentials, unknown model, an answer that is not the
+    provider's API): the run pauses with `reason` (a key of inference.outcomes.PAUSE_REASONS)."""
+
+    def __init__(self, message: str, raw: dict | None = None, status: int | None = None, reason: str = ""):
+        super().__init__(message, raw, status)
+        self.reason = reason or fatal_reason(status)
 
 
 class ProviderUnavailable(Exception):
@@ -119,6 +133,38 @@ def retryable_status(status: int) -> bool:
 
 def fatal_status(status: int) -> bool:
     return status in (401, 403, 404)
+
+
+def fatal_reason(status: int | None) -> str:
+    """The pause reason of a status that fails every request of a run."""
+    return {401: "auth", 403: "auth", 404: "no_model"}.get(status or 0, "not_api")
+
+
+# Error codes and texts by which a provider says that a 400 is about this item, not the run's requests.
+ITEM_SPECIFIC_CODES = {
+    "context_length_exceeded", "string_above_max_length", "content_policy_violation", "content_filter",
+    "invalid_image", "image_parse_error", "invalid_image_format", "image_too_large",
+}
+ITEM_SPECIFIC_TEXT = re.compile(
+    r"context length|maximum context|too many tokens|exceeds the maximum number of tokens|token count .* exceeds|"
+    r"content (management )?policy|safety|image (is )?too large|could not (process|decode) (the )?image|invalid image",
+    re.IGNORECASE,
+)
+
+
+def item_specific(message: str, body) -> bool:
+    """A 4xx whose code or text says it is about this request's content (context too long, content policy)."""
+    error = body.get("error") if isinstance(body, dict) else None
+    code = str(error.get("code") or "") if isinstance(error, dict) else ""
+    return code in ITEM_SPECIFIC_CODES or bool(ITEM_SPECIFIC_TEXT.search(message or ""))
+
+
+class NotTheAPI(FatalProviderError):
+    """A 2xx whose body is not the provider's API answer (an HTML page from a proxy, a base URL that
+    is not an API): every request will get the same; the run pauses ("not_api")."""
+
+    def __init__(self, message: str, raw: dict | None = None, status: int | None = None):
+        super().__init__(message, raw, status, reason="not_api")
 
 
 def error_body(response) -> dict:

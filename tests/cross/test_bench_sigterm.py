@@ -124,6 +124,7 @@ def test_sigterm_ends_the_redis_fault_bench_and_its_private_redis(tmp_path):
         assert bench.wait(timeout=90) == 128 + signal.SIGTERM
         for what, needles in marks.items():
             wait_until(lambda needles=needles: not processes_matching(*needles), 30, f"the {what} to end")
+        assert list(tmp_path.glob("cprt-bench-redis-*")) == []  # its data folder (images, logs) is removed too
     finally:
         if bench.poll() is None:
             bench.kill()

@@ -74,3 +74,11 @@ def test_no_import_circle_inside_the_app(graph, app):
     modules = {m for m in graph.modules if m == app or m.startswith(app + ".")}
     found = circles(graph, modules)
     assert found == [], "\n".join(f"{len(c)} modules: {' '.join(c)}" for c in found)
+
+
+def test_no_import_circle_between_the_benchmarks():
+    """bench/ is a folder of scripts (no package): bench/run_faults.py and bench/redis_outage.py once
+    imported each other; what they share lives in bench/common.py."""
+    bench = grimp.build_graph("bench")
+    found = circles(bench, set(bench.modules))
+    assert found == [], "\n".join(f"{len(c)} modules: {' '.join(c)}" for c in found)

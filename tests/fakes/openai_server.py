@@ -111,13 +111,36 @@ class FakeOpenAIServer(OpenAIBatchesMixin, FakeServer):
         return ok(answer, model=payload.get("model", "fake-model"))
 
 
+# `--answer`: a broken provider that answers every model request the same way (bench/run_faults.py).
+BROKEN_ANSWERS = {
+    "html": lambda: Reply(body="<html><body><h1>502 Bad Gateway</h1><hr>nginx</body></html>", headers={"Content-Type": "text/html"}),
+    "500": lambda: error(500, "The server had an error while processing your request."),
+    "401": lambda: error(401, "Incorrect API key provided."),
+    "404": lambda: error(404, "The model `bench-model` does not exist or you do not have access to it."),
+}
+
+
+class BrokenOpenAIServer(FakeOpenAIServer):
+    def __init__(self, *args, answer: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.answer = answer
+
+    def reply_for(self, path: str, payload: dict, headers: dict) -> Reply:
+        return BROKEN_ANSWERS[self.answer]()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--delay", type=float, default=0.0)
     parser.add_argument("--processes", type=int, default=1)
+    parser.add_argument("--answer", choices=sorted(BROKEN_ANSWERS), help="answer every model request with this (a broken provider)")
     args = parser.parse_args()
-    serve_forever(functools.partial(FakeOpenAIServer, delay=args.delay, record=False), args.port, args.processes)
+    if args.answer:
+        make = functools.partial(BrokenOpenAIServer, delay=args.delay, record=False, answer=args.answer)
+    else:
+        make = functools.partial(FakeOpenAIServer, delay=args.delay, record=False)
+    serve_forever(make, args.port, args.processes)
 
 
 if __name__ == "__main__":

@@ -103,6 +103,7 @@ def test_an_unreadable_image_file_stays_final(openai_server, images, django_capt
 def test_503_past_max_attempts_is_left_for_a_later_chunk(openai_server, images, settings, django_capture_on_commit_callbacks):
     settings.CPRT_PROVIDER_MAX_ATTEMPTS = 2
     settings.CPRT_RUN_CHUNK_TARGET_S = 0.3  # the chunk stops retrying after 2 x this
+    settings.CPRT_RUN_PAUSE_AFTER_FAILURES = 10_000  # not long enough to pause the run (tests/inference/test_run_pauses.py)
     down = threading.Event()
     down.set()
 
@@ -144,7 +145,7 @@ def test_a_resume_after_an_outage_finishes_the_run(
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_a_chunk_waiting_for_redis_stops_at_once_on_cancel(openai_server, images, settings, flaky_limiter, admin_user, monkeypatch):
     settings.CPRT_RUN_CHUNK_TARGET_S = 60.0
-    settings.CPRT_PROVIDER_BACKOFF_S = 2.0  # long pauses: the cancel must not wait for them
+    settings.CPRT_PROVIDER_BACKOFF_S = settings.CPRT_PROVIDER_BACKOFF_MAX_S = 2.0  # long pauses: the cancel must not wait for them
     flaky_limiter.is_down = True
     monkeypatch.setattr(dispatching, "dispatch", lambda *args, **kwargs: 0)  # this test runs the chunk itself
     run = launching.launch_run(None, launch_spec())

@@ -39,7 +39,7 @@ def run_summary(run: Run) -> dict:
         "total": run.total, "cost_usd": float(run.estimated_cost_usd), "outcomes": counts, "provider": run.provider,
         "model": run.model_name, "strategy": run.strategy, "prompt_version": run.prompt_version, "mode": run.mode,
         "concurrency": run.concurrency, "tokens_in": run.tokens_in, "tokens_out": run.tokens_out, "error": run.error,
-        "items_resent": run.items_resent,
+        "stop_reason": run.stop_reason, "items_resent": run.items_resent,
         **_figures_url(run),
     }
 

@@ -17,12 +17,14 @@ from ..base import (
     Availability,
     FatalProviderError,
     ModelRequest,
+    NotTheAPI,
     PermanentError,
     Provider,
     ProviderReply,
     ProviderUnavailable,
     RetryableError,
     fatal_status,
+    item_specific,
     parse_retry_after,
     retryable_status,
     shared_client,
@@ -106,6 +108,11 @@ class GeminiProvider(Provider):
             raise RetryableError(f"timed out after {settings.CPRT_PROVIDER_TIMEOUT_S:g}s", {"error": str(exc)}) from None
         except _TRANSIENT as exc:
             raise RetryableError(f"connection error: {exc}", {"error": str(exc)}) from None
+        except ValueError as exc:  # the SDK could not read a 2xx body as JSON (a proxy's HTML page)
+            raise NotTheAPI(f"the answer is not the API's JSON: {exc}", {"error": str(exc)}) from None
+        if not (response.candidates or response.prompt_feedback or response.usage_metadata):
+            raise NotTheAPI("the answer is not a generateContent response (no candidates, feedback or usage)",
+                            {"body": response.model_dump(mode="json", exclude_none=True, exclude={"sdk_http_response", "parsed"})})
         return reply_from_response(response, int((time.monotonic() - started) * 1000))
 
 
@@ -146,7 +153,7 @@ def _api_error(exc: genai_errors.APIError):
         return RetryableError(message, raw, status, _retry_after(exc))
     if fatal_status(status):
         return FatalProviderError(message, raw, status)
-    return PermanentError(message, raw, status)
+    return PermanentError(message, raw, status, item_specific=item_specific(message, raw["body"]))
 
 
 def _retry_after(exc: genai_errors.APIError) -> float | None:

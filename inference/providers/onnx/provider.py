@@ -75,9 +75,9 @@ class OnnxProvider(Provider):
         with _batchers_lock:
             if key not in _verified:
                 if not Path(m.path).is_file():
-                    raise FatalProviderError(f"The classifier file {m.file} is missing under CPRT_DATA_DIR.")
+                    raise FatalProviderError(f"The classifier file {m.file} is missing under CPRT_DATA_DIR.", reason="model_file")
                 if sha256_of(Path(m.path)) != m.sha256:
-                    raise FatalProviderError(f"The classifier file {m.file} changed since it was registered (sha256 differs).")
+                    raise FatalProviderError(f"The classifier file {m.file} changed since it was registered (sha256 differs).", reason="model_file")
                 _verified.add(key)
             batcher = _batchers.get(key)
             if batcher is None:
@@ -98,8 +98,8 @@ class OnnxProvider(Provider):
         batcher = self._batcher()  # first: a missing or changed model file fails the run before any image is judged
         try:
             row = tensor(request.images[0][0], self.model.preprocessing)
-        except ValueError as exc:
-            raise PermanentError(str(exc)) from None
+        except ValueError as exc:  # this image cannot be read: this item's failure, never the run's
+            raise PermanentError(str(exc), item_specific=True) from None
         out, batch_size = batcher.infer(row)
         out = np.asarray(out, dtype=np.float64)[None, :]
         probs = softmax(out)[0] if self.model.output_kind == ClassifierModel.OUTPUT_LOGITS else out[0]

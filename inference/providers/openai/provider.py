@@ -24,6 +24,7 @@ from ..base import (
     Availability,
     FatalProviderError,
     ModelRequest,
+    NotTheAPI,
     PermanentError,
     Provider,
     ProviderReply,
@@ -31,6 +32,7 @@ from ..base import (
     RetryableError,
     error_body,
     fatal_status,
+    item_specific,
     parse_retry_after,
     retryable_status,
     shared_client,
@@ -87,13 +89,18 @@ class OpenAICompatibleProvider(Provider):
 
 
 def parse_completion(response, latency_ms: int = 0) -> ProviderReply:
-    """A Chat Completions response body -> ProviderReply; a malformed envelope is a (retryable) server fault."""
+    """A Chat Completions response body -> ProviderReply. A 2xx that is not the API's answer (not
+    JSON, as a proxy's HTML page; JSON without `choices`) is final for the run: every request
+    would get the same (`NotTheAPI`)."""
+    kind = response.headers.get("content-type", "").split(";", 1)[0].strip() or "no content type"
     try:
         raw = response.json()
     except ValueError:
-        raise RetryableError("the server's response is not JSON", {"text": response.text[:4000]}, response.status_code) from None
-    if not isinstance(raw, dict):
-        raise RetryableError("the server's response is not a JSON object", {"body": raw}, response.status_code)
+        raise NotTheAPI(f"HTTP {response.status_code} but the body is not the API's JSON ({kind}): "
+                        f"{response.text[:120]!r}", {"text": response.text[:4000]}, response.status_code) from None
+    if not isinstance(raw, dict) or "choices" not in raw:
+        raise NotTheAPI(f"HTTP {response.status_code} but the body is not a Chat Completions answer (no `choices`)",
+                        {"body": raw}, response.status_code)
     return reply_from_body(raw, latency_ms)
 
 
@@ -140,7 +147,7 @@ def _status_error(exc: openai.APIStatusError):
         return RetryableError(message, raw, status, retry_after)
     if fatal_status(status):
         return FatalProviderError(message, raw, status)
-    return PermanentError(message, raw, status)
+    return PermanentError(message, raw, status, item_specific=item_specific(message, raw["body"]))
 
 
 class OpenAIProvider(OpenAICompatibleProvider):
