@@ -299,6 +299,7 @@ def test_every_variable_is_listed_in_env_example():
     for module, pattern in (
         # django-environ's env.int("NAME") and the typed helpers of cprt_site/env.py: envint("NAME"), secret("NAME")...
         ("cprt_site/settings.py", r'\b(?:env(?:\.\w+|\w+)?|secret(?:_url)?)\("([A-Z][A-Z0-9_]*)"'),
+        ("cprt_site/settings_operations.py", r'\b(?:env(?:\.\w+|\w+)?|secret(?:_url)?)\("([A-Z][A-Z0-9_]*)"'),
     ):
         read |= set(re.findall(pattern, (ROOT / module).read_text()))
     assert {"SECRET_KEY", "CPRT_X_ACCEL_REDIRECT", "CPRT_RUN_LANE_CONCURRENCY"} <= read
