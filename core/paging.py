@@ -11,8 +11,10 @@ says "about how many"; pages past the cap stay unreachable there too.
 from __future__ import annotations
 
 from math import ceil
+from typing import cast
 
 from django.core.paginator import Paginator
+from django.db.models import QuerySet
 from django.db import connections
 from django.utils.functional import cached_property
 
@@ -24,7 +26,7 @@ class CappedCountPaginator(Paginator):
 
     @cached_property
     def count(self) -> int:
-        capped = self.object_list.order_by()[: self.cap + 1].count()
+        capped = self.queryset().order_by()[: self.cap + 1].count()
         if capped <= self.cap:
             return capped  # exact
         return max(self.estimate() or 0, self.cap + 1)
@@ -37,9 +39,13 @@ class CappedCountPaginator(Paginator):
             return 0
         return ceil(max(1, reachable - self.orphans) / self.per_page)
 
+    def queryset(self) -> QuerySet:
+        """The rows paged: this paginator pages querysets only (the admin's)."""
+        return cast(QuerySet, self.object_list)
+
     def estimate(self) -> int | None:
         """The planner's row count of an unfiltered table on PostgreSQL; None elsewhere."""
-        qs = self.object_list
+        qs = self.queryset()
         if qs.query.where or connections[qs.db].vendor != "postgresql":
             return None
         with connections[qs.db].cursor() as cursor:

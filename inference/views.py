@@ -129,12 +129,7 @@ def run_detail(request, run_id: int):
     return render(request, "inference/run_detail.html", context)
 
 
-@require_role(ROLE_ADMIN)
-@require_GET
-def run_progress(request, run_id: int):
-    """The progress card of one run (htmx polls it while the run is active)."""
-    run = get_run_for_admin(request.user, run_id)
-    return jobviews.progress(request, RUN_CARD, run, runs.can_resume(run), **_extra(run))
+run_progress = require_role(ROLE_ADMIN)(jobviews.progress_view(RUN_CARD, get_run_for_admin, runs.can_resume, extra=_extra))
 
 
 def _act(request, run: Run, action, *, done: str, refused: str):
