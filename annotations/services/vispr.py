@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
+from django.core.files.base import ContentFile
 from django.db import transaction
 
 from core.audit import audit
@@ -148,6 +149,21 @@ def _read_and_clean(path: Path) -> CleanImage | tuple[str, str]:
         return "refused", str(exc)
     except OSError as exc:
         return "refused", f"unreadable: {exc.strerror or exc}"
+
+
+def save_parked(accepted: list[Accepted], created: list[str]) -> None:
+    """Copy the parked cleaned bytes of `accepted` into the image storage on a few threads (file writes
+    release the GIL), each under its content name; the names this call created are appended to `created`
+    (the caller removes them if its transaction fails). `attach` then finds each file stored."""
+    storage = Image._meta.get_field("file").storage
+
+    def save(item: Accepted) -> None:
+        name = storage_name(CleanImage(b"", item.extension, item.width, item.height, item.sha256))
+        if not storage.exists(name):
+            created.append(storage.save(name, ContentFile(item.clean_path.read_bytes())))
+
+    with ThreadPoolExecutor(CLEAN_WORKERS) as pool:
+        list(pool.map(save, accepted))
 
 
 def read_regular_file(path: Path) -> bytes | int | None:

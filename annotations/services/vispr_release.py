@@ -42,7 +42,7 @@ from core.audit import audit
 from ..images import CleanImage, attach, storage_name
 from ..models import ID_PATTERN, Image, VisprAttribute
 from . import vispr_labels
-from .vispr import Accepted, FolderRefused, as_text, check_folder
+from .vispr import Accepted, FolderRefused, as_text, check_folder, save_parked
 
 DEFAULT_SPLIT_MAP = {"test2017": Image.SPLIT_TEST, "val2017": Image.SPLIT_TRAIN, "train2017": Image.SPLIT_TRAIN}
 ASKED_ONLY = ("train2017",)  # imported only when asked (spec §1 [decision])
@@ -308,6 +308,7 @@ def _write(result: ReleaseImport, attributes, to_store, to_update, mapping, user
     try:
         with transaction.atomic():
             _store_attributes(attributes)
+            save_parked([item for item, *_ in to_store], created_files)  # the files first, on threads
             new_images: list[Image] = []
             for item, ours, vispr_split, labels in to_store:
                 clean = CleanImage(item.clean_path.read_bytes(), item.extension, item.width, item.height, item.sha256)

@@ -68,3 +68,24 @@ def test_threads_leave_the_warnings_filters_alone_and_pillows_bomb_limit_still_r
         warnings.simplefilter("ignore")
         with pytest.raises(ImageRejected, match="decompression bomb"):
             clean_image(png_bytes(40, 30))
+
+
+def test_a_failed_write_removes_every_file_it_stored(tmp_path, monkeypatch):
+    from annotations.models import Image
+    from annotations.services.vispr_release import import_release
+    from tests.support.vispr_release import write_release
+
+    from .test_import_vispr_release import SPLITS
+
+    root = write_release(tmp_path / "vispr", SPLITS)
+    storage = Image._meta.get_field("file").storage  # stored under tmp_path for this test only
+    for name in ("base_location", "location"):
+        monkeypatch.setattr(storage, name, str(tmp_path / "store"))
+
+    def cancelled():
+        assert list((tmp_path / "store").rglob("*.jpg")), "the files are stored before the commit"
+        raise RuntimeError("cancelled")
+
+    with pytest.raises(RuntimeError, match="cancelled"):
+        import_release(root, before_commit=cancelled)
+    assert not list((tmp_path / "store").rglob("*.*")) and not Image.objects.exists()
