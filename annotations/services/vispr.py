@@ -1,8 +1,8 @@
 """The VISPR import: register the images of a VISPR-style folder (`2017_10000580.jpg` -> id `2017_10000580`).
 
 Every file goes through annotations.images.clean_image (byte and pixel limits, full decode,
-metadata stripped). All files are checked first; then the accepted ones are stored in one
-transaction.
+metadata stripped), a few at a time on threads, their hashes looked up a chunk at a time. All files
+are checked first; then the accepted ones are stored in one transaction.
 
 Two kinds of files are not imported:
 - refused: a file named like an image whose bytes are not an acceptable one (empty, truncated, not
