@@ -194,13 +194,20 @@ def counts(rows: list[dict], k: str = "eval_resp") -> dict:
     """The raw counts behind `cal_metrics` (every (expected, all) pair and n1-n4), additive over items."""
     _check(rows, k)
     _, groups = _indicators(rows, k)
+    return _totals(groups)
+
+
+def _totals(groups) -> dict:
     return {name: int(np.count_nonzero(v)) for _, indicators in groups for name, v in indicators.items()}
 
 
 def item_counts(rows: list[dict], k: str = "eval_resp") -> tuple[list[str], np.ndarray]:
     """The counts of each benchmark item (rows: items in order of first appearance; columns: names)."""
     _check(rows, k)
-    c, groups = _indicators(rows, k)
+    return _item_table(*_indicators(rows, k))
+
+
+def _item_table(c: _Columns, groups) -> tuple[list[str], np.ndarray]:
     names, columns = [], []
     for items, indicators in groups:
         for name, v in indicators.items():
@@ -270,7 +277,10 @@ def intervals(rows: list[dict], k: str = "eval_resp", replicates: int = 1000, se
     The draws are `default_rng(seed).integers(0, items, (replicates, items))`, taken `BLOCK` replicates at
     a time (the same stream); a block's sums are (how often each item was drawn) @ (the items' counts),
     exact in float64 far beyond any count here, so memory stays replicates-independent."""
-    names, table = item_counts(rows, k)
+    return _intervals_of(*item_counts(rows, k), replicates, seed)
+
+
+def _intervals_of(names: list[str], table: np.ndarray, replicates: int, seed: int) -> dict:
     n_items = table.shape[0]
     if not n_items:
         return {key: NA for key in (*INTERVAL_KEYS, "hms")}
@@ -317,15 +327,25 @@ _SCORE_COUNTS = {
 
 
 def report(rows: list[dict], k: str = "eval_resp", replicates: int = 1000) -> dict:
-    """Everything the pages show: overall metrics, per label, per scenario, and intervals."""
-    overall = cal_metrics(rows, k)  # checks the rows first
+    """Everything the pages show: overall metrics, per label, per scenario, and intervals. The rows are
+    checked once, and each group (all, a label, a scenario) read into columns once for its metrics and
+    its intervals."""
+    _check(rows, k)
     labels: dict = defaultdict(list)
     scenarios: dict = defaultdict(list)
     for row in rows:
         labels[row["label"]].append(row)
         if row.get("scenario") is not None:
             scenarios[row["scenario"]["id"]].append(row)
-    return {"metrics": overall, "metrics group by label": by_label(rows, k),
-            "metrics group by scenario": by_scenario(rows, k), "intervals": intervals(rows, k, replicates),
-            "intervals group by label": {label: intervals(group, k, replicates) for label, group in labels.items()},
-            "intervals group by scenario": {sid: intervals(group, k, replicates) for sid, group in scenarios.items()}}
+
+    def both(group: list[dict]) -> tuple[dict, dict]:
+        c, indicators = _indicators(group, k)
+        return from_counts(_totals(indicators)), _intervals_of(*_item_table(c, indicators), replicates, 0)
+
+    overall = both(rows)
+    per_label = {label: both(group) for label, group in labels.items()}
+    per_scenario = {sid: both(group) for sid, group in scenarios.items()}
+    return {"metrics": overall[0], "metrics group by label": {label: per_label[label][0] for label in sorted(labels, key=_label_order)},
+            "metrics group by scenario": {sid: per_scenario[sid][0] for sid in sorted(scenarios)}, "intervals": overall[1],
+            "intervals group by label": {label: r[1] for label, r in per_label.items()},
+            "intervals group by scenario": {sid: r[1] for sid, r in per_scenario.items()}}

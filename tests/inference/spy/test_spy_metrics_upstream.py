@@ -58,3 +58,20 @@ def test_a_repeated_pair_member_is_refused_at_its_row():
     second = first + 1 + rows[first + 1:].index(plain)
     with pytest.raises(metrics.MetricsError, match=rf"^row {second + 1}: a second row for benchmark_id {plain['benchmark_id']} "):
         metrics.cal_metrics(rows)
+
+
+def test_the_report_equals_its_parts_computed_one_by_one():
+    """report() checks once and reads each group once; the same JSON as each part on its own."""
+    rows = upstream.evaluated_rows(120, seed=8)
+    labels, scenarios = {}, {}
+    for row in rows:
+        labels.setdefault(row["label"], []).append(row)
+        if row.get("scenario") is not None:
+            scenarios.setdefault(row["scenario"]["id"], []).append(row)
+    expected = {
+        "metrics": metrics.cal_metrics(rows), "metrics group by label": metrics.by_label(rows),
+        "metrics group by scenario": metrics.by_scenario(rows), "intervals": metrics.intervals(rows, replicates=100),
+        "intervals group by label": {label: metrics.intervals(group, replicates=100) for label, group in labels.items()},
+        "intervals group by scenario": {sid: metrics.intervals(group, replicates=100) for sid, group in scenarios.items()},
+    }
+    assert json.dumps(metrics.report(rows, replicates=100)) == json.dumps(expected)
