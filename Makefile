@@ -12,6 +12,9 @@ UV_VERSION  ?= 0.13.9
 UV          ?= $(or $(shell command -v uv 2>/dev/null),$(CURDIR)/.uv/bin/uv)
 export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 export UV_PYTHON_DOWNLOADS := never
+# Compile every installed package to bytecode at install time, as deploy/Dockerfile does: otherwise the
+# first page that imports scipy compiles it then (about 11 s of a 12 s cold scoring page).
+export UV_COMPILE_BYTECODE := 1
 
 .PHONY: install demo test check-worker worker web ci lock
 

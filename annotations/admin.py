@@ -9,14 +9,16 @@ from django.shortcuts import render
 from simple_history.admin import SimpleHistoryAdmin
 
 from core.audit import audit
+from core.paging import LargeTableAdmin
 
 from . import label_version
 from .models import Adjudication, Annotator, Attribute, Batch, Image, Label, Labeling, TaxonomyVersion
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(LargeTableAdmin, admin.ModelAdmin):
     """Browse and search only: no add, change or delete, and (with simple_history) no revert, whose
-    POST would otherwise save an old version without going through the services."""
+    POST would otherwise save an old version without going through the services. Labels, labelings
+    and adjudications are the largest tables (8.36M labels at 100,000 images): never counted whole."""
 
     def has_add_permission(self, request):
         return False
@@ -49,14 +51,13 @@ class BatchAdmin(admin.ModelAdmin):
 
 
 @admin.register(Image)
-class ImageAdmin(admin.ModelAdmin):
+class ImageAdmin(LargeTableAdmin, admin.ModelAdmin):
     list_display = ("vispr_id", "split", "batch", "unsuitable", "width", "height", "source", "published_level", "published_score")
     list_filter = ("split", "unsuitable", "batch", "source", "labelings__flag")
     # No list_editable: batch and suitability change through the audited actions below.
     search_fields = ("vispr_id", "sha256")
     readonly_fields = ("sha256", "width", "height", "file")
-    # At 100,000 images (issue 29): no second COUNT of the whole table for "N total", and 50 rows a page.
-    show_full_result_count = False
+    # At 100,000 images (issues 29, 37): no COUNT of the whole table (LargeTableAdmin), and 50 rows a page.
     list_per_page = 50
     actions = ["mark_unsuitable", "mark_suitable", "assign_batch"]
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import warnings
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -46,29 +45,34 @@ def clean_image(raw: bytes) -> CleanImage:
         raise ImageRejected(f"file is {len(raw):,} bytes, over the {settings.CPRT_MAX_IMAGE_BYTES:,}-byte limit")
     limit = settings.CPRT_MAX_IMAGE_PIXELS
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", PILImage.DecompressionBombWarning)
-            with PILImage.open(io.BytesIO(raw), formats=FORMATS) as probe:
-                width, height = probe.size
-                if width * height > limit:
-                    raise ImageRejected(f"{width}x{height} pixels is over the {limit:,}-pixel limit (decompression bomb?)")
-                fmt = probe.format
-                probe.load()
-                img = ImageOps.exif_transpose(probe)
-                if fmt == "JPEG":
-                    img = img.convert("RGB")
-                elif img.mode not in ("RGB", "RGBA", "L", "LA"):
-                    img = img.convert("RGBA" if "A" in img.getbands() else "RGB")
-                # Pixels only: a new image from the raw pixel bytes carries no `info` (Pillow writes a
-                # JPEG comment, ICC profile, DPI... from `info` when it saves).
-                img = PILImage.frombytes(img.mode, img.size, img.tobytes())
-                out = io.BytesIO()
-                if fmt == "JPEG":
-                    img.save(out, format="JPEG", quality=95)
-                    ext = "jpg"
-                else:
-                    img.save(out, format="PNG")
-                    ext = "png"
+        # Pillow's own bomb limit (a warning past MAX_IMAGE_PIXELS) is an error here too; checked by hand
+        # rather than with warnings.catch_warnings(), whose filters are process-wide: images are cleaned on
+        # several threads at once (services/vispr.py), and one thread's exit would drop another's filter.
+        with PILImage.open(io.BytesIO(raw), formats=FORMATS) as probe:
+            width, height = probe.size
+            if width * height > limit:
+                raise ImageRejected(f"{width}x{height} pixels is over the {limit:,}-pixel limit (decompression bomb?)")
+            if PILImage.MAX_IMAGE_PIXELS and width * height > PILImage.MAX_IMAGE_PIXELS:
+                raise PILImage.DecompressionBombWarning(
+                    f"Image size ({width * height} pixels) exceeds limit of {PILImage.MAX_IMAGE_PIXELS} pixels, "
+                    "could be decompression bomb DOS attack.")
+            fmt = probe.format
+            probe.load()
+            img = ImageOps.exif_transpose(probe)
+            if fmt == "JPEG":
+                img = img.convert("RGB")
+            elif img.mode not in ("RGB", "RGBA", "L", "LA"):
+                img = img.convert("RGBA" if "A" in img.getbands() else "RGB")
+            # Pixels only: a new image from the raw pixel bytes carries no `info` (Pillow writes a
+            # JPEG comment, ICC profile, DPI... from `info` when it saves).
+            img = PILImage.frombytes(img.mode, img.size, img.tobytes())
+            out = io.BytesIO()
+            if fmt == "JPEG":
+                img.save(out, format="JPEG", quality=95)
+                ext = "jpg"
+            else:
+                img.save(out, format="PNG")
+                ext = "png"
     except ImageRejected:
         raise
     except (PILImage.DecompressionBombError, PILImage.DecompressionBombWarning) as exc:

@@ -1,13 +1,17 @@
 """Benchmark: `import_vispr` on a generated folder in VISPR's release layout, images/s and records/s.
 
-Run with `.venv/bin/python bench/vispr_import.py [--images 22000]`. The folder (images/{train,val,test}2017/,
+Run with `.venv/bin/python bench/vispr_import.py [--images 22000] [--size 48x32] [--database-url postgres://...]
+[--compare /tmp/old-tree]`. The folder (images/{train,val,test}2017/,
 annotations/..., attributes.tsv with 68 ids, the split lists) is written to a temporary folder, split as
 the 2017 release is (about 45% train, 19% val, 36% test), every image a distinct small JPEG (noise) with a few
-random VISPR labels. A child process (its own session, a throwaway SQLite database under a fresh
-CPRT_DATA_DIR, DEBUG off) migrates and runs `import_vispr ROOT --vispr-split ...` for all three splits,
+random VISPR labels (--size: the pictures' size; issue 37 measured 2,000 of 640x480). A child process (its own
+session, a throwaway SQLite database under a fresh CPRT_DATA_DIR, or the PostgreSQL database of --database-url,
+dropped and created first; DEBUG off) migrates and runs `import_vispr ROOT --vispr-split ...` for all three splits,
 then runs it again (idempotent: nothing new). Records/s counts annotation records (one per image);
 labels/s counts the `vispr` annotator's labels written. SIGTERM or Ctrl-C stop the child and remove the
-temporary folders.
+temporary folders. --compare TREE imports the same folder again with another source tree (a fresh database
+and data folder each), one after the other, so two versions are measured side by side; make an old tree with
+`git archive <commit> | tar -x -C /tmp/old-tree`.
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -47,7 +52,7 @@ ATTRIBUTE_IDS = [
 ]
 
 
-def write_release(root: Path, n_images: int, seed: int = 0) -> dict:
+def write_release(root: Path, n_images: int, seed: int = 0, size: tuple[int, int] = (48, 32)) -> dict:
     from PIL import Image as PILImage
 
     rng = random.Random(seed)
@@ -64,7 +69,7 @@ def write_release(root: Path, n_images: int, seed: int = 0) -> dict:
             vispr_id = f"2017_{10000000 + i}"
             buf = io.BytesIO()
             # Noise: distinct pictures even after re-encoding (close flat colours can encode to the same bytes).
-            PILImage.frombytes("RGB", (48, 32), rng.randbytes(48 * 32 * 3)).save(buf, format="JPEG", quality=85)
+            PILImage.frombytes("RGB", size, rng.randbytes(size[0] * size[1] * 3)).save(buf, format="JPEG", quality=85)
             (images / f"{vispr_id}.jpg").write_bytes(buf.getvalue())
             labels = ["a0_safe"] if rng.random() < 0.3 else rng.sample(ATTRIBUTE_IDS[1:], rng.randint(1, 6))
             record = {"id": vispr_id, "image_path": f"images/{split}/{vispr_id}.jpg", "labels": labels}
@@ -98,29 +103,56 @@ def child(release: str) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=22_000, help="images in the generated release (default 22,000)")
+    parser.add_argument("--size", default="48x32", help="width x height of the generated pictures (default 48x32)")
+    parser.add_argument("--database-url", help="a PostgreSQL database to import into (dropped and created first); default: SQLite")
+    parser.add_argument("--compare", action="append", default=[], help="another source tree to import the same folder with")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.child)))
         return 0
+    width, height = (int(v) for v in args.size.lower().split("x"))
+    with tempfile.TemporaryDirectory(prefix="vispr-release-") as release:
+        t0 = time.perf_counter()
+        counts = write_release(Path(release), args.images, size=(width, height))
+        print(f"generated {args.images:,} images of {width}x{height} ({', '.join(f'{k} {v:,}' for k, v in counts.items())}) "
+              f"in {time.perf_counter() - t0:.1f} s", flush=True)
+        for tree in [ROOT] + [Path(t).resolve() for t in args.compare]:
+            result = run_child(tree, release, args.database_url)
+            print(f"{tree}:")
+            report(result)
+    return 0
+
+
+def recreate_database(url: str) -> None:
+    import psycopg
+
+    parts = urlsplit(url)
+    with psycopg.connect(parts._replace(path="/postgres").geturl(), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{parts.path.lstrip("/")}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{parts.path.lstrip("/")}"')
+
+
+def run_child(tree: Path, release: str, database_url: str | None) -> dict:
+    """One import (and its repeat) by `tree`'s code in a child process, on a fresh database and data folder."""
     from core.processes import stop_process
 
-    with tempfile.TemporaryDirectory(prefix="vispr-release-") as release, tempfile.TemporaryDirectory(prefix="vispr-bench-") as data_dir:
-        t0 = time.perf_counter()
-        counts = write_release(Path(release), args.images)
-        print(f"generated {args.images:,} images ({', '.join(f'{k} {v:,}' for k, v in counts.items())}) in {time.perf_counter() - t0:.1f} s",
-              flush=True)
+    if database_url:
+        recreate_database(database_url)
+    with tempfile.TemporaryDirectory(prefix="vispr-bench-") as data_dir:
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND")}
         env |= {"CPRT_DATA_DIR": data_dir, "DJANGO_SETTINGS_MODULE": "cprt_site.settings", "LOG_LEVEL": "WARNING",
-                "DEBUG": "0", "SECRET_KEY": secrets.token_urlsafe(48), "ALLOWED_HOSTS": "localhost"}
+                "DEBUG": "0", "SECRET_KEY": secrets.token_urlsafe(48), "ALLOWED_HOSTS": "localhost", "PYTHONPATH": str(tree)}
+        if database_url:
+            env["DATABASE_URL"] = database_url
         proc = None
         try:
             # SIGTERM is held while the child starts: arriving inside Popen (the child already running, `proc`
             # not yet set), it would leave the child writing into the data folder while it is removed.
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
             try:
-                proc = subprocess.Popen([sys.executable, __file__, "--child", release], env=env, cwd=ROOT, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True, start_new_session=True)
+                proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--child", release], env=env, cwd=tree,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
             finally:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # a held SIGTERM is raised here, proc set
             stdout, stderr = proc.communicate()
@@ -129,14 +161,16 @@ def main() -> int:
                 stop_process(proc, timeout=10)  # on SIGTERM/Ctrl-C: the child and its group end too
         if proc.returncode != 0:
             raise SystemExit(f"child failed:\n{stderr[-4000:]}")
-        result = json.loads(stdout.strip().splitlines()[-1])
+        return json.loads(stdout.strip().splitlines()[-1])
+
+
+def report(result: dict) -> None:
     first, second = result["first"], result["second"]
     labels = first["vispr_labels"]["created"]
     print(f"first import:  {first['added']:,} images in {first['s']:.1f} s (CPU {first['cpu_s']:.1f} s): "
           f"{first['added'] / first['s']:,.0f} images/s, {first['added'] / first['s']:,.0f} records/s, {labels / first['s']:,.0f} vispr labels/s")
     print(f"second import: nothing new = {second['nothing_new']}, {second['unchanged']:,} records unchanged in {second['s']:.1f} s: "
           f"{second['unchanged'] / second['s']:,.0f} records/s")
-    return 0
 
 
 if __name__ == "__main__":

@@ -2,9 +2,11 @@
 helper for its Cancel and Resume buttons, shared by runs, exports and face anonymization.
 
 A kind of job describes how it shows with a `JobCard` (its URL names, the unit it counts, the
-template of its own lines). Its views stay thin: fetch the job through the access helper, then
-`progress(...)` for the polled card, `act(...)` for a button. The work (and its audit) is the
-service's cancel/resume function, called with the user and the job.
+template of its own lines). Its polled progress view is `progress_view(card, fetch, can_resume)`, one
+view for every kind (runs, exports, imports, dataset builds, face anonymization): fetch the job
+through the kind's access helper, render the card. Its buttons' views stay thin: fetch the job, then
+`act(...)`. The work (and its audit) is the service's cancel/resume function, called with the user
+and the job.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import Any, Callable
 from django.contrib import messages
 from django.http import HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET
 
 PARTIAL = "_job_progress.html"
 
@@ -49,6 +52,23 @@ def progress(request, card: JobCard, job, can_resume: bool, *, refresh_when_over
     if refresh_when_over and request.htmx and not job.is_active:
         response["HX-Refresh"] = "true"
     return response
+
+
+def progress_view(card: JobCard, fetch: Callable[[Any, int], Any], can_resume: Callable[[Any], bool], *,
+                  extra: Callable[[Any], dict] | None = None, refresh_when_over: bool = False):
+    """The progress view of one kind of job (GET; its URL's one argument is the job's pk): `fetch(user,
+    pk)` is the kind's access helper (404 for a job the user may not see), `extra(job)` the names its
+    details template reads beyond `job`. The caller adds the kind's role check (`require_role`)."""
+
+    @require_GET
+    def view(request, **kwargs):
+        (pk,) = kwargs.values()
+        job = fetch(request.user, pk)
+        return progress(request, card, job, can_resume(job), refresh_when_over=refresh_when_over, **(extra(job) if extra else {}))
+
+    view.__doc__ = f"The progress card of one job ({card.element_id}), polled by htmx while the job is active."
+    view.job_card = card  # type: ignore[attr-defined]  # which kind's card this view renders (tests/core/test_jobviews.py)
+    return view
 
 
 def act(request, card: JobCard, job, action: Callable[[Any, Any], Any], *, done: str, refused: str,

@@ -19,6 +19,9 @@ from cprt_site.security_headers import (  # noqa: F401 - cookie flags and respon
     CONTENT_SECURITY_POLICY, SECURE_CONTENT_TYPE_NOSNIFF, SECURE_REDIRECT_EXEMPT, SECURE_REFERRER_POLICY, SESSION_COOKIE_HTTPONLY, X_FRAME_OPTIONS)
 from cprt_site.env import (SECRETS_READ, envbool, envchoice, envduration, envfloat, envint, envlist, envpath, envstr, envurl,
                            refuse, secret, secret_url)
+from cprt_site.settings_operations import (  # noqa: F401 - /readyz and /metrics knobs (docs/operations.md)
+    CPRT_BEAT_TICK_S, CPRT_METRICS_ALLOW, CPRT_METRICS_JOB_MODELS, CPRT_METRICS_TOKEN, CPRT_READY_BEAT_STALE_S, CPRT_READY_QUEUES,
+    CPRT_READY_TIMEOUT_S, CPRT_READY_WORKER_STALE_S, CPRT_WORKER_HEARTBEAT_S, PROMETHEUS_MULTIPROC_DIR)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # django-environ, kept for its URL parsers (DATABASE_URL, CACHE_URL); values are read with the helpers above.
@@ -420,44 +423,16 @@ LOG_LEVEL = envchoice("LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR",
 LOG_FORMAT = envchoice("LOG_FORMAT", "text", LOG_FORMATS)
 LOGGING = logging_config(LOG_LEVEL, LOG_FORMAT)
 
-# --- operations (health, metrics): docs/operations.md ---
+# --- operations (health, metrics): docs/operations.md; their knobs are read in cprt_site/settings_operations.py ---
 # PostgreSQL: give up connecting after this many seconds (readiness answers within ~2 s; libpq waits forever).
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", envint("CPRT_DB_CONNECT_TIMEOUT_S", 5, min=1, max=300))
 
-# /readyz (core/health.py): the queues that need a live worker (a queue no deployment serves, e.g. gpu
-# without the gpu profile, is left out), how often a worker records its heartbeat, how old a heartbeat
-# or beat's tick may be, the time every check together may take.
-CPRT_READY_QUEUES = envlist("CPRT_READY_QUEUES", ["default", "api", "gpu"])
-if not set(CPRT_READY_QUEUES) <= {"default", "api", "gpu"}:
-    raise ImproperlyConfigured(f"CPRT_READY_QUEUES={','.join(CPRT_READY_QUEUES)!r} is not allowed: a list of default, api, gpu.")
-CPRT_WORKER_HEARTBEAT_S = envfloat("CPRT_WORKER_HEARTBEAT_S", 15.0, min=1, max=3600)
-CPRT_READY_WORKER_STALE_S = envfloat("CPRT_READY_WORKER_STALE_S", 60.0, min=1, max=24 * 3600)
-CPRT_BEAT_TICK_S = envfloat("CPRT_BEAT_TICK_S", 30.0, min=1, max=3600)
-CPRT_READY_BEAT_STALE_S = envfloat("CPRT_READY_BEAT_STALE_S", 120.0, min=1, max=24 * 3600)
-CPRT_READY_TIMEOUT_S = envfloat("CPRT_READY_TIMEOUT_S", 1.5, min=0.1, max=60)
-if CPRT_WORKER_HEARTBEAT_S >= CPRT_READY_WORKER_STALE_S:
-    raise ImproperlyConfigured("CPRT_WORKER_HEARTBEAT_S must be shorter than CPRT_READY_WORKER_STALE_S.")
-if CPRT_BEAT_TICK_S >= CPRT_READY_BEAT_STALE_S:
-    raise ImproperlyConfigured("CPRT_BEAT_TICK_S must be shorter than CPRT_READY_BEAT_STALE_S.")
 CELERY_BEAT_SCHEDULE["core.beat_tick"] = {
     "task": "core.beat_tick", "schedule": CPRT_BEAT_TICK_S,
     # A tick that waits in the queue longer than its period is dropped, not recorded late.
     "options": {"queue": "default", "expires": CPRT_BEAT_TICK_S},
 }
 
-# /metrics (core/metrics.py): a bearer token (or CPRT_METRICS_TOKEN_FILE) and/or client networks allowed
-# without one; with neither set, /metrics answers 404.
-CPRT_METRICS_TOKEN = secret("CPRT_METRICS_TOKEN")
-CPRT_METRICS_ALLOW = envlist("CPRT_METRICS_ALLOW", [])
 INSTALLED_APPS.append("django_prometheus")
 MIDDLEWARE = ["django_prometheus.middleware.PrometheusBeforeMiddleware", *MIDDLEWARE, "django_prometheus.middleware.PrometheusAfterMiddleware"]
-# Several processes (gunicorn workers, Celery's pool) add to one set of counters through files in
-# PROMETHEUS_MULTIPROC_DIR (compose: /data/metrics); unset, each process counts for itself.
-PROMETHEUS_MULTIPROC_DIR = envstr("PROMETHEUS_MULTIPROC_DIR", "")
-if PROMETHEUS_MULTIPROC_DIR:
-    from core.metrics_files import use_shared_files
-
-    use_shared_files(PROMETHEUS_MULTIPROC_DIR)
-# Jobs counted by status at each scrape (model labels: the base layer imports no app above it).
-CPRT_METRICS_JOB_MODELS = {"run": "inference.Run", "export": "scoring.ExportJob", "anonymization": "annotations.AnonymizationJob"}

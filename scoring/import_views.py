@@ -86,11 +86,7 @@ def import_detail(request, job_id: int):
     return render(request, "scoring/import_detail.html", jobviews.card_context(IMPORT_CARD, job, imports.can_resume(job)))
 
 
-@require_role(ROLE_ADMIN)
-@require_GET
-def import_progress(request, job_id: int):
-    job = get_import_for_admin(request.user, job_id)
-    return jobviews.progress(request, IMPORT_CARD, job, imports.can_resume(job))
+import_progress = require_role(ROLE_ADMIN)(jobviews.progress_view(IMPORT_CARD, get_import_for_admin, imports.can_resume))
 
 
 @require_role(ROLE_ADMIN)

@@ -367,12 +367,7 @@ def export_detail(request, job_id: int):
     return render(request, "scoring/export_detail.html", jobviews.card_context(EXPORT_CARD, job, exports.can_resume(job)))
 
 
-@require_role(ROLE_ADMIN)
-@require_GET
-def export_progress(request, job_id: int):
-    """The progress card of one export (htmx polls it while the job is active)."""
-    job = get_export_for_user(request.user, job_id)
-    return jobviews.progress(request, EXPORT_CARD, job, exports.can_resume(job))
+export_progress = require_role(ROLE_ADMIN)(jobviews.progress_view(EXPORT_CARD, get_export_for_user, exports.can_resume))
 
 
 @require_role(ROLE_ADMIN)

@@ -70,11 +70,7 @@ def build_detail(request, build_id: int):
     return render(request, "annotations/datasets/build.html", context)
 
 
-@require_role(ROLE_ADMIN)
-@require_GET
-def build_progress(request, build_id: int):
-    job = get_build_for_user(request.user, build_id)
-    return jobviews.progress(request, BUILD_CARD, job, build.can_resume(job))
+build_progress = require_role(ROLE_ADMIN)(jobviews.progress_view(BUILD_CARD, get_build_for_user, build.can_resume))
 
 
 @require_role(ROLE_ADMIN)

@@ -55,13 +55,8 @@ def job_detail(request, job_id: int):
     return render(request, "annotations/faces/job.html", {**jobviews.card_context(FACES_CARD, job, jobs.can_resume(job)), "page": page})
 
 
-@require_role(*STAFF_ROLES)
-@require_GET
-def job_progress(request, job_id: int):
-    """The progress card of one job (htmx polls it while the job is active). When the job has just ended,
-    the page reloads once, so that its variants table shows what the job made."""
-    job = get_job_for_user(request.user, job_id)
-    return jobviews.progress(request, FACES_CARD, job, jobs.can_resume(job), refresh_when_over=True)
+# When the job has just ended, the page reloads once, so that its variants table shows what the job made.
+job_progress = require_role(*STAFF_ROLES)(jobviews.progress_view(FACES_CARD, get_job_for_user, jobs.can_resume, refresh_when_over=True))
 
 
 @require_role(*STAFF_ROLES)

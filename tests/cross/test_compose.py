@@ -299,6 +299,7 @@ def test_every_variable_is_listed_in_env_example():
     for module, pattern in (
         # django-environ's env.int("NAME") and the typed helpers of cprt_site/env.py: envint("NAME"), secret("NAME")...
         ("cprt_site/settings.py", r'\b(?:env(?:\.\w+|\w+)?|secret(?:_url)?)\("([A-Z][A-Z0-9_]*)"'),
+        ("cprt_site/settings_operations.py", r'\b(?:env(?:\.\w+|\w+)?|secret(?:_url)?)\("([A-Z][A-Z0-9_]*)"'),
     ):
         read |= set(re.findall(pattern, (ROOT / module).read_text()))
     assert {"SECRET_KEY", "CPRT_X_ACCEL_REDIRECT", "CPRT_RUN_LANE_CONCURRENCY"} <= read
@@ -454,3 +455,10 @@ def test_docker_compose_config_accepts_the_file_with_its_secrets(tmp_path):
             if service in rendered["services"]:
                 got = {s["source"] if isinstance(s, dict) else s for s in rendered["services"][service].get("secrets", [])}
                 assert got == needed, service
+
+
+def test_make_install_and_the_image_compile_bytecode():
+    """Without it the first page that imports scipy compiles it while the user waits (11 s of 12)."""
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^export UV_COMPILE_BYTECODE\s*:?=\s*1\s*$", makefile, re.MULTILINE), "make install must compile bytecode"
+    assert re.search(r"^\s*UV_COMPILE_BYTECODE=1\b", (ROOT / "deploy" / "Dockerfile").read_text(), re.MULTILINE)
