@@ -11,7 +11,7 @@ import redis.exceptions
 from django.db import OperationalError, connection
 from prometheus_client import REGISTRY
 
-from inference import dispatching, execution, launching, prompts, ratelimit, runs
+from inference import dispatching, execution, item_calls, launching, prompts, ratelimit, runs
 from inference.items import missing_item_ids
 from inference.models import Run, RunResult
 from inference.selection import Selection
@@ -77,7 +77,7 @@ def test_redis_down_at_the_rate_limiter_stores_no_error_and_every_image_ends_ok_
 
 def test_a_database_error_during_the_call_is_not_final(openai_server, images, monkeypatch, django_capture_on_commit_callbacks):
     calls = {"n": 0}
-    real = execution._call
+    real = item_calls._call
 
     def flaky(ctx, request, attempts):
         calls["n"] += 1
@@ -85,7 +85,7 @@ def test_a_database_error_during_the_call_is_not_final(openai_server, images, mo
             raise OperationalError("server closed the connection unexpectedly")
         return real(ctx, request, attempts)
 
-    monkeypatch.setattr(execution, "_call", flaky)
+    monkeypatch.setattr(item_calls, "_call", flaky)
     run = launch(django_capture_on_commit_callbacks)
     execution.run_chunk(run.pk, run.image_ids)
     run.refresh_from_db()
