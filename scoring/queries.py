@@ -263,3 +263,11 @@ def image_labels(image: Image) -> list[dict]:
          "key": r.attribute.key, "value": r.value, "rationale": r.rationale}
         for r in rows
     ]
+
+
+def assisted_labelings(image: Image) -> dict[str, dict]:
+    """The image's submitted human labelings made with model suggestions in view: annotator name -> the models seen
+    ("from") and the suggestion shown per attribute ("suggested"); one query."""
+    rows = Labeling.objects.filter(image=image, status=Labeling.STATUS_SUBMITTED, assisted=True).values_list(
+        "annotator__name", "suggestions_seen", "suggested_values")
+    return {name: {"from": list(seen or []), "suggested": dict(suggested or {})} for name, seen, suggested in rows}

@@ -102,7 +102,8 @@ def test_six_assisted_submissions_count_in_agreement_only_when_asked(api, review
         set_labels(image, gpt, {k: gpt_value(k) for k in taxonomy.active().keys})
         assert not label_without_suggestions(reviewer_b).assisted
         claimed = client.post("/api/labelings/", format="json").json()
-        assert client.post(f"/api/labelings/{claimed['id']}/submit/", {"version": 1, "values": all_answers(0)}, format="json").json()["assisted"] is False
+        done = client.post(f"/api/labelings/{claimed['id']}/submit/", {"version": 1, "values": all_answers(0)}, format="json")
+        assert done.json()["assisted"] is False
 
     staff = api(adjudicator)
     me = Annotator.for_user(reviewer_a).name
