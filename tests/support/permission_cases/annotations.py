@@ -15,18 +15,27 @@ def owner_only(status: int) -> dict:
 SUGGESTER = ("openai", "suggester-model", "annotate-v1")  # the model whose suggestions the labeling images' batch shows
 
 
+def suggestion_batch(world):
+    """The batch showing the suggester's labels (made once per world; permission_cases/api.py uses it too)."""
+    from annotations.models import Annotator, Batch
+
+    if "suggestion_batch" not in world:
+        batch = Batch.objects.create(name="perm-suggestions", show_model_suggestions=True)
+        batch.suggestion_annotators.set([Annotator.for_model(*SUGGESTER)])
+        world["suggestion_batch"] = batch
+    return world["suggestion_batch"]
+
+
 def setup(world):
     from annotations import taxonomy
     from annotations.images import attach, clean_image
-    from annotations.models import Annotator, Batch, Image, Label, Labeling
+    from annotations.models import Annotator, Image, Label, Labeling
     from tests.conftest import png_bytes
 
     annotator = Annotator.for_user(world["reviewer_a"])
     # The labeling pages are requested in a batch with model suggestions on (issue 38: the API answered 500 there).
+    batch = suggestion_batch(world)
     suggester = Annotator.for_model(*SUGGESTER)
-    batch = Batch.objects.create(name="perm-suggestions", show_model_suggestions=True)
-    batch.suggestion_annotators.set([suggester])
-    world["suggestion_batch"] = batch
     for name in ("labeling_page", "labeling_draft", "labeling_submit", "labeling_skip", "labeling_unskip"):
         image = Image(vispr_id=f"perm_{name}", split="test", source="permission-test", batch=batch)
         attach(image, clean_image(png_bytes(color=(len(name), 1, 2))))

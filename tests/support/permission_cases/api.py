@@ -36,7 +36,9 @@ def setup(world):
     from tests.conftest import png_bytes
 
     # In the batch with model suggestions on (permission_cases/annotations.py sets it up and its suggester's labels).
-    image = Image(vispr_id="perm_api_image", split="test", source="permission-test", batch=world["suggestion_batch"])
+    from .annotations import suggestion_batch
+
+    image = Image(vispr_id="perm_api_image", split="test", source="permission-test", batch=suggestion_batch(world))
     attach(image, clean_image(png_bytes(color=(9, 8, 7))))
     image.save()
     _suggest(image)
