@@ -242,6 +242,11 @@ class LabelingSerializer(serializers.Serializer):
     flag = serializers.CharField()
     values = serializers.DictField(source="draft_values", child=serializers.FloatField())
     rationales = serializers.DictField(source="draft_rationales", child=serializers.CharField())
+    assisted = serializers.BooleanField(help_text="Model suggestions were in view when you saved or submitted these answers "
+                                                  "(agreement and the consensus can leave assisted labelings out).")
+    suggestions_seen = serializers.ListField(child=serializers.CharField(), help_text="The model annotators whose suggestions were in view.")
+    answers_as_suggested = serializers.DictField(child=serializers.BooleanField(), help_text="Per answered attribute with a "
+                                                 "suggestion in view: whether the answer equals it.")
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
     submitted_at = serializers.DateTimeField(allow_null=True)
@@ -262,7 +267,7 @@ def labeling_detail(labeling: Labeling) -> dict:
     rows = [
         {
             "key": r.key, "level": r.level, "question": r.question, "value": r.value, "rationale": r.rationale,
-            "suggestions": [{"annotator": a, "value": _VALUE_OF_NAME.get(v, v), "rationale": why} for a, v, why in r.suggestions],
+            "suggestions": [{"annotator": a, "value": value, "rationale": why} for a, _name, why, value in r.suggestions],
             "others": [{"annotator": a, "value": _VALUE_OF_NAME.get(v, v)} for a, v in r.others],
         }
         for group in groups

@@ -60,6 +60,28 @@ def consensus_filter(user, prefix: str = "") -> Q:
     return Q(**{f"{prefix}pk__in": _submitted(user).values("image_id")})
 
 
+# The Images page's filters computed from other annotators' labels of an image: its consensus (`level`,
+# `attribute`), VISPR's labels (`vispr_label`; dataset versions are chosen from them: `dataset`) and who
+# labelled it (`coverage`: how many reviewers submitted, whether a model did). Every one of them is a
+# statement about others' labels, so a reviewer filters by them only among the images they have submitted.
+OTHERS_LABEL_FILTERS = ("level", "attribute", "vispr_label", "dataset", "coverage")
+
+
+def others_label_filters(filters: dict) -> list[str]:
+    """The names in `filters` (cleaned filter data) that are derived from other annotators' labels and set."""
+    return [name for name in OTHERS_LABEL_FILTERS if filters.get(name) not in (None, "", [])]
+
+
+def restrict_by_others_labels(user, images, filters: dict):
+    """`images` (a queryset of images) kept to those `user` may filter by others' labels, when `filters` use any
+    such filter: a reviewer's list under `?vispr_label=`, `?dataset=`, `?coverage=` or `?level=` is the matching
+    images among those they have submitted (an image they have not submitted is never listed, so being listed
+    says nothing about its other labels). Apply it before those filters; staff lists are unchanged."""
+    if not others_label_filters(filters):
+        return images
+    return images.filter(consensus_filter(user))
+
+
 def may_see_others_labels(user, labeling: Labeling | None) -> bool:
     """Other annotators' labels of an image: staff always; a reviewer only through their own submitted labeling."""
     if sees_everything(user):

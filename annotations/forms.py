@@ -4,6 +4,7 @@ from __future__ import annotations
 from django import forms
 from django.core.exceptions import ValidationError
 
+from . import blind
 from .models import Labeling
 
 from core.models import Profile
@@ -147,10 +148,12 @@ class ImageFilterForm(forms.Form):
         self.fields["dataset"].queryset = DatasetVersion.objects.order_by("name")
         self.fields["attribute"].choices = [("", "any attribute")] + [(k, k) for k in attribute_keys]
         if not staff:
-            # Blind rule: a reviewer filters by consensus only among the images they have submitted, and
-            # never by a consensus attribute (as in the API).
+            # Blind rule (blind.restrict_by_others_labels): a reviewer filters by anything derived from others'
+            # labels only among the images they have submitted, and never by a consensus attribute (as in the API).
             del self.fields["attribute"]
-            self.fields["level"].help_text = "Among the images you have labelled."
+            for name in blind.OTHERS_LABEL_FILTERS:
+                if name in self.fields:
+                    self.fields[name].help_text = "Among the images you have labelled."
         self.unknown = sorted(set(self.data) - set(self.fields)) if self.is_bound else []
 
     def clean(self):

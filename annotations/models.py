@@ -229,11 +229,25 @@ class Labeling(models.Model):
     submitted_at = models.DateTimeField(null=True, blank=True)
     draft_values = models.JSONField(default=dict, blank=True, help_text="attribute key -> 0/0.5/1, the working copy")
     draft_rationales = models.JSONField(default=dict, blank=True, help_text="attribute key -> rationale, the working copy")
+    # Assisted labels (docs/scoring.md): whether model suggestions were in view when the reviewer saved or submitted
+    # this labeling, from which model annotators (their names), and the suggestion shown per attribute. Set by
+    # services/editing.py on every write of the answers, never unset: a labeling once made with suggestions in
+    # view stays assisted. Agreement and the consensus can leave assisted labelings out.
+    assisted = models.BooleanField(default=False, help_text="Model suggestions were in view while the reviewer answered.")
+    suggestions_seen = models.JSONField(default=list, blank=True, help_text="Names of the model annotators whose suggestions were in view.")
+    suggested_values = models.JSONField(default=dict, blank=True, help_text="attribute key -> the suggestion shown (0/0.5/1)")
     history = HistoricalRecords()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["image", "annotator"], name="one_labeling_per_image_annotator")]
         indexes = [models.Index(fields=["annotator", "status"])]
+
+    def answers_as_suggested(self) -> dict[str, bool]:
+        """Per answered attribute that had a suggestion in view: does the answer equal it (accepted with the
+        `a` key or typed, the same thing for the study)?"""
+        values = self.draft_values or {}
+        return {key: float(values[key]) == float(shown) for key, shown in sorted((self.suggested_values or {}).items())
+                if values.get(key) is not None}
 
 
 class Label(models.Model):

@@ -7,6 +7,7 @@ from django.views.decorators.http import require_GET
 
 from core.roles import ROLES, require_role
 
+from . import blind
 from .models import Annotator, Label
 from .services.vispr_labels import MappingError, mapping_table, read_mapping
 
@@ -19,5 +20,7 @@ def vispr_mapping(request):
     except MappingError as exc:
         return render(request, "annotations/vispr_mapping.html", {"error": str(exc)}, status=500)
     table = mapping_table(mapping)
-    labelled = Label.objects.filter(annotator__kind=Annotator.KIND_DATASET).values("image_id").distinct().count()
+    # How many images VISPR labelled is a count of another annotator's labels: staff only (annotations/blind.py).
+    labelled = (Label.objects.filter(annotator__kind=Annotator.KIND_DATASET).values("image_id").distinct().count()
+                if blind.sees_everything(request.user) else None)
     return render(request, "annotations/vispr_mapping.html", {"mapping": mapping, "table": table, "labelled_images": labelled})

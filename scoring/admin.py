@@ -11,7 +11,7 @@ from .models import ExportJob, ImageScore, ScoringProfile
 
 @admin.register(ScoringProfile)
 class ScoringProfileAdmin(admin.ModelAdmin):
-    list_display = ("name", "version", "lo1", "lo2", "lo3", "provisional", "is_active", "source")
+    list_display = ("name", "version", "lo1", "lo2", "lo3", "provisional", "exclude_assisted", "is_active", "source")
     filter_horizontal = ("consensus_annotators",)
     # The version counts scoring changes; weights are the spec's; `activate` is an action (one active at a time).
     readonly_fields = ("version", "weights", "is_active", "fit_report", "created_at", "updated_at")

@@ -16,7 +16,7 @@ from annotations.models import Image
 from inference.models import Run
 
 from . import queries
-from .services.agreement import agreement_study, study_key
+from .services.agreement import ASSISTED_MODES, DEFAULT_ASSISTED, agreement_study, study_key
 from .services.cache import freshness
 from .services.run_metrics import run_key, run_metrics
 from .access import get_run_for_review
@@ -55,6 +55,9 @@ class MetricsQuery(PageQuery):
 
 class AgreementQuery(StrictSerializer):
     split = serializers.ChoiceField(choices=[s for s, _ in Image.SPLITS], required=False)
+    assisted = serializers.ChoiceField(choices=list(ASSISTED_MODES), required=False, default=DEFAULT_ASSISTED,
+                                       help_text="Which human labelings count: exclude (default) leaves out those made with model "
+                                                 "suggestions in view, include counts all, only counts the assisted ones.")
 
 
 class MetricsList(ApiView):
@@ -91,6 +94,8 @@ class RunMetrics(ApiView):
 
 class AgreementSerializer(FreshnessSerializer):
     split = serializers.CharField()
+    assisted = serializers.CharField(help_text="exclude, include or only: which human labelings the figures count "
+                                               "(the report's `assisted` says how many).")
     report = serializers.DictField(help_text="As the agreement page shows: annotators, pairwise kappa, per attribute and "
                                              "level, strict consensus, Krippendorff's alpha.")
 
@@ -101,6 +106,7 @@ class Agreement(ApiView):
     @extend_schema(parameters=[AgreementQuery], responses=AgreementSerializer, summary="Inter-annotator agreement")
     def get(self, request):
         q = self.validated_query(AgreementQuery)
-        split = q.get("split", "")
-        report = agreement_study(split)
-        return Response(AgreementSerializer({"split": split or "all", "report": report, **freshness([study_key(split)])[study_key(split)]}).data)
+        split, assisted = q.get("split", ""), q.get("assisted") or DEFAULT_ASSISTED
+        report = agreement_study(split, assisted)
+        key = study_key(split, assisted)
+        return Response(AgreementSerializer({"split": split or "all", "assisted": assisted, "report": report, **freshness([key])[key]}).data)

@@ -234,7 +234,8 @@ def consensus_array(values: np.ndarray, adjudications: np.ndarray | None = None,
     `values`: float array (annotators, images, attributes) of labels, NaN where missing.
     `adjudications`: optional float array (images, attributes), NaN where there is none.
     `abstain`: optional bool array (annotators, attributes): that annotator never labels that attribute
-    (a dataset annotator's attribute its mapping leaves without label, e.g. VISPR on emotion_mental_health).
+    (a dataset annotator's attribute its mapping leaves without label, e.g. VISPR on emotion_mental_health);
+    or (annotators, images, attributes), per image (an assisted human labeling a profile leaves out).
     It neither votes nor is waited for there; an attribute on which every annotator abstains is covered
     only by an adjudication.
     Returns (binary (images, attributes) int8, complete (images,) bool). Rows that are not complete
@@ -248,7 +249,8 @@ def consensus_array(values: np.ndarray, adjudications: np.ndarray | None = None,
         binary = (values == 1.0).all(axis=0)
         covered = present.all(axis=0)
     else:
-        skip = np.asarray(abstain, dtype=bool)[:, None, :]
+        skip = np.asarray(abstain, dtype=bool)
+        skip = skip[:, None, :] if skip.ndim == 2 else skip  # (annotators, attributes), or per image too
         voters = (~skip).any(axis=0)  # (1, attributes)
         binary = ((values == 1.0) | skip).all(axis=0) & voters
         covered = (present | skip).all(axis=0) & voters

@@ -136,9 +136,18 @@ class RunForm(ExportForm):
         return self.cleaned_data.get("threshold") or 2
 
 
+ASSISTED_CHOICES = [("exclude", "independent human labels only (default)"), ("include", "independent and assisted"),
+                    ("only", "assisted human labels only")]
+
+
 class AgreementForm(ExportForm):
     table_names = ("summary", "paper", "human_human", "pairs", "per_attribute", "per_level", "strict_consensus", "krippendorff")
     split = forms.ChoiceField(choices=SPLITS, required=False, error_messages={"invalid_choice": "Unknown split %(value)s."})
+    assisted = forms.ChoiceField(choices=ASSISTED_CHOICES, required=False, label="Human labels", error_messages={
+        "invalid_choice": "assisted must be exclude, include or only; got %(value)s."})
+
+    def clean_assisted(self):
+        return self.cleaned_data.get("assisted") or "exclude"
 
 
 class DisagreementForm(ExportForm):

@@ -23,6 +23,10 @@ class ScoringProfile(models.Model):
     source = models.TextField(help_text="Where the boundaries came from.")
     fit_report = models.JSONField(default=dict, blank=True)
     consensus_annotators = models.ManyToManyField("annotations.Annotator", blank=True, related_name="+")
+    exclude_assisted = models.BooleanField(
+        default=False, verbose_name="leave assisted human labels out of the consensus",
+        help_text="A human labeling made with model suggestions in view neither votes nor is waited for on its image "
+                  "(the image's consensus comes from the other annotators of the set; none left: no consensus).")
     is_active = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -49,6 +53,13 @@ class ScoringProfile(models.Model):
     @property
     def label(self) -> str:
         return f"{self.name} v{self.version}" + (" — PROVISIONAL boundaries" if self.provisional else "")
+
+    @property
+    def assisted_rule(self) -> str:
+        """How the consensus treats assisted human labels (shown wherever the consensus is described)."""
+        if self.exclude_assisted:
+            return "assisted human labels (made with model suggestions in view) are left out of the consensus"
+        return "assisted human labels (made with model suggestions in view) count in the consensus like any other"
 
     # The active-profile rule: at most one profile is active (a constraint). `active_or_none()` is
     # that profile or None (pages that show consensus "under the active profile": home, image API).

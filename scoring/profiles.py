@@ -13,8 +13,9 @@ from .models import ImageScore, ScoringProfile
 from .services.scores import recompute_scores
 
 # What decides a stored score; a change to any of these rescores.
-SCORING_FIELDS = ("lo1", "lo2", "lo3", "weights", "consensus_annotators")
-AUDITED_FIELDS = ("name", "version", "lo1", "lo2", "lo3", "weights", "provisional", "source", "is_active", "consensus_annotators")
+SCORING_FIELDS = ("lo1", "lo2", "lo3", "weights", "consensus_annotators", "exclude_assisted")
+AUDITED_FIELDS = ("name", "version", "lo1", "lo2", "lo3", "weights", "provisional", "source", "is_active", "consensus_annotators",
+                  "exclude_assisted")
 
 
 def snapshot(profile: ScoringProfile) -> dict:
@@ -53,7 +54,7 @@ def record_change(actor, profile: ScoringProfile, before: dict) -> dict | None:
     if not changed:
         return None
     result = None
-    if "consensus_annotators" in changed:
+    if "consensus_annotators" in changed or "exclude_assisted" in changed:  # both decide which images have a consensus
         result = rescore_all(profile)
     elif any(k in changed for k in SCORING_FIELDS):
         result = rescore_stored(profile)

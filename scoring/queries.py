@@ -163,6 +163,32 @@ def _label_filter():
     return Q(annotator__kind__in=[Annotator.KIND_MODEL, Annotator.KIND_GROUND_TRUTH, Annotator.KIND_DATASET]) | Q(Exists(submitted))
 
 
+# Assisted labels (docs/scoring.md): which human labelings enter a study. "exclude" keeps the independent ones (no
+# model suggestion was in view), "only" the assisted ones, "include" every submitted one. Models and imported labels
+# are never assisted.
+ASSISTED_MODES = ("exclude", "include", "only")
+
+
+def _assisted_filter(assisted: str) -> Q:
+    """Labels of human labelings by `assisted` mode (beside _label_filter, which keeps submitted ones only)."""
+    if assisted not in ASSISTED_MODES:
+        raise ValueError(f"assisted must be one of {', '.join(ASSISTED_MODES)}; got {assisted!r}.")
+    if assisted == "include":
+        return Q()
+    assisted_labeling = Labeling.objects.filter(image_id=OuterRef("image_id"), annotator_id=OuterRef("annotator_id"), assisted=True)
+    human = Q(annotator__kind=Annotator.KIND_HUMAN)
+    return (~human | Q(Exists(assisted_labeling))) if assisted == "only" else (~human | ~Q(Exists(assisted_labeling)))
+
+
+def assisted_counts(split: str = "") -> dict:
+    """Submitted human labelings (of the split) and how many of them were made with suggestions in view."""
+    labelings = Labeling.objects.filter(status=Labeling.STATUS_SUBMITTED, annotator__kind=Annotator.KIND_HUMAN)
+    if split:
+        labelings = labelings.filter(image__split=split)
+    counts = labelings.aggregate(total=Count("pk"), assisted=Count("pk", filter=Q(assisted=True)))
+    return {"human_labelings": counts["total"], "assisted_labelings": counts["assisted"]}
+
+
 def label_fingerprint(split: str = "") -> str:
     """The label version (annotations.label_version: an integer every write of labels, submitted labelings
     and adjudications bumps in its transaction) with the split: one read of a tiny table, where an
@@ -177,13 +203,15 @@ def labelings_estimate(split: str = "") -> int:
     return images.count() * Annotator.objects.count()
 
 
-def load_labels(split: str = "", image_ids: list[int] | None = None, annotator_ids: list[int] | None = None) -> LabelSet:
-    """All counted labels as a (annotators, images, attributes) array; three queries."""
+def load_labels(split: str = "", image_ids: list[int] | None = None, annotator_ids: list[int] | None = None,
+                assisted: str = "include") -> LabelSet:
+    """All counted labels as a (annotators, images, attributes) array; three queries. `assisted` (ASSISTED_MODES):
+    which human labelings count, by whether model suggestions were in view."""
     tax = taxonomy.active()
     keys = list(tax.keys)
     key_index = {k: j for j, k in enumerate(keys)}
     attr_key = {v: k for k, v in taxonomy.attribute_ids().items()}
-    labels = Label.objects.filter(_label_filter())
+    labels = Label.objects.filter(_label_filter(), _assisted_filter(assisted))
     if split:
         labels = labels.filter(image__split=split)
     if image_ids is not None:
@@ -235,3 +263,11 @@ def image_labels(image: Image) -> list[dict]:
          "key": r.attribute.key, "value": r.value, "rationale": r.rationale}
         for r in rows
     ]
+
+
+def assisted_labelings(image: Image) -> dict[str, dict]:
+    """The image's submitted human labelings made with model suggestions in view: annotator name -> the models seen
+    ("from") and the suggestion shown per attribute ("suggested"); one query."""
+    rows = Labeling.objects.filter(image=image, status=Labeling.STATUS_SUBMITTED, assisted=True).values_list(
+        "annotator__name", "suggestions_seen", "suggested_values")
+    return {name: {"from": list(seen or []), "suggested": dict(suggested or {})} for name, seen, suggested in rows}

@@ -36,6 +36,10 @@ def _review_context(request, image, form=None, neighbours=True) -> dict:
     for row in labels:
         if row["annotator"] not in annotators:
             annotators.append(row["annotator"])
+    assisted = queries.assisted_labelings(image)  # annotator name -> {"from": [...], "suggested": {key: value}}
+    for row in labels:
+        shown = assisted.get(row["annotator"], {}).get("suggested", {})
+        row["as_suggested"] = row["key"] in shown and float(shown[row["key"]]) == float(row["value"])
     by = {(r["annotator"], r["key"]): r for r in labels}
     kinds = {r["annotator"]: r["kind"] for r in labels}
     adjudications = {a.attribute.key: a for a in Adjudication.objects.filter(image=image).select_related("attribute", "adjudicator")}
@@ -53,7 +57,7 @@ def _review_context(request, image, form=None, neighbours=True) -> dict:
             else ("" if score is None or score.binary_labels.get(key) is None else str(score.binary_labels[key])),
         })
     return {
-        "image": image, "profile": profile, "score": score, "annotators": [(n, kinds[n]) for n in annotators], "rows": rows,
+        "image": image, "profile": profile, "score": score, "annotators": [(n, kinds[n], assisted.get(n)) for n in annotators], "rows": rows,
         "blur": _blur(request), "form": form or AdjudicationForm(attribute_keys=attributes.keys()),
         "label_choices": [("0", "0"), ("0.5", "0.5"), ("1", "1")],
         "neighbours": _disputed_neighbours(request, profile, image.pk) if neighbours else None,

@@ -28,28 +28,52 @@ def _paper_human_human() -> dict:
     return {}
 
 
+def assisted_note(report: dict) -> str:
+    """Which human labelings the report counts (assisted labels, docs/scoring.md), in one sentence."""
+    a = report.get("assisted")
+    if not a:
+        return ""
+    text = {"exclude": f"Human labels: independent only — {a['left_out']:,} assisted labeling(s) (model suggestions in view) "
+                       f"left out of every figure; ?assisted=include or ?assisted=only shows them.",
+            "include": f"Human labels: independent and assisted — {a['assisted_labelings']:,} of {a['human_labelings']:,} human "
+                       "labelings were made with model suggestions in view and are counted.",
+            "only": f"Human labels: assisted only — {a['assisted_labelings']:,} labeling(s) made with model suggestions in view; "
+                    f"{a['left_out']:,} independent one(s) left out."}[a["mode"]]
+    return text
+
+
+def _human_labels(report: dict, row_has_humans: bool) -> str:
+    a = report.get("assisted")
+    return a["human_labels"] if a and row_has_humans else ""
+
+
 def agreement_tables(report: dict, level_of: dict) -> list[Table]:
     study = report.get("human_study", {})
     ci_note = CI_NOTE.format(resamples=(report.get("bootstrap") or {}).get("resamples", 0))
     hh_ci = report.get("human_human", {}).get("ci") or {}
     study_note = (f"Human study population: {study.get('images', 0)} of {study.get('all_images', 0)} images have at least two "
-                  "human labelings; every figure involving humans uses those images only.")
+                  "human labelings; every figure involving humans uses those images only. " + assisted_note(report))
     summary = []
     hh = report.get("human_human", {}).get("overall", {})
     if hh.get("n"):
         o = with_ci(hh, hh_ci.get("overall"))
         summary.append({"source": "ours", "a": "humans", "b": "humans", "group": "human-human", "n": hh["n"],
-                        "population": f"human study images ({study.get('images', 0):,})",
+                        "population": f"human study images ({study.get('images', 0):,})", "human_labels": _human_labels(report, True),
+                        "assisted": report.get("human_human", {}).get("assisted_labelings"),
                         "agreement": o["strict"], "agreement_kind": "strict consensus (all humans agree)",
                         "kappa": o["fleiss_kappa"], "kappa_kind": "Fleiss' κ", **_paper_human_human()})
     for row in report["vs_majority"] + [r for r in report["pairs"] if r["group"] == "model-model" or VISPR_GROUP in r["group"]]:
         o = with_ci(row["overall"], (row.get("ci") or {}).get("overall"))
+        with_humans = "human" in row["group"]
         summary.append({"source": "ours", "a": row["a"], "b": row["b"], "group": row["group"], "n": row["overall"]["n"],
-                        "population": _population(row), "agreement": o["agreement"], "agreement_kind": "percent agreement",
+                        "population": _population(row), "human_labels": _human_labels(report, with_humans),
+                        "assisted": (report.get("assisted") or {}).get("counted_assisted") if with_humans else None,
+                        "agreement": o["agreement"], "agreement_kind": "percent agreement",
                         "kappa": o["kappa"], "kappa_kind": "Cohen's κ", "pabak": o.get("pabak"), "ac1": o.get("ac1")})
     head = [("source", "source"), ("a", "annotator"), ("b", "compared with"), ("group", "group"), ("n", "items"),
             ("agreement", "agreement"), ("agreement_kind", "agreement is"), ("kappa", "κ"), ("kappa_kind", "κ is")]
-    summary_head = (head[:5] + [("population", "population (images)")] + head[5:] + [("pabak", "PABAK"), ("ac1", "Gwet's AC1")]
+    summary_head = (head[:5] + [("population", "population (images)"), ("human_labels", "human labels"),
+                                ("assisted", "assisted labelings counted")] + head[5:] + [("pabak", "PABAK"), ("ac1", "Gwet's AC1")]
                     + [("paper_agreement", "paper: agreement"), ("paper_kappa", "paper: κ")])
     paper = []
     for p in paper_reference()["annotator_agreement"]:
@@ -68,19 +92,23 @@ def agreement_tables(report: dict, level_of: dict) -> list[Table]:
                    "is not an annotator and is not listed. " + study_note + " " + ci_note),
         Table("paper", "The paper's Table 2 (its own images and annotators, not recomputed)", head, paper),
     ]
-    hh_rows = [{"scope": "all items", **with_ci(hh, hh_ci.get("overall"))}] if hh else []
+    hh_assisted = report.get("human_human", {}).get("assisted_labelings")
+    hh_rows = [{"scope": "all items", "assisted": hh_assisted, **with_ci(hh, hh_ci.get("overall"))}] if hh else []
     for lv, s_ in report.get("human_human", {}).get("levels", {}).items():
         hh_rows.append({"scope": f"level {lv}", **with_ci(s_, (hh_ci.get("levels") or {}).get(lv))})
     for key, s_ in report.get("human_human", {}).get("attributes", {}).items():
         hh_rows.append({"scope": key, **with_ci(s_, (hh_ci.get("attributes") or {}).get(key))})
     tables.append(Table("human_human", "Human-human: strict consensus and Fleiss' κ",
-                        [("scope", "scope"), ("n", "items with ≥ 2 human labels"), ("strict", "strict consensus"),
-                         ("fleiss_kappa", "Fleiss' κ")], hh_rows, note=study_note + " " + ci_note))
+                        [("scope", "scope"), ("n", "items with ≥ 2 human labels"), ("assisted", "assisted labelings counted"),
+                         ("strict", "strict consensus"), ("fleiss_kappa", "Fleiss' κ")], hh_rows, note=study_note + " " + ci_note))
     pairs = [{"a": r["a"], "b": r["b"], "group": r["group"], "population": _population(r),
+              "human_labels": _human_labels(report, "human" in r["group"]),
               **with_ci(r["overall"], (r.get("ci") or {}).get("overall"))} for r in report["pairs"]]
     tables.append(Table("pairs", "Every annotator pair (Cohen's κ)",
-                        [("a", "annotator"), ("b", "annotator"), ("group", "group"), ("population", "population (images)")] + AGREEMENT_COLUMNS,
-                        pairs, note="Pairs involving a human use the human study images only. " + ci_note + " " + WEIGHTED_KAPPA_NOTE))
+                        [("a", "annotator"), ("b", "annotator"), ("group", "group"), ("population", "population (images)"),
+                         ("human_labels", "human labels")] + AGREEMENT_COLUMNS,
+                        pairs, note="Pairs involving a human use the human study images only. " + assisted_note(report) + " " + ci_note
+                        + " " + WEIGHTED_KAPPA_NOTE))
 
     comparisons = [(f"{r['a']} vs {r['b']}", r) for r in report["vs_majority"]]
     comparisons += [(f"{r['a']} vs {r['b']}", r) for r in report["pairs"]]

@@ -40,6 +40,7 @@ from .services.leaderboard import is_ablation, leaderboard_ranking, training_ove
 from .services.run_metrics import run_metrics, run_points, weight_sensitivity
 from .services.run_page import page_data, run_page_data
 from .access import get_export_for_user, get_run_for_review
+from .forms import ASSISTED_CHOICES as AGREEMENT_ASSISTED
 from .forms import (
     AgreementForm, CalibrationForm, CompareForm, CounterfactualForm, DisagreementForm, ExportJobForm,
     LeaderboardForm, RunForm,
@@ -254,14 +255,24 @@ def agreement(request):
     form = AgreementForm(request.GET)
     if not form.is_valid():
         return _bad_request(request, form)
-    split = form.cleaned_data["split"]
-    report = agreement_study(split)
+    split, assisted = form.cleaned_data["split"], form.cleaned_data["assisted"]
+    report = agreement_study(split, assisted)
     tables = study_tables.agreement_tables(report, taxonomy.active().level_of)
     km = report["kappa_matrix"]
     heatmap = svg.heatmap(km["names"], km["names"], km["matrix"], title="Cohen's kappa per annotator pair", scale_label="Cohen's κ") if report["annotators"] else ""
-    context = {"form": form, "report": report, "heatmap": mark_safe(heatmap)}
+    context = {"form": form, "report": report, "heatmap": mark_safe(heatmap), "assisted_links": _assisted_links(request, assisted)}
     return _respond(request, form, "agreement", "scoring/agreement.html", context, tables,
-                    {"split": split or "all", "weighted_kappa": "linear weights over 0 < 0.5 < 1"})
+                    {"split": split or "all", "assisted": assisted, "weighted_kappa": "linear weights over 0 < 0.5 < 1"})
+
+
+def _assisted_links(request, current: str) -> list[dict]:
+    """The same page with each other assisted mode (the assisted figures one click away)."""
+    links = []
+    for mode, text in AGREEMENT_ASSISTED:
+        q = request.GET.copy()
+        q["assisted"] = mode
+        links.append({"mode": mode, "text": text, "url": "?" + q.urlencode(), "current": mode == current})
+    return links
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from core.audit import audit
 from .. import taxonomy
 from ..history import save_with_coalesced_history
 from ..models import Adjudication, Image, Labeling
+from . import page
 from .labels import write_labels
 from .labeling_queue import _slots_taken, labelings_per_image
 
@@ -57,7 +58,8 @@ def is_locked(labeling: Labeling) -> bool:
 
 
 def _lock_for_edit(labeling: Labeling, version: int) -> Labeling:
-    current = Labeling.objects.select_for_update().get(pk=labeling.pk)
+    # The image and its batch come along (suggestions in view are recorded from them); only the labeling row is locked.
+    current = Labeling.objects.select_for_update(of=("self",)).select_related("image__batch").get(pk=labeling.pk)
     if current.status == Labeling.STATUS_SKIPPED:
         raise LabelingError("You skipped this image; a skipped labeling cannot be changed.")
     if is_locked(current):
@@ -74,7 +76,20 @@ def _lock_for_edit(labeling: Labeling, version: int) -> Labeling:
     return current
 
 
+def _record_suggestions(current: Labeling) -> None:
+    """Assisted labels: when model suggestions are in view of this draft (page.suggestions_in_view, what the page and
+    the API show with it), the labeling is marked assisted, with the models named and each attribute's suggestion
+    kept. Never unset: answers given once with suggestions in view stay assisted even if the batch turns them off."""
+    names, shown = page.suggestions_in_view(current)
+    if not names:
+        return
+    current.assisted = True
+    current.suggestions_seen = sorted(set(current.suggestions_seen or []) | set(names))
+    current.suggested_values = {**(current.suggested_values or {}), **shown}
+
+
 def _apply_working_copy(current: Labeling, user, values: dict, rationales: dict, note: str, flag: str) -> None:
+    _record_suggestions(current)
     old_flag = current.flag
     current.draft_values = {k: float(v) for k, v in values.items()}
     current.draft_rationales = {k: r for k, r in rationales.items() if r}

@@ -2,8 +2,9 @@
 coverage, VISPR label) and a search by id over the image table, one page at a time.
 
 Every filter is a database condition, so a page costs a count and one page of rows however many
-images there are. Consensus filters go through the seam (annotations.hooks) and the blind rule: a
-reviewer filters only among the images whose consensus they may see."""
+images there are. Consensus filters go through the seam (annotations.hooks). Every filter derived from other annotators'
+labels (consensus, VISPR label, dataset version, coverage) goes through the blind rule
+(`blind.restrict_by_others_labels`): a reviewer filters by them only among the images they have submitted."""
 from __future__ import annotations
 
 from django.db import connection
@@ -17,7 +18,7 @@ from .labeling_queue import labelings_per_image
 
 def filtered_images(user, f: dict):
     """Images matching the cleaned ImageFilterForm data `f`, ordered by VISPR id."""
-    images = Image.objects.order_by("vispr_id")
+    images = blind.restrict_by_others_labels(user, Image.objects.order_by("vispr_id"), f)
     if f.get("q"):
         images = images.filter(vispr_id__icontains=f["q"])
     if f.get("split"):
@@ -40,7 +41,6 @@ def filtered_images(user, f: dict):
         profile = consensus_scores().active_profile()
         if profile is None:
             return images.none()
-        images = images.filter(blind.consensus_filter(user))
         images = consensus_scores().filter_images(profile, images, level=f.get("level"), attribute=f.get("attribute") or None)
     return images
 

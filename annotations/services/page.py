@@ -3,8 +3,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from django.db.models import Exists, Q
+
 from .. import taxonomy
-from ..models import Annotator, Label, Labeling
+from ..models import Annotator, Batch, Label, Labeling
 
 VALUE_NAMES = {0.0: "No", 0.5: "Unsure", 1.0: "Yes"}
 
@@ -28,12 +30,20 @@ class Row:
         counts: dict[float, int] = {}
         for s in self.suggestions:
             counts[s[3]] = counts.get(s[3], 0) + 1
-        top = max(counts.values())
-        winners = [v for v, n in counts.items() if n == top]
-        value = winners[0] if len(winners) == 1 else 0.5
+        value = suggested_value([s[3] for s in self.suggestions])
         provenance = "\n".join(f"{name}: {text}" + (f" — {why}" if why else "") for name, text, why, _ in self.suggestions)
         return {"value": value, "name": VALUE_NAMES.get(value, str(value)), "agree": counts.get(value, 0),
                 "total": len(self.suggestions), "provenance": provenance}
+
+
+def suggested_value(values: list[float]) -> float:
+    """The suggestion row's value from the models' answers: the value most models gave, a tie Unsure (0.5)."""
+    counts: dict[float, int] = {}
+    for value in values:
+        counts[value] = counts.get(value, 0) + 1
+    top = max(counts.values())
+    winners = [v for v, n in counts.items() if n == top]
+    return winners[0] if len(winners) == 1 else 0.5
 
 
 @dataclass
@@ -65,19 +75,13 @@ def page_rows(labeling: Labeling, values: dict | None = None, rationales: dict |
     rows = {a.key: Row(a.key, a.level, a.question, _as_value(values.get(a.key)), rationales.get(a.key, "")) for a in tax.attributes}
     info = {"suggestions_from": [], "compared_with": []}
     submitted = labeling.status == Labeling.STATUS_SUBMITTED
-    batch = labeling.image.batch
-    if not submitted and batch is not None and batch.show_model_suggestions:
-        chosen = list(batch.suggestion_annotators.values_list("pk", flat=True))
-        labels = Label.objects.filter(image_id=labeling.image_id, annotator__kind=Annotator.KIND_MODEL)
-        if chosen:
-            labels = labels.filter(annotator_id__in=chosen)
-        names = {}
-        for label in labels.select_related("annotator", "attribute").order_by("annotator__name"):
-            name = annotator_label(label.annotator, {})
-            names[name] = True
-            if label.attribute.key in rows:
-                rows[label.attribute.key].suggestions.append((name, VALUE_NAMES.get(label.value, label.value), label.rationale, label.value))
-        info["suggestions_from"] = list(names)
+    names = {}
+    for label in suggestion_labels(labeling):
+        name = annotator_label(label.annotator, {})
+        names[name] = True
+        if label.attribute.key in rows:
+            rows[label.attribute.key].suggestions.append((name, VALUE_NAMES.get(label.value, label.value), label.rationale, label.value))
+    info["suggestions_from"] = list(names)
     if submitted:
         humans: dict = {}
         names = {}
@@ -95,6 +99,31 @@ def page_rows(labeling: Labeling, values: dict | None = None, rationales: dict |
         info["compared_with"] = list(names)
     groups = [LevelGroup(n, tax.level_names.get(n, f"Level {n}"), [r for r in rows.values() if r.level == n]) for n in (1, 2, 3, 4)]
     return groups, info
+
+
+def suggestion_labels(labeling: Labeling) -> list[Label]:
+    """The model labels shown to the reviewer of `labeling` as suggestions: only while it is not submitted and only
+    where the image's batch turns suggestions on (from its chosen model annotators; none chosen: every model)."""
+    batch = labeling.image.batch
+    if labeling.status == Labeling.STATUS_SUBMITTED or batch is None or not batch.show_model_suggestions:
+        return []
+    chosen = Batch.suggestion_annotators.through.objects.filter(batch_id=batch.pk)
+    labels = Label.objects.filter(image_id=labeling.image_id, annotator__kind=Annotator.KIND_MODEL).filter(
+        Q(annotator_id__in=chosen.values("annotator_id")) | ~Exists(chosen))  # one query, however the batch is set
+    return list(labels.select_related("annotator", "attribute").order_by("annotator__name"))
+
+
+def suggestions_in_view(labeling: Labeling) -> tuple[list[str], dict[str, float]]:
+    """What the labeling page and the API show of the models right now: the model annotators' names (sorted) and,
+    per attribute of the active taxonomy, the suggestion row's value. Empty when no suggestion is shown."""
+    keys = set(taxonomy.active().keys)
+    per_key: dict[str, list[float]] = {}
+    names = set()
+    for label in suggestion_labels(labeling):
+        names.add(label.annotator.name)
+        if label.attribute.key in keys:
+            per_key.setdefault(label.attribute.key, []).append(label.value)
+    return sorted(names), {key: suggested_value(values) for key, values in sorted(per_key.items())}
 
 
 def _as_value(raw) -> float | None:

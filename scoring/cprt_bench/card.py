@@ -123,6 +123,7 @@ def dataset_card(profile: ScoringProfile, tax: taxonomy.Taxonomy, summary: dict,
         for a in profile.consensus_annotators.all()
     ]
     lines.append(f"- Consensus annotators: {', '.join(a['name'] for a in consensus) if consensus else '(none)'}")
+    lines.append(f"- Assisted labels: {profile.assisted_rule} (the `annotations` configuration marks each assisted row)")
     lines += ["", "| level | lo | hi |", "|---|---|---|"]
     bounds = profile.bounds
     for level in engine.LEVELS:

@@ -71,6 +71,11 @@ def annotations_schema(tax: taxonomy.Taxonomy) -> pa.Schema:
             ("prompt_version", pa.string()),
             ("labels", pa.struct([(key, pa.float64()) for key in tax.keys])),
             ("rationales", pa.struct([(key, pa.string()) for key in tax.keys])),
+            # Assisted labels (docs/scoring.md): a person's row made with model suggestions in view, which models, and
+            # per attribute whether the answer equals the suggestion shown (null: no suggestion, or not a person's row).
+            ("assisted", pa.bool_()),
+            ("suggestions_seen", pa.list_(pa.string())),
+            ("answers_as_suggested", pa.struct([(key, pa.bool_()) for key in tax.keys])),
         ]
     )
 
@@ -331,6 +336,9 @@ def _annotation_rows(chunk, tax, key_of, annotators: dict[int, dict], seen: dict
     vispr_of = dict(Image.objects.filter(id__in=chunk).values_list("id", "vispr_id"))
     # Unfinished work (a draft labeling) is not an annotation yet.
     drafts = set(Labeling.objects.filter(image_id__in=chunk, status=Labeling.STATUS_DRAFT).values_list("image_id", "annotator_id"))
+    assisted = {(image_id, annotator_id): (bool(flag), list(seen or []), dict(shown or {})) for image_id, annotator_id, flag, seen, shown
+                in Labeling.objects.filter(image_id__in=chunk, status=Labeling.STATUS_SUBMITTED, annotator__kind=Annotator.KIND_HUMAN)
+                .values_list("image_id", "annotator_id", "assisted", "suggestions_seen", "suggested_values")}
     pairs: dict[tuple[int, int], tuple[dict, dict]] = {}
     for image_id, annotator_id, attribute_id, value, rationale in Label.objects.filter(image_id__in=chunk).values_list(
         "image_id", "annotator_id", "attribute_id", "value", "rationale"
@@ -354,11 +362,22 @@ def _annotation_rows(chunk, tax, key_of, annotators: dict[int, dict], seen: dict
                 "prompt_version": public["prompt_version"],
                 "labels": {k: values.get(k) for k in tax.keys},
                 "rationales": {k: rationales.get(k) for k in tax.keys},
+                **_assisted_fields(assisted.get((image_id, annotator_id)), values, tax.keys),
             }
         )
         entry = seen.setdefault(public["name"], {**public, "rows": 0})
         entry["rows"] += 1
     return rows
+
+
+def _assisted_fields(record: tuple | None, values: dict, keys) -> dict:
+    """The annotations row's assisted columns from a person's labeling (flag, models seen, suggestion per attribute);
+    None for a row that is not a person's submitted labeling (a model, VISPR, an imported ground truth)."""
+    if record is None:
+        return {"assisted": None, "suggestions_seen": None, "answers_as_suggested": {k: None for k in keys}}
+    flag, seen, shown = record
+    matches = {k: (None if k not in shown or values.get(k) is None else float(values[k]) == float(shown[k])) for k in keys}
+    return {"assisted": flag, "suggestions_seen": seen, "answers_as_suggested": matches}
 
 
 def _prediction_rows(chunk, bounds: engine.Bounds, seen: dict) -> list[dict]:

@@ -12,27 +12,47 @@ from .cache import cached, jsonable
 # Agreement
 
 # Bumped when the report gains figures, so a report stored by older code is recomputed, not served without them.
-REPORT_FORMAT = 2
+REPORT_FORMAT = 3
+
+# Assisted labels (docs/scoring.md): by default a study leaves out the human labelings made with model suggestions in
+# view, since the paper's human-vs-model agreement assumes humans answered without seeing the model.
+DEFAULT_ASSISTED = "exclude"
+ASSISTED_MODES = queries.ASSISTED_MODES
 
 
-def study_key(split: str = "") -> str:
-    """The cache key of the agreement study of a split (all images: "")."""
-    return f"agreement:{split or 'all'}"
+def study_key(split: str = "", assisted: str = DEFAULT_ASSISTED) -> str:
+    """The cache key of the agreement study of a split (all images: "") and assisted mode (the default's key has no suffix)."""
+    return f"agreement:{split or 'all'}" + ("" if assisted == DEFAULT_ASSISTED else f":assisted-{assisted}")
 
 
-def agreement_study(split: str = "") -> dict:
+def agreement_study(split: str = "", assisted: str = DEFAULT_ASSISTED) -> dict:
+    if assisted not in ASSISTED_MODES:
+        raise ValueError(f"assisted must be one of {', '.join(ASSISTED_MODES)}; got {assisted!r}.")
     fingerprint = queries.digest(queries.label_fingerprint(split), REPORT_FORMAT)
 
     def compute():
-        return agreement_lib.agreement_report(queries.load_labels(split=split))
+        report = agreement_lib.agreement_report(queries.load_labels(split=split, assisted=assisted))
+        report["assisted"] = assisted_summary(queries.assisted_counts(split), assisted)
+        report["human_human"]["assisted_labelings"] = report["assisted"]["counted_assisted"]
+        return report
 
-    return cached(study_key(split), fingerprint, compute, spec={"kind": "agreement", "split": split},
+    return cached(study_key(split, assisted), fingerprint, compute, spec={"kind": "agreement", "split": split, "assisted": assisted},
                   size=lambda: queries.labelings_estimate(split))
+
+
+def assisted_summary(counts: dict, mode: str) -> dict:
+    """What a study in `mode` counted of the submitted human labelings: how many, how many of those were assisted,
+    how many were left out (the report's `assisted`; every figure involving humans reads these labelings)."""
+    total, assisted = counts["human_labelings"], counts["assisted_labelings"]
+    counted = {"include": total, "exclude": total - assisted, "only": assisted}[mode]
+    human_labels = {"include": "independent and assisted", "exclude": "independent only", "only": "assisted only"}[mode]
+    return {"mode": mode, "human_labels": human_labels, "human_labelings": total, "assisted_labelings": assisted,
+            "counted_human_labelings": counted, "counted_assisted": assisted if mode != "exclude" else 0, "left_out": total - counted}
 
 
 def refresh_entry(spec: dict) -> None:
     """The refresh job's recomputation (scoring.services.cache.refresh)."""
-    agreement_study(spec["split"])
+    agreement_study(spec["split"], spec.get("assisted", DEFAULT_ASSISTED))
 
 
 def annotate_run_agreement(run: Run) -> dict:

@@ -9,7 +9,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from annotations import taxonomy
-from annotations.models import Adjudication, Annotator, Image, Label
+from annotations.models import Adjudication, Annotator, Image, Label, Labeling
 from annotations.services import vispr_labels
 
 from .. import engine
@@ -82,12 +82,15 @@ def recompute_scores(profile: ScoringProfile, image_ids: Iterable[int] | None = 
         col = _lookup(attr_col, attribute)
         known = col >= 0
         values[ann_row[np.searchsorted(ann_sorted, annotator[known])], np.searchsorted(chunk_ids, image[known]), col[known]] = value[known]
+        chunk_abstain = abstain
+        if profile.exclude_assisted:
+            chunk_abstain = _without_assisted(values, abstain, in_chunk, consensus_ids, ann_index, chunk_ids)
         adjudications = np.full((len(chunk), len(keys)), np.nan)
         image, attribute, value = _columns(Adjudication.objects.filter(**in_chunk).values_list("image_id", "attribute_id", "value"), 3)
         col = _lookup(attr_col, attribute)
         known = col >= 0
         adjudications[np.searchsorted(chunk_ids, image[known]), col[known]] = value[known]
-        binary, complete = engine.consensus_array(values, adjudications, abstain)
+        binary, complete = engine.consensus_array(values, adjudications, chunk_abstain)
         counts = engine.level_counts_array(binary, attr_levels)
         levels, scores = engine.severity_array(counts, profile.bounds, profile.weights or engine.WEIGHTS)
         # Plain-value rows and one upsert per chunk: building an ImageScore instance per image cost more
@@ -103,6 +106,22 @@ def recompute_scores(profile: ScoringProfile, image_ids: Iterable[int] | None = 
         stored += len(keep)
         incomplete += len(chunk) - len(keep)
     return {"scored": stored, "incomplete": incomplete}
+
+
+def _without_assisted(values: np.ndarray, abstain: np.ndarray | None, in_chunk: dict, consensus_ids: list[int], ann_index: dict,
+                      chunk_ids: np.ndarray) -> np.ndarray:
+    """A profile that leaves assisted human labels out of the consensus: each assisted labeling of a consensus annotator
+    abstains on its image (neither votes nor is waited for; `values` loses its labels). Returns the per-image abstain
+    mask (annotators, images, attributes) for engine.consensus_array."""
+    shape = values.shape
+    mask = np.zeros(shape, dtype=bool) if abstain is None else np.broadcast_to(np.asarray(abstain, dtype=bool)[:, None, :], shape).copy()
+    pairs = Labeling.objects.filter(**in_chunk, annotator_id__in=consensus_ids, annotator__kind=Annotator.KIND_HUMAN,
+                                    assisted=True).values_list("annotator_id", "image_id")
+    for annotator_id, image_id in pairs:
+        row, col = ann_index[annotator_id], int(np.searchsorted(chunk_ids, image_id))
+        mask[row, col, :] = True
+        values[row, col, :] = np.nan
+    return mask
 
 
 def _columns(queryset, width: int) -> list[np.ndarray]:

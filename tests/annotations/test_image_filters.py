@@ -102,3 +102,47 @@ def test_bad_filters_are_refused_with_a_message(client_as, adjudicator, world, q
     response = client_as(adjudicator).get(reverse("home"), query)
     assert response.status_code == 400 and message in response.content.decode()
     assert response.context["rows"] == []
+
+
+# --- issue 38: filters derived from others' labels (VISPR label, dataset version, coverage) are blind -----------
+
+
+def test_a_reviewer_who_labelled_nothing_gets_no_image_from_vispr_label_or_dataset_filters(client_as, reviewer_b, world):
+    """`2017_f1` carries VISPR label a17_color (so the `vispr` annotator's mapped labels); `pilot-v1` holds f2 and f3.
+    A reviewer with nothing submitted learns nothing from these filters: no match, for every filter value."""
+    _, version = world
+    client = client_as(reviewer_b)
+    passport = DatasetVersion.objects.create(name="a17-colour-only")
+    passport.members.set([world[0][0]])
+    assert shown(client) == ["2017_f1", "2017_f2", "2017_f3", "2018_f4"]  # the plain list is not blind
+    for query in ({"vispr_label": "a17_color"}, {"vispr_label": "a4_gender"}, {"dataset": version.pk}, {"dataset": passport.pk},
+                  {"coverage": "none"}, {"coverage": "partial"}, {"coverage": "complete"}, {"coverage": "models"}):
+        assert shown(client, **query) == [], query
+    page = client.get(reverse("home")).content.decode()
+    assert "look only at the images you have submitted" in page
+
+
+def test_a_reviewer_filters_by_vispr_label_dataset_and_coverage_among_their_submitted_images(client_as, reviewer_a, adjudicator, world):
+    imgs, version = world
+    imgs[1].vispr_labels = ["a4_gender"]
+    imgs[1].save(update_fields=["vispr_labels"])
+    client = client_as(reviewer_a)  # submitted 2017_f2 only
+    assert shown(client, vispr_label="a4_gender") == ["2017_f2"]  # f1 and f4 carry it too, unsubmitted
+    assert shown(client, dataset=version.pk) == ["2017_f2"]  # f3 is a member too
+    assert shown(client, coverage="models") == ["2017_f2"]  # f1 has model labels too
+    assert shown(client, coverage="none") == []
+    assert shown(client, coverage="partial") == ["2017_f2"]
+    staff = client_as(adjudicator)
+    assert shown(staff, vispr_label="a4_gender") == ["2017_f1", "2017_f2", "2018_f4"]
+    assert shown(staff, dataset=version.pk) == ["2017_f2", "2017_f3"]
+
+
+def test_every_filter_from_others_labels_goes_through_the_blind_module():
+    from annotations import blind
+    from annotations.forms import ImageFilterForm
+
+    fields = set(ImageFilterForm(staff=True).fields)
+    derived = {"level", "attribute", "vispr_label", "dataset", "coverage"}
+    assert derived <= fields and set(blind.OTHERS_LABEL_FILTERS) == derived
+    assert blind.others_label_filters({"q": "2017", "split": "test", "page_size": 48}) == []
+    assert blind.others_label_filters({"coverage": "none", "vispr_label": ""}) == ["coverage"]

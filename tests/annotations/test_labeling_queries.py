@@ -14,8 +14,9 @@ from tests.support.labeling import claim, form_data
 pytestmark = pytest.mark.django_db
 
 # SUBMIT_MAX covers the submit and the claim of the next image it opens (annotations.views.labeling_submit),
-# and the one upsert of the label version a submit makes (annotations/label_version.py).
-PAGE_MAX, SAVE_MAX, SUBMIT_MAX = 16, 14, 29
+# and the one upsert of the label version a submit makes (annotations/label_version.py), and the two reads that
+# record the model suggestions in view of the answers (assisted labels, services/editing.py `_record_suggestions`).
+PAGE_MAX, SAVE_MAX, SUBMIT_MAX = 16, 14, 31
 
 
 def _bulk_data(n_images: int, n_labels: int, model: Annotator, batch: Batch):

@@ -12,16 +12,36 @@ def owner_only(status: int) -> dict:
     return matrix(reviewer_a=status, reviewer_b=404, adjudicator=404, admin=404)
 
 
+SUGGESTER = ("openai", "suggester-model", "annotate-v1")  # the model whose suggestions the labeling images' batch shows
+
+
+def suggestion_batch(world):
+    """The batch showing the suggester's labels (made once per world; permission_cases/api.py uses it too)."""
+    from annotations.models import Annotator, Batch
+
+    if "suggestion_batch" not in world:
+        batch = Batch.objects.create(name="perm-suggestions", show_model_suggestions=True)
+        batch.suggestion_annotators.set([Annotator.for_model(*SUGGESTER)])
+        world["suggestion_batch"] = batch
+    return world["suggestion_batch"]
+
+
 def setup(world):
+    from annotations import taxonomy
     from annotations.images import attach, clean_image
-    from annotations.models import Annotator, Image, Labeling
+    from annotations.models import Annotator, Image, Label, Labeling
     from tests.conftest import png_bytes
 
     annotator = Annotator.for_user(world["reviewer_a"])
+    # The labeling pages are requested in a batch with model suggestions on (issue 38: the API answered 500 there).
+    batch = suggestion_batch(world)
+    suggester = Annotator.for_model(*SUGGESTER)
     for name in ("labeling_page", "labeling_draft", "labeling_submit", "labeling_skip", "labeling_unskip"):
-        image = Image(vispr_id=f"perm_{name}", split="test", source="permission-test")
+        image = Image(vispr_id=f"perm_{name}", split="test", source="permission-test", batch=batch)
         attach(image, clean_image(png_bytes(color=(len(name), 1, 2))))
         image.save()
+        Label.objects.bulk_create([Label(image=image, annotator=suggester, attribute_id=pk, value=1.0, rationale="suggested")
+                                   for pk in taxonomy.attribute_ids().values()])
         world[name] = Labeling.objects.create(image=image, annotator=annotator)
     Labeling.objects.filter(pk=world["labeling_unskip"].pk).update(status=Labeling.STATUS_SKIPPED)
 

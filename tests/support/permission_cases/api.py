@@ -35,14 +35,29 @@ def setup(world):
     from inference.models import Run
     from tests.conftest import png_bytes
 
-    image = Image(vispr_id="perm_api_image", split="test", source="permission-test")
+    # In the batch with model suggestions on (permission_cases/annotations.py sets it up and its suggester's labels).
+    from .annotations import suggestion_batch
+
+    image = Image(vispr_id="perm_api_image", split="test", source="permission-test", batch=suggestion_batch(world))
     attach(image, clean_image(png_bytes(color=(9, 8, 7))))
     image.save()
+    _suggest(image)
     world["api_labeling"] = Labeling.objects.create(image=image, annotator=Annotator.for_user(world["reviewer_a"]))
     world["api_judge_run"] = Run.objects.create(task="judge", provider="openai", model_name="gpt-api", strategy="zero_shot",
                                                 prompt_version="judge-v1", status="finished")
     world["api_annotate_run"] = Run.objects.create(task="annotate", provider="openai", model_name="gpt-api",
                                                    prompt_version="annotate-v1", status="finished")
+
+
+def _suggest(image):
+    from annotations import taxonomy
+    from annotations.models import Annotator, Label
+
+    from .annotations import SUGGESTER
+
+    suggester = Annotator.for_model(*SUGGESTER)
+    Label.objects.bulk_create([Label(image=image, annotator=suggester, attribute_id=pk, value=1.0, rationale="suggested")
+                               for pk in taxonomy.attribute_ids().values()])
 
 
 def cases(world):

@@ -21,6 +21,11 @@ def cases(world):
         # reviewer's level filter runs among their own submitted images.
         Case("home", query="split=test&q=2017&vispr_label=a17_color&coverage=none&page_size=96", expect=ALL_ROLES),
         Case("home", query="level=1", expect=ALL_ROLES),
+        # Filters from others' labels (VISPR labels, dataset versions, coverage): a reviewer's run among their submitted
+        # images only (annotations/blind.py; the blind column checks no unsubmitted image is listed).
+        Case("home", query="vispr_label=a0_safe", expect=ALL_ROLES),
+        Case("home", query=f"dataset={world['dataset_version'].pk}", expect=ALL_ROLES),
+        *[Case("home", query=f"coverage={c}", expect=ALL_ROLES) for c in ("none", "partial", "complete", "models")],
         Case("home", query="split=bogus", expect=matrix(reviewer_a=400, reviewer_b=400, adjudicator=400, admin=400)),
         Case("home", query="attribute=gov_ids", expect=matrix(reviewer_a=400, reviewer_b=400)),
         Case("home", method="post", expect=matrix(outsider=403, reviewer_a=405, reviewer_b=405, adjudicator=405, admin=405)),
