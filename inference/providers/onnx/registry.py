@@ -14,7 +14,6 @@ What is accepted (the S2P interface, spec vispr-and-benchmarks.md section 6):
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -25,6 +24,7 @@ import numpy as np
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from core import strictjson
 from core.audit import audit
 
 from .models import ClassifierModel
@@ -56,6 +56,17 @@ def parse_classes(text: str) -> list[str]:
         raise RegistrationError(f"--classes must name private and public once each, in the output's column order "
                                 f"(e.g. private,public); got {text!r}.")
     return classes
+
+
+def _stated_preprocessing(text: str) -> dict:
+    """The file's cprt.preprocessing metadata: a JSON object; RegistrationError otherwise."""
+    try:
+        stated = strictjson.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise RegistrationError(f"The file's cprt.preprocessing metadata is not valid JSON: {str(exc)[:200]}") from None
+    if not isinstance(stated, dict):
+        raise RegistrationError("The file's cprt.preprocessing metadata must be a JSON object (resize, mean, std, scale).")
+    return stated
 
 
 def _dims(shape) -> list:
@@ -115,7 +126,7 @@ def inspect(path: Path, classes: list[str] | None = None, output_kind: str | Non
         softmax(result)  # defined for any finite row
     preprocessing = dict(S2P_PREPROCESSING)
     if "cprt.preprocessing" in meta:
-        stated = json.loads(meta["cprt.preprocessing"])
+        stated = _stated_preprocessing(meta["cprt.preprocessing"])
         different = {k for k in ("resize", "mean", "std", "scale") if k in stated and not np.allclose(stated[k], preprocessing[k])}
         if different:
             raise RegistrationError(f"The file's cprt.preprocessing differs from S2P's in {', '.join(sorted(different))}; "
