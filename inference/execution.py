@@ -18,7 +18,7 @@ import random
 import threading
 import time
 from collections import deque
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass
 
 import kombu.exceptions
@@ -33,6 +33,7 @@ from django.utils import timezone
 from annotations.images import mime_type
 from annotations.models import Image
 from core import metrics
+from core.logs import ContextThreadPoolExecutor
 
 from . import chunks, dispatching, kinds, leases
 from .models import Run, RunResult
@@ -328,7 +329,7 @@ def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=N
         buffer.clear()
         return True
 
-    pool = ThreadPoolExecutor(max_workers=min(width, len(todo)), thread_name_prefix=f"run{run.pk}")
+    pool = ContextThreadPoolExecutor(max_workers=min(width, len(todo)), thread_name_prefix=f"run{run.pk}")  # its lines carry the job ids
     try:
         while True:
             batch: list[kinds.Item] = []
