@@ -153,5 +153,5 @@ def readyz(request):
     ok, body = readiness()
     log_change(body)
     response = JsonResponse(body, status=200 if ok else 503)
-    response._has_been_logged = True  # django.request's log_response skips it: log_change said what matters
+    response._has_been_logged = True  # type: ignore[attr-defined]  # django.request's log_response skips it: log_change said what matters
     return response
