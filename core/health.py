@@ -8,13 +8,20 @@ them together get CPRT_READY_TIMEOUT_S; a check still running then counts as fai
 checks run in the request's own thread and connection (PostgreSQL gives up connecting after
 CPRT_DB_CONNECT_TIMEOUT_S), the broker and storage checks in threads. 200 when every check passes,
 else 503; the JSON names each check with "ok" or "error" and a message.
+
+Logging: a probe asks every few seconds, so an outage would be one ERROR line per probe (django.request
+logs every 5xx). [decision] Instead each process logs one WARNING naming the failing checks when the set
+of failing checks changes, and one INFO line when every check passes again; the 503 itself is not
+logged by django.request.
 """
 from __future__ import annotations
 
 import functools
+import logging
 import tempfile
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import wait
 from datetime import timedelta
 
 from django.conf import settings
@@ -25,8 +32,14 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from . import broker
+from .logs import ContextThreadPoolExecutor
 from .models import ProcessHeartbeat
 from .secrets import scrub
+
+
+log = logging.getLogger(__name__)
+_state_lock = threading.Lock()
+_failing: frozenset[str] = frozenset()  # the checks that failed at this process's last /readyz
 
 
 class CheckFailed(Exception):
@@ -101,7 +114,7 @@ def readiness() -> tuple[bool, dict]:
     """(all passed, the JSON body: {"status", "seconds", "checks": {name: {"status": "ok"|"error", "message"}}})."""
     threaded, in_request = checks()
     started = time.monotonic()
-    pool = ThreadPoolExecutor(max_workers=len(threaded), thread_name_prefix="readyz")
+    pool = ContextThreadPoolExecutor(max_workers=len(threaded), thread_name_prefix="readyz")
     futures = {name: pool.submit(_outcome, check) for name, check in threaded.items()}
     results = {name: _outcome(check) for name, check in in_request.items()}
     wait(futures.values(), timeout=max(0.0, settings.CPRT_READY_TIMEOUT_S - (time.monotonic() - started)))
@@ -120,8 +133,25 @@ def healthz(request):
     return JsonResponse({"status": "ok"})
 
 
+def log_change(body: dict) -> None:
+    """One line when the set of failing checks changes: WARNING naming them, INFO when none fails again."""
+    global _failing
+    failing = frozenset(name for name, result in body["checks"].items() if result["status"] != "ok")
+    with _state_lock:
+        if failing == _failing:
+            return
+        before, _failing = _failing, failing
+    if failing:
+        log.warning("not ready: %s", "; ".join(f"{name}: {body['checks'][name]['message']}" for name in sorted(failing)))
+    elif before:
+        log.info("ready again (%s had failed)", ", ".join(sorted(before)))
+
+
 @never_cache
 @require_GET
 def readyz(request):
     ok, body = readiness()
-    return JsonResponse(body, status=200 if ok else 503)
+    log_change(body)
+    response = JsonResponse(body, status=200 if ok else 503)
+    response._has_been_logged = True  # type: ignore[attr-defined]  # django.request's log_response skips it: log_change said what matters
+    return response

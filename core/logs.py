@@ -5,7 +5,11 @@ level, logger, the request id and the job id: plain text by default, one JSON ob
 `LOG_FORMAT=json`. The ids live in context variables: `RequestIdMiddleware` sets the request's (and
 answers it in `X-Request-ID`), `core.dispatch` sends it along with the tasks a request launches, and
 the worker's task hooks (cprt_site/celery.py) set it again, with the task's name and job id, around
-each task. `logging_config()` is settings.LOGGING and gunicorn's logconfig_dict
+each task; work done here rather than by a worker binds them with `job_context`. Threads do not
+inherit context variables: a job's threads come from `ContextThreadPoolExecutor` or `in_context`,
+so their lines carry the ids too. The request id stays set until the request is finished (Django's
+`request_finished`), so that django.request's lines (a 4xx/5xx, logged after the middleware returned)
+carry it as well. `logging_config()` is settings.LOGGING and gunicorn's logconfig_dict
 (deploy/gunicorn.conf.py); every handler keeps the secret-scrubbing filter (core/secrets.py).
 """
 from __future__ import annotations
@@ -14,7 +18,9 @@ import json
 import logging
 import re
 import secrets
-from contextvars import ContextVar
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar, copy_context
 from datetime import datetime, timezone
 
 REQUEST_ID_HEADER = "X-Request-ID"
@@ -53,13 +59,39 @@ class RequestIdMiddleware:
     def __call__(self, request):
         rid = sane_request_id(request.headers.get(REQUEST_ID_HEADER)) or new_request_id()
         request.request_id = rid
-        token = request_id.set(rid)
-        try:
-            response = self.get_response(request)
-        finally:
-            request_id.reset(token)
+        request_id.set(rid)  # cleared when the request is finished (clear_request_id), not here: see the module's doc
+        response = self.get_response(request)
         response[REQUEST_ID_HEADER] = rid
         return response
+
+
+def clear_request_id(**kwargs) -> None:
+    """request_finished's receiver (core/apps.py): the lines that follow belong to no request."""
+    request_id.set(None)
+
+
+@contextmanager
+def job_context(job: object, task: str):
+    """Log lines inside carry `job` as job id and `task` as task name (work done outside a worker's task)."""
+    tokens = (job_id.set(str(job)), task_name.set(task))
+    try:
+        yield
+    finally:
+        task_name.reset(tokens[1])
+        job_id.reset(tokens[0])
+
+
+def in_context(fn):
+    """`fn` to run in another thread with the log ids of the code that calls this (a copy of its context)."""
+    context = copy_context()
+    return lambda *args, **kwargs: context.copy().run(fn, *args, **kwargs)  # a copy per call: threads may share `fn`
+
+
+class ContextThreadPoolExecutor(ThreadPoolExecutor):
+    """A thread pool whose tasks log with the request id, job id and task name of the code that submitted them."""
+
+    def submit(self, fn, /, *args, **kwargs):
+        return super().submit(copy_context().run, fn, *args, **kwargs)
 
 
 class ContextFilter(logging.Filter):

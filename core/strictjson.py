@@ -1,12 +1,30 @@
-"""JSON as other programs read it: no NaN or Infinity (literal, or a number too large for a float).
+"""JSON as other programs read it: no NaN or Infinity (literal, or a number too large for a float), and
+no nesting deeper than MAX_DEPTH levels.
 
 Python's json module accepts `NaN`, `Infinity` and `1e400` (read as inf); PostgreSQL's jsonb, the
 API's clients and the CPRT-Bench files do not. Every place that reads JSON from outside uses `loads`.
+
+Nesting: a 200 KB file of 100,000 `[` makes json.loads raise RecursionError (and one a little under
+the interpreter's limit parses, then breaks whatever walks it later). No file this project reads is
+more than a dozen levels deep, so every reader refuses anything deeper than MAX_DEPTH before parsing,
+with one line that says so ([decision]: one limit for every reader, checked before json sees the text).
 """
 from __future__ import annotations
 
+import itertools
 import json
 import math
+import re
+
+MAX_DEPTH = 100
+
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+class TooDeep(ValueError):
+    """The text nests arrays/objects deeper than the limit; the message says so in one line."""
 
 
 def _refuse_constant(name: str):
@@ -20,6 +38,25 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def loads(text: str | bytes):
-    """json.loads that refuses NaN/Infinity; raises ValueError (json.JSONDecodeError for syntax)."""
+def depth(text: str | bytes) -> int:
+    """How deep arrays and objects nest in a JSON text (brackets inside strings do not count)."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    return max(itertools.accumulate(map(_STEP.__getitem__, brackets)), default=0)
+
+
+def check_depth(text: str | bytes, limit: int = MAX_DEPTH) -> None:
+    """TooDeep when `text` nests deeper than `limit` levels."""
+    openers = text.count("[") + text.count("{") if isinstance(text, str) else text.count(b"[") + text.count(b"{")
+    if openers > limit and depth(text) > limit:  # fewer openers than the limit cannot nest past it
+        raise TooDeep(f"nested too deeply (more than {limit} levels of arrays and objects)")
+
+
+def loads(text: str | bytes, *, allow_nan: bool = False):
+    """json.loads that refuses nesting deeper than MAX_DEPTH (TooDeep) and, unless `allow_nan`, NaN/Infinity;
+    raises ValueError (json.JSONDecodeError for syntax)."""
+    check_depth(text)
+    if allow_nan:
+        return json.loads(text)
     return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)

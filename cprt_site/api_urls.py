@@ -9,10 +9,12 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.permissions import IsAuthenticated
 
 from annotations import api as annotations_api
+from annotations.datasets import api as datasets_api
 from annotations.faces import api as faces_api
 from core.api import HasRole
 from inference import api as inference_api
 from scoring import api as scoring_api
+from scoring import jobs_api as scoring_jobs_api
 
 from .api_index import ApiIndex
 
@@ -55,6 +57,13 @@ urlpatterns = [
     path("anonymizations/<int:job_id>/", faces_api.JobDetail.as_view(), name="anonymization-detail"),
     path("anonymizations/<int:job_id>/cancel/", faces_api.JobCancel.as_view(), name="anonymization-cancel"),
     path("anonymizations/<int:job_id>/resume/", faces_api.JobResume.as_view(), name="anonymization-resume"),
+    path("exports/", scoring_jobs_api.ExportList.as_view(), name="export-list"),
+    path("exports/<int:job_id>/", scoring_jobs_api.ExportDetail.as_view(), name="export-detail"),
+    path("exports/<int:job_id>/download/", scoring_jobs_api.ExportDownload.as_view(), name="export-download"),
+    path("imports/", scoring_jobs_api.ImportList.as_view(), name="import-list"),
+    path("imports/<int:job_id>/", scoring_jobs_api.ImportDetail.as_view(), name="import-detail"),
+    path("datasets/", datasets_api.DatasetList.as_view(), name="dataset-list"),
+    path("datasets/<int:build_id>/", datasets_api.DatasetDetail.as_view(), name="dataset-detail"),
     path("metrics/", scoring_api.MetricsList.as_view(), name="metrics-list"),
     path("metrics/<int:run_id>/", scoring_api.RunMetrics.as_view(), name="run-metrics"),
     path("agreement/", scoring_api.Agreement.as_view(), name="agreement"),

@@ -24,7 +24,7 @@ import random
 import threading
 import time
 from collections import deque
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 
 from django.conf import settings
 from django.db import InterfaceError as DatabaseInterfaceError
@@ -34,6 +34,7 @@ from django.db.models import DateTimeField, F, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from core.logs import ContextThreadPoolExecutor
 
 from . import chunks, dispatching, kinds, leases
 from .models import Run, RunResult
@@ -247,7 +248,7 @@ def _execute(run: Run, ctx: Context, todo: list[kinds.Item], width: int, lease=N
         buffer.clear()
         return True
 
-    pool = ThreadPoolExecutor(max_workers=min(width, len(todo)), thread_name_prefix=f"run{run.pk}")
+    pool = ContextThreadPoolExecutor(max_workers=min(width, len(todo)), thread_name_prefix=f"run{run.pk}")  # its lines carry the job ids
     try:
         while True:
             batch: list[kinds.Item] = []

@@ -22,6 +22,8 @@ from typing import Callable
 from django.conf import settings
 from django.db import connection
 
+from core.logs import in_context, job_context
+
 from . import execution, leases
 from .batch import conf as batch_conf
 from .batch import lifecycle as batch_lifecycle
@@ -46,6 +48,9 @@ def settled(run: Run) -> bool:
     return not run.is_active or (run.mode == Run.MODE_BATCH and batch_status.can_retry(run))
 
 
+HERE_TASK = "inference.run_here"  # the task name on the log lines of a run worked in this process
+
+
 class StoppedHere(ValueError):
     """The lanes of a run worked here all stopped while the run is still to be done; says why."""
 
@@ -56,13 +61,19 @@ def work(run_id: int, report: Callable[[Run], None] = lambda run: None, every: f
     `notice(text)` when a lane waits for something that is down (and when it tries again).
 
     Raises StoppedHere when every lane stopped but the run is not done, naming each lane's reason
-    (held by another worker, taken over): the run then goes on wherever those lanes are."""
+    (held by another worker, taken over): the run then goes on wherever those lanes are.
+    Its log lines, its lanes' included, carry the run's id as job id and HERE_TASK as task."""
+    with job_context(run_id, HERE_TASK):
+        return _work(run_id, report, every, notice)
+
+
+def _work(run_id: int, report: Callable[[Run], None], every: float, notice: Callable[[str], None]) -> Run:
     run = Run.objects.get(pk=run_id)
     if run.mode == Run.MODE_BATCH:
         return _work_batch(run, report)
     threads, errors, stops = [], [], {}
     for lane in leases.lanes_of(run):
-        thread = threading.Thread(target=_work_lane, args=(run_id, lane.index, errors, stops, notice),
+        thread = threading.Thread(target=in_context(_work_lane), args=(run_id, lane.index, errors, stops, notice),
                                   name=f"run{run_id}-lane{lane.index}", daemon=True)
         thread.start()
         threads.append(thread)

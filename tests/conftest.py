@@ -107,6 +107,15 @@ def client_as(client):
     return login
 
 
+def with_submission_token(data: dict) -> dict:
+    """A launch form's fields as the page posts them: with a fresh one-time submission token (core.idempotency)."""
+    import secrets
+
+    from core.idempotency import SUBMISSION_FIELD
+
+    return {**data, SUBMISSION_FIELD: secrets.token_urlsafe(24)}
+
+
 def png_bytes(width: int = 32, height: int = 24, color=(200, 30, 30)) -> bytes:
     buf = io.BytesIO()
     PILImage.new("RGB", (width, height), color).save(buf, format="PNG")

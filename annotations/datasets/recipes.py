@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Optional
 
+from core import strictjson
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 PRESETS_DIR = Path(__file__).resolve().parent.parent / "data" / "dataset_recipes"
@@ -193,9 +194,11 @@ def parse_text(text: str | bytes) -> Recipe:
         except UnicodeDecodeError:
             raise RecipeError("The recipe file is not UTF-8 text.") from None
     try:
-        data = json.loads(text)
+        data = strictjson.loads(text, allow_nan=True)
     except json.JSONDecodeError as exc:
         raise RecipeError(f"The recipe file is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).") from None
+    except strictjson.TooDeep as exc:
+        raise RecipeError(f"The recipe file is not valid JSON: {exc}.") from None
     return parse(data)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 
 from django.conf import settings
 from django.db import transaction
@@ -26,6 +26,7 @@ from annotations.models import Image
 from core.audit import audit
 from core.dispatch import send_job_on_commit
 from core.jobs import Lease, expired_condition
+from core.logs import ContextThreadPoolExecutor
 
 from . import variants
 from .models import AnonymizationJob, FaceVariant
@@ -126,7 +127,7 @@ def run_job(job_id: int, threads: int | None = None) -> dict:
     status = AnonymizationJob.STATUS_RUNNING
     last_beat = time.monotonic()
     try:
-        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix=f"faces-{job_id}") as pool:
+        with ContextThreadPoolExecutor(max_workers=threads, thread_name_prefix=f"faces-{job_id}") as pool:
             pending: dict = {}
             queue = iter(todo)
             while True:

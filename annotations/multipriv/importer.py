@@ -25,6 +25,7 @@ from pathlib import Path
 from django.core.files.base import ContentFile
 from django.db import transaction
 
+from core import strictjson
 from core.audit import audit
 
 from ..images import ImageRejected, clean_image
@@ -94,9 +95,11 @@ def parse_profile(raw: bytes, where: str) -> tuple[dict, dict]:
     if len(raw) > MAX_PROFILE_BYTES:
         raise ValueError(f"{len(raw):,} bytes, over the {MAX_PROFILE_BYTES:,}-byte limit for a profile")
     try:
-        data = json.loads(raw.decode("utf-8-sig"))
+        data = strictjson.loads(raw.decode("utf-8-sig"), allow_nan=True)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"not valid UTF-8 JSON: {exc}") from None
+    except strictjson.TooDeep as exc:
+        raise ValueError(f"not valid JSON: {exc}") from None
     if isinstance(data, dict):
         data = [data]
     if not (isinstance(data, list) and len(data) == 1 and isinstance(data[0], dict)):

@@ -14,7 +14,6 @@ are rescored (`labels_changed`).
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
+from core import strictjson
 from core.audit import audit
 
 from .. import label_version, taxonomy
@@ -59,7 +59,7 @@ class Mapping:
 def read_mapping(path: Path | str | None = None) -> Mapping:
     path = Path(path or settings.CPRT_VISPR_MAPPING_FILE)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = strictjson.loads(path.read_text(encoding="utf-8"), allow_nan=True)
     except OSError as exc:
         raise MappingError(f"{path}: cannot be read: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, ValueError) as exc:

@@ -8,7 +8,6 @@ that the caller can retry the retryable ones (429, 5xx, timeouts) and give up on
 from __future__ import annotations
 
 import email.utils
-import json
 import re
 import threading
 import time
@@ -17,6 +16,7 @@ from functools import lru_cache, wraps
 from typing import Any
 from urllib.parse import urlsplit
 
+from core import strictjson
 from core.secrets import display_url, scrub
 
 
@@ -103,8 +103,8 @@ def parse_json_object(text: str | None) -> tuple[Any, str]:
     if fenced:
         body = fenced.group(1).strip()
     try:
-        value = json.loads(body)
-    except (json.JSONDecodeError, RecursionError) as exc:
+        value = strictjson.loads(body, allow_nan=True)
+    except (ValueError, RecursionError) as exc:
         return None, f"not valid JSON: {exc}"
     if not isinstance(value, dict):
         return None, f"expected a JSON object, got {type(value).__name__}"

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Iterator
 
+from core import strictjson
+
 from .base import ProviderReply
 
 
@@ -39,6 +41,8 @@ def iter_jsonl(stream) -> Iterator[tuple[int, object, str]]:
         if not text.strip():
             continue
         try:
-            yield number, json.loads(text), ""
+            yield number, strictjson.loads(text, allow_nan=True), ""
+        except strictjson.TooDeep as exc:
+            yield number, None, f"not valid JSON ({exc})"
         except (json.JSONDecodeError, RecursionError) as exc:
             yield number, None, f"not valid JSON ({exc}); a truncated file ends like this"

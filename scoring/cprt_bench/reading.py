@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from annotations import taxonomy
+from core import strictjson
 from annotations.models import ID_PATTERN
 
 from .. import engine
@@ -52,6 +53,8 @@ def json_problem(exc: Exception) -> str:
     syntax (nesting too deep for the parser, an integer of more than 4300 digits)."""
     if isinstance(exc, json.JSONDecodeError):
         return f"malformed JSON: {exc.msg} (column {exc.colno})"
+    if isinstance(exc, strictjson.TooDeep):
+        return f"malformed JSON: {exc}"
     if isinstance(exc, RecursionError):
         return "malformed JSON: nested too deeply"
     return f"malformed JSON: {str(exc)[:200]}"
@@ -73,7 +76,7 @@ def _read_jsonl(path: Path):
             if not text.strip():
                 continue  # blank lines, e.g. a trailing newline, carry no row
             try:
-                row = json.loads(text)
+                row = strictjson.loads(text, allow_nan=True)  # NaN scores are refused by name later
             except (ValueError, RecursionError) as exc:
                 yield where, None, json_problem(exc)
                 continue
@@ -91,7 +94,7 @@ def _read_json_list(path: Path):
         line = raw[: exc.start].count(b"\n") + 1
         raise BenchFileError(path, [f"line {line}: not UTF-8 (byte offset {exc.start})"]) from None
     try:
-        data = json.loads(text)
+        data = strictjson.loads(text, allow_nan=True)
     except json.JSONDecodeError as exc:
         raise BenchFileError(path, [f"line {exc.lineno}, column {exc.colno}: malformed JSON: {exc.msg}"]) from None
     except (ValueError, RecursionError) as exc:

@@ -14,6 +14,7 @@ from annotations.models import Batch, Image
 from core.models import AuditEvent
 from tests.support.dispatch import record_sends
 from tests.support.vispr_world import PAPER_TEST, make_world
+from tests.conftest import with_submission_token
 
 pytestmark = pytest.mark.django_db
 
@@ -25,7 +26,7 @@ def admin(client_as, admin_user):
 
 
 def launch(client, **data):
-    return client.post(reverse("datasets:versions"), {"source": "cprt-paper", "vispr_split": "test", "seed": "0", "name": "v1", **data})
+    return client.post(reverse("datasets:versions"), with_submission_token({"source": "cprt-paper", "vispr_split": "test", "seed": "0", "name": "v1", **data}))
 
 
 def test_the_page_offers_the_preset_and_a_free_name(admin):

@@ -17,3 +17,10 @@ def launch_ping(request):
 
 
 urlpatterns = [path("launch-ping/", launch_ping)]
+
+
+def broken(request):
+    raise RuntimeError("a view that fails")
+
+
+urlpatterns += [path("broken/", broken)]

@@ -29,6 +29,7 @@ from tests.support import faces as photos
 from tests.support.dispatch import record_sends
 from tests.support.vispr_release import write_release
 from tests.support.vispr_world import make_world
+from tests.conftest import with_submission_token
 
 pytestmark = pytest.mark.django_db
 
@@ -197,8 +198,8 @@ def test_a_build_launched_from_the_page_while_the_broker_is_down_answers_with_it
     make_world()
     broker_down(monkeypatch)
     assert not transaction.get_connection().in_atomic_block
-    response = client_as(admin_user).post(reverse("datasets:versions"), {"source": "cprt-paper", "vispr_split": "test", "seed": "0",
-                                                                          "name": "v1"})
+    response = client_as(admin_user).post(reverse("datasets:versions"), with_submission_token({"source": "cprt-paper", "vispr_split": "test",
+                                                                                                "seed": "0", "name": "v1"}))
     job = DatasetBuild.objects.get()
     assert response.status_code == 302 and response["Location"] == reverse("datasets:build", args=[job.pk])
     assert job.status == "queued" and job.sent_at is None

@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import urllib.request
 import uuid
 from pathlib import Path
@@ -232,3 +233,70 @@ def test_gunicorn_logs_each_request_in_the_app_format(tmp_path):
     assert access and access[0]["request_id"] == "gunicorn-req-1" and access[0]["level"] == "INFO"
     assert '"GET /accounts/login/ HTTP/1.1" 200' in access[0]["message"]
     assert any(r["logger"] == "gunicorn.error" and "Booting worker" in r["message"] for r in records)
+
+
+# --- ids on every line of a request or a job (issue 36) ----------------------------------------------
+
+def context_of(lines: list[str], text: str) -> list[tuple]:
+    """(level, logger, req, job, task) of each line holding `text`."""
+    return [m.group(1, 2, 3, 4, 5) for m in map(TEXT_LINE.match, lines) if m and text in m.group(6)]
+
+
+@pytest.mark.django_db
+def test_django_request_lines_carry_the_request_id(client, log_lines, settings):
+    settings.CPRT_METRICS_TOKEN, settings.CPRT_METRICS_ALLOW = "t" * 32, []
+    assert client.get("/metrics", HTTP_X_REQUEST_ID="req-403").status_code == 403
+    assert client.get("/no-such-page/", HTTP_X_REQUEST_ID="req-404").status_code == 404
+    assert context_of(log_lines(), "Forbidden: /metrics") == [("WARNING", "django.request", "req-403", "-", "-")]
+    assert context_of(log_lines(), "Not Found: /no-such-page/") == [("WARNING", "django.request", "req-404", "-", "-")]
+    logging.getLogger("tests.logs").info("between requests")
+    assert context_of(log_lines(), "between requests") == [("INFO", "tests.logs", "-", "-", "-")]
+
+
+@pytest.mark.django_db
+@pytest.mark.urls("tests.core.log_urls")
+def test_a_500_line_carries_the_request_id(client, log_lines):
+    client.raise_request_exception = False
+    assert client.get("/broken/", HTTP_X_REQUEST_ID="req-500").status_code == 500
+    assert context_of(log_lines(), "Internal Server Error: /broken/") == [("ERROR", "django.request", "req-500", "-", "-")]
+
+
+@pytest.mark.django_db
+def test_readiness_failures_are_one_warning_per_change_of_state(client, log_lines, settings, monkeypatch):
+    from core import health, heartbeats
+
+    monkeypatch.setattr(health, "_failing", frozenset())
+    settings.CPRT_READY_QUEUES = ["default"]
+    heartbeats.beat_tick()
+    for n in range(5):  # an outage: no worker for the queue, probed five times
+        assert client.get("/readyz", HTTP_X_REQUEST_ID=f"probe-{n}").status_code == 503
+    settings.CPRT_READY_QUEUES = ["default", "api"]  # another check fails too: the state changed
+    assert client.get("/readyz", HTTP_X_REQUEST_ID="probe-5").status_code == 503
+    heartbeats.record("worker", "celery@host-a", ["default", "api"])
+    for n in range(6, 9):
+        assert client.get("/readyz", HTTP_X_REQUEST_ID=f"probe-{n}").status_code == 200
+    lines = [m.group(1, 2, 3, 6) for m in map(TEXT_LINE.match, log_lines()) if m and m.group(2) in ("core.health", "django.request")]
+    assert lines == [
+        ("WARNING", "core.health", "probe-0", "not ready: worker:default: no worker consumes the default queue"),
+        ("WARNING", "core.health", "probe-5", "not ready: worker:api: no worker consumes the api queue; "
+                                              "worker:default: no worker consumes the default queue"),
+        ("INFO", "core.health", "probe-6", "ready again (worker:api, worker:default had failed)"),
+    ], lines
+
+
+def test_a_job_s_threads_log_with_its_ids(log_lines):
+    from concurrent.futures import wait
+
+    def work(n):
+        logging.getLogger("tests.logs").info("item %s in a thread", n)
+
+    with logs.job_context(17, "tests.logs.threads"):
+        with logs.ContextThreadPoolExecutor(max_workers=2) as pool:
+            wait([pool.submit(work, n) for n in range(3)])
+        thread = threading.Thread(target=logs.in_context(work), args=("lane",))
+        thread.start()
+        thread.join()
+    assert logs.job_id.get() is None and logs.task_name.get() is None
+    for n in ("0", "1", "2", "lane"):
+        assert context_of(log_lines(), f"item {n} in a thread") == [("INFO", "tests.logs", "-", "17", "tests.logs.threads")]
+

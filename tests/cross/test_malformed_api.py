@@ -38,7 +38,13 @@ from inference import dispatching
 from inference.api import RunLaunch
 from tests.support.permission_cases.scoring import add_results, make_run
 
+from annotations.datasets.api import DatasetLaunch
+from annotations.datasets.models import DatasetBuild
+from scoring.models import ExportJob, ImportJob, ScoringProfile
+from scoring.jobs_api import ExportLaunch, ImportLaunch
 from tests.support.dispatch import record_sends
+from tests.support.vispr_release import write_release
+from tests.support.vispr_world import make_world
 from tests.support.stored import changed, stored_data
 
 JSON = "application/json"
@@ -50,8 +56,15 @@ FAKE_KEY = "sk-fake-test-key-not-a-secret"
 
 
 @pytest.fixture
-def world(admin_user, reviewer_a, adjudicator, make_image, settings, monkeypatch):
+def world(admin_user, reviewer_a, adjudicator, make_image, settings, monkeypatch, tmp_path):
     settings.OPENAI_API_KEY = FAKE_KEY  # so that a valid launch passes the form
+    settings.CPRT_IMPORT_ROOT = tmp_path / "imports"  # a folder a valid import names
+    write_release(settings.CPRT_IMPORT_ROOT / "vispr", {"test2017": {"2017_10000001": ["a4_gender"]}})
+    make_world()  # VISPR images a valid dataset build selects
+    settings.CPRT_EXPORT_ROOT = tmp_path / "exports"
+    settings.CPRT_PROTECTED_ROOTS = {**settings.CPRT_PROTECTED_ROOTS, "exports": settings.CPRT_EXPORT_ROOT}
+    (settings.CPRT_EXPORT_ROOT / "e1.zip").parent.mkdir(parents=True)
+    (settings.CPRT_EXPORT_ROOT / "e1.zip").write_bytes(b"PK\x05\x06" + bytes(18))  # an empty zip
     # Launches and resumes dispatch on commit, which a test transaction never reaches; stubbed all the same.
     monkeypatch.setattr(dispatching, "dispatch", lambda run_id, image_ids=None: 0)
     images = [make_image(f"2017_mf{i:03d}", color=(i * 40, 10, 10)) for i in range(3)]
@@ -74,6 +87,9 @@ def world(admin_user, reviewer_a, adjudicator, make_image, settings, monkeypatch
         "image": images[0], "labeling": labeling, "judge_run": judge, "run": running, "stopped_run": stopped,
         "run_with_errors": with_errors,
         "faces_job": queued_job, "stopped_faces_job": stopped_job,
+        "export_job": ExportJob.objects.create(splits=["test"], profile=ScoringProfile.active(), status="finished", zip_path="e1.zip"),
+        "import_job": ImportJob.objects.create(kind="vispr", path="vispr", status="finished"),
+        "dataset_build": DatasetBuild.objects.create(name="api-build", status="queued"),
     }
 
 
@@ -119,6 +135,10 @@ BODY_ENDPOINTS = {
         "adjudicator", None, JobLaunch, lambda: {"split": "test", "method": "blur", "threshold": 0.5, "margin": 0.2}),
     ("POST", "api:anonymization-cancel"): BodyEndpoint("adjudicator", "faces_job", EmptyBody, dict),
     ("POST", "api:anonymization-resume"): BodyEndpoint("adjudicator", "stopped_faces_job", EmptyBody, dict),
+    ("POST", "api:export-list"): BodyEndpoint("admin", None, ExportLaunch, lambda: {"splits": ["test"], "include_annotations": True}),
+    ("POST", "api:import-list"): BodyEndpoint("admin", None, ImportLaunch, lambda: {"kind": "vispr", "path": "vispr", "split": "test"}),
+    ("POST", "api:dataset-list"): BodyEndpoint("admin", None, DatasetLaunch,
+                                               lambda: {"name": "api-v1", "preset": "cprt-paper", "vispr_split": "test", "seed": 1}),
 }
 
 
@@ -195,6 +215,7 @@ WRONG_TYPE = {
     "boolean": ["true", 1, [True], {"b": True}],
     "string": [1, 0.5, True, ["x"], {"x": "y"}],
     "object": [[1, 2], "x", 1, True],
+    "array": ["x", 1, True, {"x": "y"}, [1], [["x"]]],
 }
 HUGE = {
     "integer": [10**30, -(10**30), 1e308, -1e308],
@@ -202,10 +223,13 @@ HUGE = {
     "boolean": [],
     "string": ["x" * 100_000],
     "object": [{"age": 1e308}, {"age": "x" * 100_000}],
+    "array": [["x" * 100_000]],
 }
 
 
 def json_type(field) -> str:
+    if isinstance(field, serializers.ListField):
+        return "array"
     if isinstance(field, serializers.BooleanField):
         return "boolean"
     if isinstance(field, serializers.IntegerField):
@@ -301,8 +325,14 @@ PATH_OBJECTS = {"image_id": "image", "labeling_id": "labeling", "run_id": "judge
 BAD_QUERY_VALUES = ["abc", "0", "-1", "1.5", "9" * 40, "", "%FF%FE", "%00", "x" * 5000, "1%200"]
 
 
+ROUTE_OBJECTS = {"exports/": "export_job", "imports/": "import_job", "datasets/": "dataset_build"}  # job ids of other job types
+
+
 def path_kwargs(world, route: str) -> dict:
-    return {arg: world[PATH_OBJECTS[arg]].pk for arg in re.findall(r"<int:(\w+)>", route)}
+    def key(arg):
+        return next((obj for prefix, obj in ROUTE_OBJECTS.items() if route.startswith(prefix)), None) or PATH_OBJECTS[arg]
+
+    return {arg: world[key(arg)].pk for arg in re.findall(r"<int:(\w+)>", route)}
 
 
 def test_api_query_strings_and_path_ids_malformed_are_refused(world):

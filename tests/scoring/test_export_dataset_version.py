@@ -18,6 +18,7 @@ from scoring import exports
 from scoring.models import ExportJob
 from tests.support.dispatch import record_sends
 from tests.support.exports import load, unzip
+from tests.conftest import with_submission_token
 
 # The export world's images (tests/support/exports.py) as VISPR images; cprt-paper takes 0 (face), 2 (safe), 3 (face).
 VISPR = {"2017_00000": ("val2017", ["a9_face_complete"]), "2017_00001": ("val2017", ["a59_sports"]),
@@ -94,7 +95,7 @@ def test_the_export_form_scopes_the_job_to_a_version(version, client_as, admin_u
     page = client.get(reverse("scoring:exports") + "?dataset_version=paper-both").content.decode()
     assert '<option value="paper-both" selected>paper-both (3 images)</option>' in page
     data = {"splits": ["train", "test"], "profile": str(world_profile()), "destination": "zip", "dataset_version": "paper-both"}
-    response = client.post(reverse("scoring:exports"), data)
+    response = client.post(reverse("scoring:exports"), with_submission_token(data))
     assert response.status_code == 302
     job = ExportJob.objects.get()
     assert job.dataset_version == version
@@ -114,7 +115,7 @@ def world_profile() -> int:
 
 def test_the_export_form_refuses_an_unknown_version(world, client_as, admin_user):
     data = {"splits": ["train", "test"], "profile": str(world["profile"].pk), "destination": "zip", "dataset_version": "gone"}
-    response = client_as(admin_user).post(reverse("scoring:exports"), data)
+    response = client_as(admin_user).post(reverse("scoring:exports"), with_submission_token(data))
     assert response.status_code == 400 and "There is no dataset version named gone." in response.content.decode()
     assert not ExportJob.objects.exists()
 

@@ -15,6 +15,7 @@ from scoring import cprt_bench, exports
 from scoring.models import ExportJob
 from tests.support.dispatch import record_sends
 from tests.support.exports import HF_TOKEN, load, make_job, unzip
+from tests.conftest import with_submission_token
 
 
 # ---------------------------------------------------------------------------------------------
@@ -50,7 +51,7 @@ def form_data(**overrides) -> dict:
 def test_the_form_refuses_bad_input_with_a_message_and_creates_no_job(client_as, admin_user, world, settings, overrides, field, message):
     settings.HF_TOKEN = HF_TOKEN
     data = form_data(profile=str(world["profile"].pk)) | overrides
-    response = client_as(admin_user).post(reverse("scoring:exports"), data)
+    response = client_as(admin_user).post(reverse("scoring:exports"), with_submission_token(data))
     assert response.status_code == 400
     assert message in " ".join(response.context["form"].errors[field])
     assert message.split(" %")[0] in response.content.decode()
@@ -63,7 +64,7 @@ def test_hub_without_a_token_is_refused_and_nothing_is_stored(client_as, admin_u
     page = client_as(admin_user).get(reverse("scoring:exports"))
     assert "HF_TOKEN is not set" in page.content.decode()
     data = form_data(profile=str(world["profile"].pk), destination="hub", repo_id="lab/cprt-bench")
-    response = client_as(admin_user).post(reverse("scoring:exports"), data)
+    response = client_as(admin_user).post(reverse("scoring:exports"), with_submission_token(data))
     assert response.status_code == 400
     assert "needs HF_TOKEN in the server&#x27;s environment, and it is not set" in response.content.decode()
     assert not ExportJob.objects.exists() and not AuditEvent.objects.filter(action="export.launch").exists()
@@ -102,7 +103,7 @@ def test_a_valid_launch_stores_audits_and_dispatches_the_job_on_commit(
     if public:
         data["public"] = "on"
     with django_capture_on_commit_callbacks(execute=True):
-        response = client_as(admin_user).post(reverse("scoring:exports"), data)
+        response = client_as(admin_user).post(reverse("scoring:exports"), with_submission_token(data))
     job = ExportJob.objects.get()
     assert response.status_code == 302 and response["Location"] == reverse("scoring:export", kwargs={"job_id": job.pk})
     assert sent == [("scoring.run_export", [job.pk])]  # the task gets the id, after the commit; the request itself ran nothing

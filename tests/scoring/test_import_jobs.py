@@ -13,6 +13,7 @@ from scoring import imports
 from scoring.models import ImportJob
 from tests.support.dispatch import record_sends
 from tests.support.vispr_release import write_release
+from tests.conftest import with_submission_token
 
 pytestmark = pytest.mark.django_db
 
@@ -51,7 +52,7 @@ def bench_file(path, ids):
 ])
 def test_the_form_refuses_bad_input_and_creates_no_job(client_as, admin_user, root, data, message, monkeypatch):
     sent = record_sends(monkeypatch)
-    response = client_as(admin_user).post(reverse("scoring:imports"), {"split": "test"} | data)
+    response = client_as(admin_user).post(reverse("scoring:imports"), with_submission_token({"split": "test"} | data))
     assert response.status_code == 400 and message in response.content.decode()
     assert not ImportJob.objects.exists() and not sent and not AuditEvent.objects.filter(action="import.start").exists()
 
@@ -59,7 +60,7 @@ def test_the_form_refuses_bad_input_and_creates_no_job(client_as, admin_user, ro
 def test_a_link_out_of_the_import_folder_is_refused(client_as, admin_user, root, tmp_path):
     outside = write_release(tmp_path / "elsewhere", SPLITS)
     (root / "sneaky").symlink_to(outside)
-    response = client_as(admin_user).post(reverse("scoring:imports"), {"kind": "vispr", "path": "sneaky", "split": "test"})
+    response = client_as(admin_user).post(reverse("scoring:imports"), with_submission_token({"kind": "vispr", "path": "sneaky", "split": "test"}))
     assert response.status_code == 400 and "outside the import folder" in response.content.decode()
     assert not ImportJob.objects.exists()
 
@@ -70,7 +71,7 @@ def test_vispr_import_from_the_page_runs_as_a_job(client_as, admin_user, root, m
     page = client.get(reverse("scoring:imports")).content.decode()
     assert "<code>vispr</code>" in page  # the folder is suggested
     with django_capture_on_commit_callbacks(execute=True):
-        response = client.post(reverse("scoring:imports"), {"kind": "vispr", "path": "vispr", "split": "test"})
+        response = client.post(reverse("scoring:imports"), with_submission_token({"kind": "vispr", "path": "vispr", "split": "test"}))
     job = ImportJob.objects.get()
     assert response.status_code == 302 and response["Location"] == reverse("scoring:import", args=[job.pk])
     assert sent == [("scoring.run_import", [job.pk])] and job.status == "queued"
@@ -92,7 +93,7 @@ def test_vispr_import_from_the_page_runs_as_a_job(client_as, admin_user, root, m
 def test_cprt_bench_import_from_the_page(client_as, admin_user, root, monkeypatch):
     record_sends(monkeypatch)
     bench_file(root / "bench.jsonl", ["2017_50000001", "2017_50000002"])
-    response = client_as(admin_user).post(reverse("scoring:imports"), {"kind": "cprt_bench", "path": "bench.jsonl", "split": "train"})
+    response = client_as(admin_user).post(reverse("scoring:imports"), with_submission_token({"kind": "cprt_bench", "path": "bench.jsonl", "split": "train"}))
     assert response.status_code == 302
     job = ImportJob.objects.get()
     assert imports.run_import(job.pk)["status"] == "finished", ImportJob.objects.get().error

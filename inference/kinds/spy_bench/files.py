@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from core import strictjson
+
 from .metrics import MetricsError
 from .upstream import BenchmarkError, check_benchmark, check_label2text
 
@@ -22,9 +24,11 @@ def _text(data: bytes, name: str) -> str:
 
 def load_json(data: bytes, name: str):
     try:
-        return json.loads(_text(data, name))
+        return strictjson.loads(_text(data, name), allow_nan=True)
     except json.JSONDecodeError as exc:
         raise BenchmarkError(f"{name}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).") from None
+    except strictjson.TooDeep as exc:
+        raise BenchmarkError(f"{name}: not valid JSON ({exc}).") from None
 
 
 def read_label2text(data: bytes, name: str = "label2text") -> dict[str, str]:
@@ -52,9 +56,11 @@ def read_rows(data: bytes, name: str = "evaluated file") -> list[dict]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = strictjson.loads(line, allow_nan=True)
         except json.JSONDecodeError as exc:
             raise MetricsError(f"{name} line {n}: not valid JSON ({exc.msg}).") from None
+        except strictjson.TooDeep as exc:
+            raise MetricsError(f"{name} line {n}: not valid JSON ({exc}).") from None
         if not isinstance(row, dict):
             raise MetricsError(f"{name} line {n}: expected a JSON object.")
         rows.append(row)

@@ -14,7 +14,6 @@ What is accepted (the S2P interface, spec vispr-and-benchmarks.md section 6):
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -25,6 +24,7 @@ import numpy as np
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from core import strictjson
 from core.audit import audit
 
 from .models import ClassifierModel
@@ -56,6 +56,17 @@ def parse_classes(text: str) -> list[str]:
         raise RegistrationError(f"--classes must name private and public once each, in the output's column order "
                                 f"(e.g. private,public); got {text!r}.")
     return classes
+
+
+def _stated_preprocessing(text: str) -> dict:
+    """The file's cprt.preprocessing metadata: a JSON object; RegistrationError otherwise."""
+    try:
+        stated = strictjson.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise RegistrationError(f"The file's cprt.preprocessing metadata is not valid JSON: {str(exc)[:200]}") from None
+    if not isinstance(stated, dict):
+        raise RegistrationError("The file's cprt.preprocessing metadata must be a JSON object (resize, mean, std, scale).")
+    return stated
 
 
 def _dims(shape) -> list:
@@ -115,7 +126,7 @@ def inspect(path: Path, classes: list[str] | None = None, output_kind: str | Non
         softmax(result)  # defined for any finite row
     preprocessing = dict(S2P_PREPROCESSING)
     if "cprt.preprocessing" in meta:
-        stated = json.loads(meta["cprt.preprocessing"])
+        stated = _stated_preprocessing(meta["cprt.preprocessing"])
         different = {k for k in ("resize", "mean", "std", "scale") if k in stated and not np.allclose(stated[k], preprocessing[k])}
         if different:
             raise RegistrationError(f"The file's cprt.preprocessing differs from S2P's in {', '.join(sorted(different))}; "
@@ -126,9 +137,17 @@ def inspect(path: Path, classes: list[str] | None = None, output_kind: str | Non
     }
 
 
-@transaction.atomic
 def register(name: str, source: Path, classes: list[str] | None = None, output_kind: str | None = None, user=None) -> ClassifierModel:
-    """Check `source` and store it as classifier `name`; RegistrationError (nothing stored) otherwise."""
+    """Check `source` and store it as classifier `name`; RegistrationError (nothing stored) otherwise.
+
+    Never a file without its row nor a row without its file: the copy goes to a temporary name, the
+    row and its audit event are written in one transaction, and the rename to the final name is that
+    transaction's last step. On any failure the transaction is rolled back (a cut connection loses it
+    on the server's side) and the files this call made are removed, without asking the database
+    (which may be the thing that failed). Files are named by content, so two names may share one; a
+    file that existed before this call is never removed. Call it outside any transaction: its
+    commit is the moment the classifier exists.
+    """
     if not NAME.match(name or "") or len(name) > 200:
         raise RegistrationError(f"{name!r} is not a valid name: letters, digits and . _ : / @ + - only, at most 200 characters.")
     if ClassifierModel.objects.filter(name=name).exists():
@@ -144,20 +163,23 @@ def register(name: str, source: Path, classes: list[str] | None = None, output_k
     target = folder / f"{safe}-{digest[:12]}.onnx"
     fd, tmp = tempfile.mkstemp(dir=folder, suffix=".part")
     os.close(fd)
+    made_target = False
     try:
         shutil.copyfile(source, tmp)
         os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-        try:
-            with transaction.atomic():
-                model = ClassifierModel.objects.create(name=name, file=str(target.relative_to(settings.DATA_DIR)), sha256=digest,
-                                                       size_bytes=source.stat().st_size, created_by=user, **fields)
-        except IntegrityError:
-            raise RegistrationError(f"A classifier named {name!r} is already registered; choose another name.") from None
-        audit(user, "classifier.register", model, name=name, sha256=digest, classes=fields["classes"], output=fields["output_kind"])
+        with transaction.atomic():
+            try:
+                with transaction.atomic():
+                    model = ClassifierModel.objects.create(name=name, file=str(target.relative_to(settings.DATA_DIR)), sha256=digest,
+                                                           size_bytes=source.stat().st_size, created_by=user, **fields)
+            except IntegrityError:
+                raise RegistrationError(f"A classifier named {name!r} is already registered; choose another name.") from None
+            audit(user, "classifier.register", model, name=name, sha256=digest, classes=fields["classes"], output=fields["output_kind"])
+            made_target = not target.exists()
+            os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
-        if not ClassifierModel.objects.filter(file=str(target.relative_to(settings.DATA_DIR))).exclude(name=name).exists():
+        if made_target:
             target.unlink(missing_ok=True)
         raise
     return model

@@ -45,6 +45,12 @@ def setup(world):
     world["api_labeling"] = Labeling.objects.create(image=image, annotator=Annotator.for_user(world["reviewer_a"]))
     world["api_judge_run"] = Run.objects.create(task="judge", provider="openai", model_name="gpt-api", strategy="zero_shot",
                                                 prompt_version="judge-v1", status="finished")
+    from annotations.datasets.models import DatasetBuild
+    from scoring.models import ExportJob, ImportJob, ScoringProfile
+
+    world["api_export"] = ExportJob.objects.create(splits=["test"], profile=ScoringProfile.active(), status="running")
+    world["api_import"] = ImportJob.objects.create(kind="vispr", path="vispr", status="finished")
+    world["api_build"] = DatasetBuild.objects.create(name="api-perm-build", status="finished")
     world["api_annotate_run"] = Run.objects.create(task="annotate", provider="openai", model_name="gpt-api",
                                                    prompt_version="annotate-v1", status="finished")
 
@@ -101,6 +107,19 @@ def cases(world):
         Case("api:run-retry-failed", kwargs=run, method="post", expect=_admin(415)),
         Case("api:run-retry-failed", kwargs=missing_run, method="post", expect=_admin(404)),
         Case("api:run-retry-failed", kwargs=run, expect=_admin(405)),
+        *[case for name, key, obj in (("export", "job_id", "api_export"), ("import", "job_id", "api_import"),
+                                      ("dataset", "build_id", "api_build"))
+          for case in (
+              Case(f"api:{name}-list", expect=API_ADMIN),
+              Case(f"api:{name}-list", method="post", expect=_admin(415)),
+              Case(f"api:{name}-list", method="put", expect=_admin(405)),
+              Case(f"api:{name}-detail", kwargs={key: world[obj].pk}, expect=API_ADMIN),
+              Case(f"api:{name}-detail", kwargs={key: 999999}, expect=_admin(404)),
+              Case(f"api:{name}-detail", kwargs={key: world[obj].pk}, method="post", expect=_admin(405)),
+          )],
+        Case("api:export-download", kwargs={"job_id": world["api_export"].pk}, expect=_admin(404)),  # not finished: no file
+        Case("api:export-download", kwargs={"job_id": 999999}, expect=_admin(404)),
+        Case("api:export-download", kwargs={"job_id": world["api_export"].pk}, method="post", expect=_admin(405)),
         Case("api:metrics-list", expect=API_STAFF),
         Case("api:metrics-list", query="strategy=bogus", expect=_staff(400)),
         Case("api:metrics-list", method="post", expect=_staff(405)),

@@ -3,6 +3,7 @@ adjudicators, reviewers and outsiders get 403, anonymous users the login page.""
 from __future__ import annotations
 
 from . import ADMIN_ONLY, Case, matrix
+from tests.conftest import with_submission_token
 
 ADMIN_NOT_FOUND = matrix(reviewer_a=403, reviewer_b=403, adjudicator=403, admin=404)
 ADMIN_BAD = matrix(reviewer_a=403, reviewer_b=403, adjudicator=403, admin=400)
@@ -25,7 +26,7 @@ def setup(world):
 
 def cases(world):
     build, version = {"build_id": world["dataset_build"].pk}, {"version_id": world["dataset_version"].pk}
-    launch = {"source": "cprt-paper", "vispr_split": "", "seed": "0"}
+    launch = with_submission_token({"source": "cprt-paper", "vispr_split": "", "seed": "0"})
     return [
         Case("datasets:versions", expect=ADMIN_ONLY),
         Case("datasets:versions", method="post", data={**launch, "name": "bad name!"}, expect=ADMIN_BAD),

@@ -1,6 +1,7 @@
 """Permission cases for the VISPR mapping page (every role) and the import pages (admins only):
 a finished import, so that Cancel and Resume are refused with a message and nothing changes."""
 from . import ALL_ROLES, Case, matrix
+from tests.conftest import with_submission_token
 
 ADMIN_ONLY = matrix(reviewer_a=403, reviewer_b=403, adjudicator=403)
 ADMIN_BAD = matrix(reviewer_a=403, reviewer_b=403, adjudicator=403, admin=400)
@@ -24,7 +25,7 @@ def cases(world):
         Case("annotations:vispr_mapping", expect=ALL_ROLES),
         Case("annotations:vispr_mapping", method="post", expect=ROLES_405),
         Case("scoring:imports", expect=ADMIN_ONLY),
-        Case("scoring:imports", method="post", data={"kind": "vispr", "path": "../../etc", "split": "test"}, expect=ADMIN_BAD),
+        Case("scoring:imports", method="post", data=with_submission_token({"kind": "vispr", "path": "../../etc", "split": "test"}), expect=ADMIN_BAD),
         Case("scoring:imports", method="put", expect=ADMIN_WRONG_METHOD),
         Case("scoring:import", kwargs=finished, expect=ADMIN_ONLY),
         Case("scoring:import", kwargs=missing, expect=ADMIN_NOT_FOUND),

@@ -7,6 +7,7 @@ The export pages are for admins only: adjudicators get 403 there too.
 from __future__ import annotations
 
 from . import ADMIN_ONLY, STAFF_ONLY, Case, matrix
+from tests.conftest import with_submission_token
 
 NOT_FOUND = matrix(reviewer_a=403, reviewer_b=403, adjudicator=404, admin=404)
 BAD = matrix(reviewer_a=403, reviewer_b=403, adjudicator=400, admin=400)
@@ -179,8 +180,10 @@ def cases(world):
         Case("scoring:counterfactual", query=f"base={run.pk}&cf={cf.pk}&format=csv&table=summary", expect=STAFF_ONLY),
         Case("scoring:counterfactual", method="post", expect=WRONG_METHOD),
         Case("scoring:exports", expect=ADMIN_ONLY),
-        Case("scoring:exports", method="post", data={"splits": ["test"], "profile": profile_pk, "destination": "zip"}, expect=ADMIN_REDIRECT),
-        Case("scoring:exports", method="post", data={"splits": ["validation"], "profile": profile_pk, "destination": "zip"}, expect=ADMIN_BAD),
+        Case("scoring:exports", method="post", data=with_submission_token({"splits": ["test"], "profile": profile_pk, "destination": "zip"}),
+             expect=ADMIN_REDIRECT),
+        Case("scoring:exports", method="post", data=with_submission_token({"splits": ["validation"], "profile": profile_pk, "destination": "zip"}),
+             expect=ADMIN_BAD),
         Case("scoring:exports", method="put", expect=ADMIN_WRONG_METHOD),
         Case("scoring:export_sft", method="post", data={"sft-format": "hf", "sft-split": "test", "sft-profile": profile_pk}, expect=ADMIN_BAD),
         Case("scoring:export_sft", expect=ADMIN_WRONG_METHOD),
