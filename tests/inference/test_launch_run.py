@@ -180,7 +180,8 @@ def test_an_unavailable_provider_is_refused_as_on_the_page(client_as, admin_user
 
 
 def test_a_selection_without_images_is_refused_with_the_launch_message(db, openai_server, broker):
-    assert refusal(*JUDGE, "--split", "train") == "The selection matches no images with stored bytes."
+    assert refusal(*JUDGE, "--split", "train") == ("--kind: judge severity runs cannot be launched yet: import images first: "
+                                                   "the Import page, or manage.py import_vispr.")
     assert Run.objects.count() == 0
 
 
