@@ -27,7 +27,7 @@ def _rows(runs, reports) -> list[dict]:
         r = reports[run.pk]
         row = {"run": Link(f"#{run.pk}", reverse("scoring:binary_run", args=[run.pk]) if run.task == TASK_BINARY
                           else reverse("scoring:run", args=[run.pk])),
-               "model": f"{run.provider}/{run.model_name}" + (f" · {run.strategy}" if run.strategy else ""),
+               "model": f"{run.provider}/{run.model_name}" + (f" · {run.strategy}" if run.strategy else ""), "provenance": run.provenance,
                "n": r["n"], "private_public": f"{r['support_private']} / {r['support_public']}", "decision": r["decision"]}
         row.update({name: r["metrics"][name] for name in binary.METRICS})
         rows.append(row)
@@ -35,7 +35,7 @@ def _rows(runs, reports) -> list[dict]:
 
 
 def _columns() -> list[tuple[str, str]]:
-    return ([("run", "run"), ("model", "model"), ("n", "images"), ("private_public", "private / public")]
+    return ([("run", "run"), ("model", "model"), ("provenance", "provenance"), ("n", "images"), ("private_public", "private / public")]
             + [(name, binary.LABELS[name] + " [95% CI]") for name in binary.METRICS] + [("decision", "private when")])
 
 

@@ -25,6 +25,8 @@ def provenance_of(obj) -> str:
     """demo | stand-in | real for a run, a row that names its run's provenance, or a row with stand_in/demo."""
     if obj is None:
         return PROVENANCE_REAL
+    if isinstance(obj, str):  # a provenance already worked out (e.g. inference.provenance.of_annotators)
+        return obj if obj in (PROVENANCE_DEMO, PROVENANCE_STAND_IN) else PROVENANCE_REAL
     value = getattr(obj, "provenance", None)
     if value is None and isinstance(obj, dict):
         value = obj.get("provenance")
@@ -44,4 +46,6 @@ def provenance(obj) -> str:
     value = provenance_of(obj)
     if value == PROVENANCE_REAL:
         return ""
-    return format_html(' <span class="{}" data-provenance="{}" title="{}">{}</span>', CLASSES[value], value, TITLES[value], value)
+    endpoint = obj.get("endpoint", "") if isinstance(obj, dict) else getattr(obj, "endpoint", "")
+    title = TITLES[value] + (f" Requests went to {endpoint}." if endpoint and value == PROVENANCE_STAND_IN else "")
+    return format_html(' <span class="{}" data-provenance="{}" title="{}">{}</span>', CLASSES[value], value, title, value)
