@@ -39,10 +39,19 @@ def _columns() -> list[tuple[str, str]]:
             + [(name, binary.LABELS[name] + " [95% CI]") for name in binary.METRICS] + [("decision", "private when")])
 
 
+def _form(request) -> BinaryViewForm:
+    """The threshold form, bound with the default threshold when none is asked for, so that its box
+    shows the threshold in force (a bound form shows only what was sent)."""
+    data = request.GET.copy()
+    if not data.get("threshold"):
+        data["threshold"] = str(BinaryViewForm.DEFAULT_THRESHOLD)
+    return BinaryViewForm(data)
+
+
 @require_role(*STAFF_ROLES)
 @require_GET
 def binary_view(request):
-    form = BinaryViewForm(request.GET)
+    form = _form(request)
     if not form.is_valid():
         return _bad_request(request, form)
     threshold = form.cleaned_data["threshold"]
@@ -66,7 +75,7 @@ def binary_run(request, run_id: int):
         if run.task == "judge":
             return redirect("scoring:run", run.pk)
         raise Http404("Not a binary run.")
-    form = BinaryViewForm(request.GET)
+    form = _form(request)
     if not form.is_valid():
         return _bad_request(request, form)
     threshold = form.cleaned_data["threshold"]
