@@ -43,7 +43,8 @@ def shown_fields(kind) -> frozenset[str]:
 
 def serving(kind) -> list[str]:
     """The providers that run this kind, in PROVIDERS order."""
-    return [name for name, cls in PROVIDERS.items() if not cls.kinds or kind.key in cls.kinds]
+    return [name for name, cls in PROVIDERS.items()
+            if (not cls.kinds or kind.key in cls.kinds) and (not kind.providers or name in kind.providers)]
 
 
 def default_provider(kind, found: dict) -> str:
@@ -156,12 +157,16 @@ class LaunchForm(forms.Form):
         data = {name: value for name, value in values.items() if name in cls.base_fields and value is not None}
         kind = kinds.KINDS.get(values.get("task") or "")
         form_class = kind.launch_form if kind else None
+        named = dict(values.get("options") or {})
+        known = set(form_class.base_fields) if form_class is not None else set()
         if form_class is not None:
             aliases = {alias: name for alias, name in getattr(form_class, "aliases", {}).items()}
-            given = {aliases.get(k, k): v for k, v in values.items() if aliases.get(k, k) in form_class.base_fields and v is not None}
-            given.update(values.get("options") or {})
+            given = {aliases.get(k, k): v for k, v in values.items() if aliases.get(k, k) in known and v is not None}
+            given.update({k: v for k, v in named.items() if k in known})
             data.update({f"{KIND_PREFIX}-{name}": value for name, value in given.items()})
-        return cls(data)
+        form = cls(data)
+        form.unknown_options = sorted(set(named) - known)
+        return form
 
     def clean(self):
         data = super().clean()
@@ -178,6 +183,10 @@ class LaunchForm(forms.Form):
         for field, message in kind.launch_errors(data).items():
             self.add_error(field, message)
         data["options"] = self._options(kind)
+        unknown = getattr(self, "unknown_options", [])
+        if unknown:
+            takes = ", ".join(kind.launch_form.base_fields) if kind.launch_form else "none"
+            self.add_error(None, f"{kind.label} runs take no option {', '.join(unknown)} (their options: {takes}).")
         if self.kind_unavailable:
             self.add_error("task", f"{kind.label} runs cannot be launched yet: {self.kind_unavailable}.")
         versions = kind.versions

@@ -132,7 +132,7 @@ class RunForm(ExportForm):
     })
 
     def clean_threshold(self):
-        return self.cleaned_data.get("threshold") or self.DEFAULT_THRESHOLD
+        return self.cleaned_data.get("threshold") or 2
 
 
 class AgreementForm(ExportForm):
@@ -352,4 +352,4 @@ class BinaryViewForm(ExportForm):
     })
 
     def clean_threshold(self):
-        return self.cleaned_data.get("threshold") or 2
+        return self.cleaned_data.get("threshold") or self.DEFAULT_THRESHOLD

@@ -30,7 +30,7 @@ What the shared pages read (a benchmark is a folder: the pages never branch on a
   `unavailable()`: None when a run of it can be launched now, else what to do first; `unit`: what its
   items are called ("images", "pairs", "persons", "items") by the estimate and the pages;
   `counterfactuals`: whether the counterfactual options (faces instruction, anonymized variants) apply;
-  `modes`: the launch modes it takes.
+  `modes`: the launch modes it takes; `providers`: the only providers it runs on (empty: any).
 - `figures_url(run)`: the run's figures page (run page, `launch_run --json`, the API);
   `leaderboard_url()`: where runs of it are compared (None: nowhere).
 
@@ -66,6 +66,7 @@ class Item:
 
 
 class Kind:
+    do_not_call_in_templates: ClassVar[bool] = True  # pages read the class's declaration ({{ form.kind.label }})
     key: ClassVar[str] = ""
     label: ClassVar[str] = ""
     stages: ClassVar[tuple[str, ...]] = ()  # request names (at most 8 characters: batch requests store them)
@@ -83,6 +84,7 @@ class Kind:
     unit: ClassVar[str] = "images"  # what one item is, in the plural: "images", "pairs", "persons", "items"
     counterfactuals: ClassVar[bool] = False  # the counterfactual-faces instruction and anonymized variants apply
     modes: ClassVar[tuple[str, ...]] = ("online", "batch")  # Run.MODES it takes (a local model has no batch API)
+    providers: ClassVar[tuple[str, ...]] = ()  # the providers it runs on (empty: every provider that serves it)
 
     def __init__(self, run):
         self.run = run

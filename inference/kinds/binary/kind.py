@@ -31,6 +31,7 @@ class BinaryKind(Kind):
     versions = ("binary-v1",)
     output_tokens = {"classify": 0}
     modes = ("online",)
+    providers = (PROVIDER,)
 
     @classmethod
     def unavailable(cls) -> str | None:
