@@ -32,6 +32,8 @@ def _launch(journey, page, task: str, name: str) -> Run:
     """/runs/new/ as it loads, plus what a person fills: the task, a model name, a strategy for a judge run."""
     journey.visit(page, "/runs/new/", f"admin-run-new-{task}")
     page.select_option("select[name=task]", task)
+    page.wait_for_selector(f"#launch-form[data-kind='{task}']")  # the form re-renders for the chosen kind
+    page.wait_for_load_state("networkidle")
     page.fill("input[name=model_name]", "gpt-5.1")
     if task == "judge":
         page.select_option("select[name=strategy]", index=1)
