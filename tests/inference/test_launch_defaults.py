@@ -155,3 +155,11 @@ def test_launch_run_help_lists_every_registered_kind(capsys):
     text = parser.format_help()
     for key in kinds.KINDS:
         assert key in text
+
+
+def test_the_readme_command_table_and_the_api_schema_list_every_registered_kind(client_as, admin_user):
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| `launch_run --kind"))
+    assert [key for key in kinds.KINDS if key not in row] == []
+    schema = client_as(admin_user).get("/api/schema/").content.decode()
+    assert all(key in schema for key in kinds.KINDS) and "figures_url" in schema
