@@ -20,7 +20,7 @@ from core.api import (
 from core.idempotency import once_per_key
 from core.roles import ROLE_ADMIN
 
-from . import launching, runs
+from . import kinds, launching, runs
 from .access import get_run_for_admin
 from .forms import MAX_CONCURRENCY, LaunchForm
 from .models import Run
@@ -39,6 +39,9 @@ class RunSerializer(serializers.ModelSerializer):
     percent_done = serializers.IntegerField()
     is_active = serializers.BooleanField()
     can_resume = serializers.SerializerMethodField()
+    figures_url = serializers.SerializerMethodField(help_text="The page of this run's figures (its kind's own: CPRT metrics, "
+                                                              "SPY-Bench report, MultiPriv figures, binary view).")
+    provenance = serializers.CharField(read_only=True, help_text="demo, stand-in (the fake provider answered) or real.")
 
     class Meta:
         model = Run
@@ -47,18 +50,24 @@ class RunSerializer(serializers.ModelSerializer):
             "options", "concurrency", "mode", "endpoint", "stand_in", "status", "total_images", "done_count", "percent_done",
             "outcome_counts", "tokens_in", "tokens_out", "estimated_cost_usd", "items_resent", "estimate", "error", "stop_reason", "created_by",
             "created_at", "started_at",
-            "finished_at", "is_active", "can_resume",
+            "finished_at", "is_active", "can_resume", "figures_url", "provenance",
         ]
         read_only_fields = fields
 
     def get_can_resume(self, run) -> bool:
         return runs.can_resume(run)
 
+    def get_figures_url(self, run) -> str:
+        try:
+            return kinds.get(run.task)(run).figures_url(run)
+        except ValueError:  # a kind no longer registered
+            return ""
+
 
 class RunLaunch(StrictSerializer):
     """The launch form's fields as typed JSON; LaunchForm then applies the page's rules."""
 
-    task = StrictCharField(max_length=32)
+    task = StrictCharField(max_length=32, help_text=f"The run kind: {', '.join(kinds.KINDS)}.")
     provider = StrictCharField(max_length=16)
     model_name = StrictCharField(max_length=200)
     strategy = StrictCharField(max_length=16, required=False, allow_blank=True)
@@ -83,6 +92,8 @@ class RunLaunch(StrictSerializer):
     spy_set = StrictIntegerField(min_value=1, max_value=MAX_INT, required=False, allow_null=True, help_text="SPY-Bench runs: the set's id.")
     distractors = StrictBooleanField(required=False, help_text="SPY-Bench runs: one instruction line per label of other_labels.")
     judge_model = StrictCharField(max_length=200, required=False, allow_blank=True, help_text="SPY-Bench runs: the judge model (blank: the run's).")
+    options = serializers.DictField(required=False, help_text="The kind's own launch fields by name (" + "; ".join(
+        f"{key}: {', '.join(cls.launch_form.base_fields)}" for key, cls in kinds.KINDS.items() if cls.launch_form) + ").")
 
 
 class RunList(ApiView):
@@ -110,7 +121,7 @@ class RunList(ApiView):
         data = self.validated_body(RunLaunch)
         # Absent values take the launch form's defaults, so the API launches what the page would.
         defaults = {"split": "all", "concurrency": LaunchForm.base_fields["concurrency"].initial}
-        form = LaunchForm({**defaults, **{k: v for k, v in data.items() if v is not None}})
+        form = LaunchForm.from_values({**defaults, **{k: v for k, v in data.items() if v is not None}})
         if not form.is_valid():
             return Response(form_errors(form.errors), status=status.HTTP_400_BAD_REQUEST)
         try:

@@ -54,7 +54,7 @@ def plan(spec: LaunchSpec) -> dict:
     prompt_text = kinds.render(spec.task, spec.prompt_version, spec.strategy, spec.counterfactual_faces)
     estimate = pricing.estimate(spec.task, spec.provider, spec.model_name, len(item_ids), prompt_text, spec.mode)
     return {"image_ids": ids, "item_ids": item_ids, "options": options, "selection": described,
-            "prompt_text": prompt_text, "estimate": estimate, "truth": truth}
+            "prompt_text": prompt_text, "estimate": estimate, "truth": truth, "unit": kind.unit}
 
 
 def launch_run(user, spec: LaunchSpec, send: bool = True) -> Run:

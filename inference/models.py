@@ -17,6 +17,9 @@ from core.jobs import Job
 from core.secrets import ScrubbedJSONField, ScrubbedTextField
 
 
+PROVENANCE_DEMO, PROVENANCE_STAND_IN, PROVENANCE_REAL = "demo", "stand-in", "real"
+
+
 class Run(Job):
     TASK_ANNOTATE, TASK_JUDGE = "annotate", "judge"  # the first two run kinds (inference.kinds)
     STRATEGIES = [("", "—"), ("zero_shot", "zero-shot"), ("intuition", "intuition"), ("taxonomy", "taxonomy")]
@@ -97,6 +100,14 @@ class Run(Job):
         if not self.items_resent or not self.done:
             return None
         return float(self.estimated_cost_usd) / self.done * self.items_resent
+
+    @property
+    def provenance(self) -> str:
+        """Where the run's answers came from: "demo" (seeded by the demo, no model was called),
+        "stand-in" (the project's fake provider answered) or "real"."""
+        if (self.selection or {}).get("demo") or (self.request_params or {}).get("demo"):
+            return PROVENANCE_DEMO
+        return PROVENANCE_STAND_IN if self.stand_in else PROVENANCE_REAL
 
     @property
     def done_count(self) -> int:

@@ -41,7 +41,9 @@ def cancel_run(user, run: Run) -> bool:
 def can_resume(run: Run) -> bool:
     if run.mode == Run.MODE_BATCH and run.batches.filter(phase__in=("building", "active")).exists():
         return False  # its requests are at the provider; cancel first
-    if run.status in (Run.STATUS_CANCELLED, Run.STATUS_FAILED):
+    if run.status == Run.STATUS_CANCELLED:  # cancelled after its last item: nothing is left to resume
+        return run.done_count < run.total_images
+    if run.status == Run.STATUS_FAILED:
         return True
     if run.status == Run.STATUS_FINISHED:
         return run.done_count < run.total_images

@@ -6,6 +6,7 @@ Reviewers must not see model outputs before they label, so every page here is ad
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from django.contrib import messages
 from django.core.paginator import Paginator
@@ -39,8 +40,14 @@ def _extra(run: Run) -> dict:
             "can_retry_failed": runs.can_retry_failed(run)}
 
 
+def _run_card(run: Run) -> jobviews.JobCard:
+    """The card counts the run's items in its kind's unit (images, pairs, persons, items)."""
+    unit = kinds.KINDS[run.task].unit if run.task in kinds.KINDS else "items"
+    return replace(RUN_CARD, unit=unit, resume_label=f"Resume (re-dispatch {unit} without a result)")
+
+
 def _card(run: Run) -> dict:
-    return jobviews.card_context(RUN_CARD, run, runs.can_resume(run), **_extra(run))
+    return jobviews.card_context(_run_card(run), run, runs.can_resume(run), **_extra(run))
 
 
 def _listed_runs():
@@ -82,16 +89,25 @@ def run_new(request):
             except ValueError as exc:
                 form.add_error(None, str(exc))
             else:
-                messages.success(request, f"Run #{run.pk} launched over {run.total_images} images.")
+                messages.success(request, f"Run #{run.pk} launched over {run.total_images} {kinds.get(run.task).unit}.")
                 return redirect("inference:run_detail", run_id=run.pk)
     status = 400 if form.errors else 200
     return render(request, "inference/run_new.html", {"form": form, "plan": estimate, "limiter": ratelimit.backend_name()}, status=status)
 
 
 def _initial_scope(request) -> dict:
-    """`?dataset_version=NAME` (the version page's link) preselects the version."""
+    """What the link preselects: `?task=KEY` the kind (a benchmark's "launch a run"), `?provider=NAME`
+    the provider (the form re-renders with both when either changes), `?dataset_version=NAME` (the
+    version page's link) the version. Unknown values are ignored: the form's defaults stand."""
+    initial = {}
     name = request.GET.get("dataset_version", "")
-    return {"dataset_version": name} if name and DatasetVersion.objects.filter(name=name).exists() else {}
+    if name and DatasetVersion.objects.filter(name=name).exists():
+        initial["dataset_version"] = name
+    if request.GET.get("task", "") in kinds.KINDS:
+        initial["task"] = request.GET["task"]
+    if request.GET.get("provider", "") in providers.PROVIDERS:
+        initial["provider"] = request.GET["provider"]
+    return initial
 
 
 @require_role(ROLE_ADMIN)
@@ -117,7 +133,8 @@ def _detail_context(run: Run, request) -> dict:
         result.raw_pretty = json.dumps(result.raw, indent=2, ensure_ascii=False)[:20000]
     kind = kinds.get(run.task)(run)
     kind.decorate_predictions(pred_page.object_list)
-    return {**_card(run), "fail_page": fail_page, "pred_page": pred_page, "predictions_template": kind.predictions_template}
+    return {**_card(run), "fail_page": fail_page, "pred_page": pred_page, "predictions_template": kind.predictions_template,
+            "figures_url": kind.figures_url(run), "leaderboard_url": kind.leaderboard_url()}
 
 
 @require_role(ROLE_ADMIN)
@@ -129,11 +146,17 @@ def run_detail(request, run_id: int):
     return render(request, "inference/run_detail.html", context)
 
 
-run_progress = require_role(ROLE_ADMIN)(jobviews.progress_view(RUN_CARD, get_run_for_admin, runs.can_resume, extra=_extra))
+@require_role(ROLE_ADMIN)
+@require_GET
+def run_progress(request, run_id: int):
+    """The progress card of one run (htmx polls it while the run is active), in its kind's unit: the one
+    progress view of the job base (jobviews.progress_view) with a card per run."""
+    run = get_run_for_admin(request.user, run_id)
+    return jobviews.progress(request, _run_card(run), run, runs.can_resume(run), **_extra(run))
 
 
 def _act(request, run: Run, action, *, done: str, refused: str):
-    return jobviews.act(request, RUN_CARD, run, action, done=done, refused=refused, can_resume=runs.can_resume, **_extra(run))
+    return jobviews.act(request, _run_card(run), run, action, done=done, refused=refused, can_resume=runs.can_resume, **_extra(run))
 
 
 @require_role(ROLE_ADMIN)

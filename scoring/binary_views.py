@@ -27,7 +27,7 @@ def _rows(runs, reports) -> list[dict]:
         r = reports[run.pk]
         row = {"run": Link(f"#{run.pk}", reverse("scoring:binary_run", args=[run.pk]) if run.task == TASK_BINARY
                           else reverse("scoring:run", args=[run.pk])),
-               "model": f"{run.provider}/{run.model_name}" + (f" · {run.strategy}" if run.strategy else ""),
+               "model": f"{run.provider}/{run.model_name}" + (f" · {run.strategy}" if run.strategy else ""), "provenance": run.provenance,
                "n": r["n"], "private_public": f"{r['support_private']} / {r['support_public']}", "decision": r["decision"]}
         row.update({name: r["metrics"][name] for name in binary.METRICS})
         rows.append(row)
@@ -35,14 +35,23 @@ def _rows(runs, reports) -> list[dict]:
 
 
 def _columns() -> list[tuple[str, str]]:
-    return ([("run", "run"), ("model", "model"), ("n", "images"), ("private_public", "private / public")]
+    return ([("run", "run"), ("model", "model"), ("provenance", "provenance"), ("n", "images"), ("private_public", "private / public")]
             + [(name, binary.LABELS[name] + " [95% CI]") for name in binary.METRICS] + [("decision", "private when")])
+
+
+def _form(request) -> BinaryViewForm:
+    """The threshold form, bound with the default threshold when none is asked for, so that its box
+    shows the threshold in force (a bound form shows only what was sent)."""
+    data = request.GET.copy()
+    if not data.get("threshold"):
+        data["threshold"] = str(BinaryViewForm.DEFAULT_THRESHOLD)
+    return BinaryViewForm(data)
 
 
 @require_role(*STAFF_ROLES)
 @require_GET
 def binary_view(request):
-    form = BinaryViewForm(request.GET)
+    form = _form(request)
     if not form.is_valid():
         return _bad_request(request, form)
     threshold = form.cleaned_data["threshold"]
@@ -66,7 +75,7 @@ def binary_run(request, run_id: int):
         if run.task == "judge":
             return redirect("scoring:run", run.pk)
         raise Http404("Not a binary run.")
-    form = BinaryViewForm(request.GET)
+    form = _form(request)
     if not form.is_valid():
         return _bad_request(request, form)
     threshold = form.cleaned_data["threshold"]

@@ -354,6 +354,7 @@ class ThreeWayForm(ExportForm):
 class BinaryViewForm(ExportForm):
     """The binary private/public view: which ground-truth levels count as private (1..threshold)."""
     table_names = ("classifiers", "judges", "binary", "confusion")
+    DEFAULT_THRESHOLD = 2
     threshold = forms.IntegerField(required=False, min_value=min(THRESHOLDS), max_value=max(THRESHOLDS), error_messages={
         "invalid": "threshold must be a whole level number from 1 to 3 (levels up to it count as private).",
         "min_value": "threshold must be a level from 1 to 3 (levels up to it count as private).",
@@ -361,4 +362,4 @@ class BinaryViewForm(ExportForm):
     })
 
     def clean_threshold(self):
-        return self.cleaned_data.get("threshold") or 2
+        return self.cleaned_data.get("threshold") or self.DEFAULT_THRESHOLD

@@ -83,7 +83,8 @@ def leaderboard(runs, reports: dict, ranking: dict, sort: str, overlap: dict | N
     sort_label = dict(RANK_COLUMNS).get(sort, sort)
     ranked = Table(
         "leaderboard", f"Ranked runs: every metric on the {ranking['common_size']:,} images of the comparison set all of them answered",
-        [("rank", "#"), ("run", "run"), ("model", "model"), ("stand_in", "stand-in"), ("strategy", "strategy"), ("prompt_version", "prompt version"),
+        [("rank", "#"), ("run", "run"), ("model", "model"), ("stand_in", "stand-in"), ("provenance", "provenance"), ("strategy", "strategy"),
+         ("prompt_version", "prompt version"),
          ("coverage", "coverage of the comparison set")] + RANK_COLUMNS
         + [("p_first", f"P(rank 1) by {sort_label}"), ("rank_range", "rank 95% range"), ("warning", "warning"), ("compare", "compare")],
         ranked_rows,

@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotations.models import Adjudication
 from core.roles import STAFF_ROLES, require_role
+from inference import provenance
 
 from . import queries
 from .services import adjudication
@@ -24,6 +25,14 @@ QUEUE_FROZEN_MAX = 5000  # images of the frozen order kept in the session
 def _blur(request) -> bool:
     profile = getattr(request.user, "profile", None)
     return True if profile is None else profile.blur_images_by_default
+
+
+def _columns(annotators: list[str], kinds: dict, assisted: dict) -> list[tuple[str, str, str, dict | None]]:
+    """(name, kind, provenance, assisted) per column: a model annotator's provenance badge says demo or
+    stand-in; a human's assisted record says which suggestions were in view."""
+    models = [n for n in annotators if kinds[n] == "model"]
+    found = provenance.of_annotators(models) if models else {}
+    return [(n, kinds[n], found.get(n, "real"), assisted.get(n)) for n in annotators]
 
 
 def _review_context(request, image, form=None, neighbours=True) -> dict:
@@ -57,7 +66,7 @@ def _review_context(request, image, form=None, neighbours=True) -> dict:
             else ("" if score is None or score.binary_labels.get(key) is None else str(score.binary_labels[key])),
         })
     return {
-        "image": image, "profile": profile, "score": score, "annotators": [(n, kinds[n], assisted.get(n)) for n in annotators], "rows": rows,
+        "image": image, "profile": profile, "score": score, "annotators": _columns(annotators, kinds, assisted), "rows": rows,
         "blur": _blur(request), "form": form or AdjudicationForm(attribute_keys=attributes.keys()),
         "label_choices": [("0", "0"), ("0.5", "0.5"), ("1", "1")],
         "neighbours": _disputed_neighbours(request, profile, image.pk) if neighbours else None,

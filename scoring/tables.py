@@ -173,7 +173,8 @@ def _run_cells(run) -> dict:
             "strategy": run.strategy + (" + cf. faces" if run.counterfactual_faces else "")
             + (f" + pixel faces ({run.face_variant.get('method', '')})" if getattr(run, "face_variant", None) else ""),
             "prompt_version": run.prompt_version,
-            "stand_in": "yes" if getattr(run, "stand_in", False) else "", "endpoint": getattr(run, "endpoint", "")}
+            "stand_in": "yes" if getattr(run, "stand_in", False) else "", "endpoint": getattr(run, "endpoint", ""),
+            "provenance": getattr(run, "provenance", "real")}
 
 
 def comparison_table(data: dict, run_a, run_b, adjust: str = "holm") -> Table:

@@ -26,13 +26,26 @@ kinds only through this class:
 - `finished()`: the metrics hook, called on commit when a run of this kind finishes.
 - `predictions_template` and `decorate_predictions()`: the run page's predictions table.
 
+What the shared pages read (a benchmark is a folder: the pages never branch on a kind's key):
+- `launch_form`: the kind's own launch fields (a small form; its cleaned_data becomes `Run.options`);
+  `unavailable()`: None when a run of it can be launched now, else what to do first; `unit`: what its
+  items are called ("images", "pairs", "persons", "items") by the estimate and the pages;
+  `counterfactuals`: whether the counterfactual options (faces instruction, anonymized variants) apply;
+  `modes`: the launch modes it takes; `providers`: the only providers it runs on (empty: any).
+- `figures_url(run)`: the run's figures page (run page, `launch_run --json`, the API);
+  `leaderboard_url()`: where runs of it are compared (None: nowhere).
+
 An instance is bound to one run. It is built in the main thread of a chunk (or an ingest), where
 `prepare()` may read the database; `request()` and `apply()` run on worker threads and must not.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import ClassVar
+
+from django import forms
+from django.urls import reverse
 
 from annotations.faces import variants as face_variants
 from annotations.models import Image
@@ -54,6 +67,7 @@ class Item:
 
 
 class Kind:
+    do_not_call_in_templates: ClassVar[bool] = True  # pages read the class's declaration ({{ form.kind.label }})
     key: ClassVar[str] = ""
     label: ClassVar[str] = ""
     stages: ClassVar[tuple[str, ...]] = ()  # request names (at most 8 characters: batch requests store them)
@@ -66,10 +80,21 @@ class Kind:
     # items come from the kind's own data (MultiPriv's persons), and the image selection does not apply.
     selects_images: ClassVar[bool] = True  # a run gets a model annotator at launch; `write` stores labels under it
     predictions_template: ClassVar[str] = "kinds/_predictions.html"
+    # What the shared pages read (see the module's docstring).
+    launch_form: ClassVar[type[forms.Form] | None] = None  # its own launch fields; cleaned_data == Run.options
+    unit: ClassVar[str] = "images"  # what one item is, in the plural: "images", "pairs", "persons", "items"
+    counterfactuals: ClassVar[bool] = False  # the counterfactual-faces instruction and anonymized variants apply
+    modes: ClassVar[tuple[str, ...]] = ("online", "batch")  # Run.MODES it takes (a local model has no batch API)
+    providers: ClassVar[tuple[str, ...]] = ()  # the providers it runs on (empty: every provider that serves it)
 
     def __init__(self, run):
         self.run = run
-        self.prompt_text = run.prompt_text
+
+    @cached_property
+    def prompt_text(self) -> dict:
+        """The run's stored texts and schemas (read when first needed: a kind built only for its
+        `figures_url` leaves a deferred prompt_text unread)."""
+        return self.run.prompt_text
 
     # --- launch -------------------------------------------------------------------------------
 
@@ -114,12 +139,39 @@ class Kind:
         return []
 
     @classmethod
+    def unavailable(cls) -> str | None:
+        """None when a run of this kind can be launched now; else what to do first (shown on the
+        launch page, and the launch is refused with it). Default: CPRT images with bytes exist."""
+        if cls.selects_images and not Image.objects.exclude(file="").exists():
+            return "import images first: the Import page, or manage.py import_vispr"
+        return None
+
+    @classmethod
     def clean_options(cls, options: dict) -> dict:
         """The run's kind-specific launch options, validated (stored in `Run.options`); raises
-        ValueError with a clear message for what this kind refuses. Default: none are taken."""
-        if options:
-            raise ValueError(f"{cls.label or cls.key} runs take no options (got {', '.join(sorted(options))}).")
-        return {}
+        ValueError with a clear message for what this kind refuses. Default: the kind's `launch_form`
+        validates them (none are taken without one)."""
+        if cls.launch_form is None:
+            if options:
+                raise ValueError(f"{cls.label or cls.key} runs take no options (got {', '.join(sorted(options))}).")
+            return {}
+        unknown = set(options) - set(cls.launch_form.base_fields)
+        if unknown:
+            raise ValueError(f"{cls.label or cls.key} runs take the options {', '.join(cls.launch_form.base_fields)} "
+                             f"(not {', '.join(sorted(unknown))}).")
+        form = cls.launch_form(options)
+        if not form.is_valid():
+            raise ValueError(" ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items()))
+        return dict(form.cleaned_data)
+
+    def figures_url(self, run) -> str:
+        """The page of this run's figures. Default (CPRT kinds): the CPRT metrics page of the run."""
+        return reverse("scoring:run", args=[run.pk])
+
+    @classmethod
+    def leaderboard_url(cls) -> str | None:
+        """The page where runs of this kind are compared; None when there is none."""
+        return None
 
     @classmethod
     def launch_items(cls, image_ids: list[int], options: dict) -> list[int]:

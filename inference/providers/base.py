@@ -213,6 +213,12 @@ class Provider:
     queue: str = "api"
     kinds: tuple[str, ...] = ()  # the run kinds it serves; empty: every kind (the launch form refuses the others)
     default_base_url: str = ""  # where the SDK goes when no base URL is configured
+    default_model: str = ""  # what the launch form offers first (the admin may name any model)
+
+    @classmethod
+    def suggested_model(cls) -> str:
+        """The model name the launch form starts with for this provider."""
+        return cls.default_model
 
     @classmethod
     def base_url(cls) -> str:

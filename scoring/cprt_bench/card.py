@@ -166,7 +166,8 @@ def dataset_card(profile: ScoringProfile, tax: taxonomy.Taxonomy, summary: dict,
             "",
             "One row per (image, judge run): the run id, provider, model, prompt version, strategy, whether faces were",
             "assumed anonymised (`counterfactual_faces`), where its requests went (`endpoint`, the host only) and whether",
-            "its replies came from a stand-in (`stand_in`: the project's fake provider, not research data), the outcome",
+            "its replies came from a stand-in (`stand_in`: the project's fake provider, not research data), its",
+            "`provenance` (`demo`: seeded by the demo, no model was called; `stand-in`; `real`), the outcome",
             "(`ok`, `unparseable`, `refused`, `error`) and the predicted score with its level under the profile above",
             "(null without a valid score).",
         ]
@@ -208,7 +209,7 @@ def _annotator_section(consensus: list[dict], summary: dict, include_annotations
             lines.append(
                 f"| {run_id} | {r['provider']} | {r['model_name']} | {r['prompt_version']} | {r['strategy']} "
                 f"| {'yes' if r['counterfactual_faces'] else 'no'} "
-                f"| {r.get('endpoint') or '—'}{' (**stand-in**: the fake provider, not research data)' if r.get('stand_in') else ''} | {r['rows']} |"
+                f"| {r.get('endpoint') or '—'}{_provenance_note(r)} | {r['rows']} |"
             )
         if not summary["prediction_runs"]:
             lines.append("| (none) | | | | | | | |")
@@ -234,3 +235,10 @@ def _version_section(version: DatasetVersion) -> list[str]:
         lines += ["", "Overlaps: " + "; ".join(f"{pair}: {n}" for pair, n in version.overlaps.items()) + "."]
     lines += ["", "Checksums (sha256):", ""] + [f"- {what}: `{digest}`" for what, digest in version.checksums.items()] + [""]
     return lines
+
+
+def _provenance_note(run: dict) -> str:
+    """What the card says beside a run that is not real research data."""
+    if run.get("provenance") == "demo":
+        return " (**demo**: seeded by the demo, no model was called)"
+    return " (**stand-in**: the fake provider, not research data)" if run.get("stand_in") else ""

@@ -92,6 +92,7 @@ def predictions_schema() -> pa.Schema:
             ("counterfactual_faces", pa.bool_()),
             ("endpoint", pa.string()),
             ("stand_in", pa.bool_()),
+            ("provenance", pa.string()),
             ("outcome", pa.string()),
             ("predicted_score", pa.float64()),
             ("predicted_level", pa.int64()),
@@ -391,6 +392,9 @@ def _prediction_rows(chunk, bounds: engine.Bounds, seen: dict) -> list[dict]:
         )
     )
     rows = []
+    results = list(results)
+    provenance = {run.pk: run.provenance for run in Run.objects.filter(pk__in={r[1] for r in results})
+                  .only("pk", "stand_in", "selection", "request_params")}
     for (vispr_id, run_id, provider, model_name, prompt_version, strategy, counterfactual_faces, endpoint, stand_in,
          outcome, score) in results:
         rows.append(
@@ -404,6 +408,7 @@ def _prediction_rows(chunk, bounds: engine.Bounds, seen: dict) -> list[dict]:
                 "counterfactual_faces": counterfactual_faces,
                 "endpoint": endpoint,
                 "stand_in": stand_in,
+                "provenance": provenance[run_id],
                 "outcome": outcome,
                 "predicted_score": score,
                 "predicted_level": None if score is None else engine.level_of_score(score, bounds),
@@ -411,7 +416,8 @@ def _prediction_rows(chunk, bounds: engine.Bounds, seen: dict) -> list[dict]:
         )
         entry = seen.setdefault(str(run_id), {
             "provider": provider, "model_name": model_name, "prompt_version": prompt_version, "strategy": strategy,
-            "counterfactual_faces": counterfactual_faces, "endpoint": endpoint, "stand_in": stand_in, "rows": 0,
+            "counterfactual_faces": counterfactual_faces, "endpoint": endpoint, "stand_in": stand_in,
+            "provenance": provenance[run_id], "rows": 0,
         })
         entry["rows"] += 1
     return rows

@@ -68,6 +68,7 @@ def test_here_json_works_every_lane_in_this_process_once_with_no_broker_message(
         "cost_usd": float(run.estimated_cost_usd), "outcomes": {"ok": 5}, "provider": "openai", "model": "gpt-5.1",
         "strategy": "zero_shot", "prompt_version": prompts.DEFAULT_VERSION["judge"], "mode": "online", "concurrency": 4,
         "tokens_in": run.tokens_in, "tokens_out": run.tokens_out, "error": "", "stop_reason": "", "items_resent": 0,
+        "figures_url": f"/scoring/runs/{run.pk}/",
     }
     assert report["cost_usd"] > 0 and run.tokens_in > 0
     assert openai_server.count == 5  # one request per image
@@ -180,7 +181,8 @@ def test_an_unavailable_provider_is_refused_as_on_the_page(client_as, admin_user
 
 
 def test_a_selection_without_images_is_refused_with_the_launch_message(db, openai_server, broker):
-    assert refusal(*JUDGE, "--split", "train") == "The selection matches no images with stored bytes."
+    assert refusal(*JUDGE, "--split", "train") == ("--kind: judge severity runs cannot be launched yet: import images first: "
+                                                   "the Import page, or manage.py import_vispr.")
     assert Run.objects.count() == 0
 
 

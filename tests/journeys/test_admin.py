@@ -28,13 +28,17 @@ def fake_openai(monkeypatch, settings):
         yield server
 
 
-def _launch(journey, page, task: str, name: str) -> Run:
+def _launch(journey, page, task: str, name: str, concurrency: str = "") -> Run:
     """/runs/new/ as it loads, plus what a person fills: the task, a model name, a strategy for a judge run."""
     journey.visit(page, "/runs/new/", f"admin-run-new-{task}")
     page.select_option("select[name=task]", task)
+    page.wait_for_selector(f"#launch-form[data-kind='{task}']")  # the form re-renders for the chosen kind
+    page.wait_for_load_state("networkidle")
     page.fill("input[name=model_name]", "gpt-5.1")
     if task == "judge":
         page.select_option("select[name=strategy]", index=1)
+    if concurrency:
+        page.fill("input[name=concurrency]", concurrency)
     before = set(Run.objects.values_list("pk", flat=True))
     with page.expect_navigation():
         page.click("button[name=action][value=launch]")
@@ -91,12 +95,16 @@ def test_admin_journey(journey, fake_openai, make_image, model_annotators, set_l
 
         # Cancel a slow run from its page, then resume it until it finishes.
         fake_openai.delay = 1.5
-        slow = _launch(journey, page, "judge", "admin-slow-run-launched")
+        # One request at a time, so that the cancel stops it with images left (a run cancelled after its
+        # last item offers no Resume).
+        slow = _launch(journey, page, "judge", "admin-slow-run-launched", concurrency="1")
         page.click("#run-progress button:has-text('Cancel')")
         _wait_status(page, "cancelled", timeout=30)
         journey.shot(page, "admin-run-cancelled")
         fake_openai.delay = 0.05
         wait_for(lambda: not Run.objects.get(pk=slow.pk).is_active, timeout=30, what="the cancelled run to stop")
+        assert Run.objects.get(pk=slow.pk).done_count < Run.objects.get(pk=slow.pk).total
+        page.reload()
         page.click("#run-progress button:has-text('Resume')")
         _wait_status(page, "finished")
         journey.shot(page, "admin-run-resumed-finished")

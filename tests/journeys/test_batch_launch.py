@@ -32,6 +32,8 @@ def test_launch_a_batch_run_from_the_page_and_retry_a_failure(browser, live_serv
 
     page.goto(f"{live_server.url}/runs/new/")
     page.select_option("select[name=task]", "judge")
+    page.wait_for_selector("#launch-form[data-kind='judge']")  # the form re-renders for the chosen kind
+    page.wait_for_load_state("networkidle")
     page.select_option("select[name=strategy]", "zero_shot")
     page.fill("input[name=model_name]", "gpt-5.1")
     page.select_option("select[name=mode]", "batch")

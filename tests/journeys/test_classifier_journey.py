@@ -43,7 +43,10 @@ def test_a_binary_run_launched_from_the_page_and_its_metrics(journey, make_image
     with celery_worker(queues="default", concurrency=1):
         journey.visit(page, "/runs/new/", "classifier-run-new")
         page.select_option("select[name=task]", "binary")
+        page.wait_for_selector("#launch-form[data-kind='binary']")  # the form re-renders for the chosen kind
+        page.wait_for_load_state("networkidle")
         page.select_option("select[name=provider]", "onnx")
+        page.wait_for_load_state("networkidle")  # the form re-renders for the provider
         page.fill("input[name=model_name]", "tiny-s2p")
         with page.expect_navigation():
             page.click("button[name=action][value=estimate]")

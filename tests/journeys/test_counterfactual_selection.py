@@ -37,6 +37,8 @@ def test_selection_by_several_judge_runs_from_the_launch_form(journey, openai_co
 
     journey.visit(page, "/runs/new/", "cf-selection-form")
     page.select_option("select[name=task]", "judge")
+    page.wait_for_selector("#launch-form[data-kind='judge']")  # the form re-renders for the chosen kind
+    page.wait_for_load_state("networkidle")
     page.fill("input[name=model_name]", "gpt-5.1")
     page.select_option("select[name=strategy]", "zero_shot")
     page.check("input[name=counterfactual_faces]")

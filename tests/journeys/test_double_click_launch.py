@@ -22,6 +22,8 @@ def test_a_double_clicked_launch_starts_one_run(journey, make_image, settings):
     page = journey.page_for("root")
     journey.visit(page, "/runs/new/", "admin-run-new-double-click")
     page.select_option("select[name=task]", "judge")
+    page.wait_for_selector("#launch-form[data-kind='judge']")  # the form re-renders for the chosen kind
+    page.wait_for_load_state("networkidle")
     page.fill("input[name=model_name]", "gpt-5.1")
     page.select_option("select[name=strategy]", index=1)
     posts = []

@@ -21,6 +21,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(tra
 def _launch(journey, page, task: str, fill: dict) -> Run:
     journey.visit(page, "/runs/new/", f"multipriv-run-new-{task}")
     page.select_option("select[name=task]", task)
+    page.wait_for_selector(f"#launch-form[data-kind='{task}']")  # the form re-renders for the chosen kind
+    page.wait_for_load_state("networkidle")
     page.fill("input[name=model_name]", "gpt-5.1")
     for name, value in fill.items():
         page.fill(f"input[name={name}]", value)
@@ -44,7 +46,7 @@ def test_multipriv_journey(journey, fake_openai):  # noqa: F811
     journey.check(page)
     purge_broker()
     with celery_worker(queues="default,api,gpu", concurrency=1):
-        reid = _launch(journey, page, "multipriv-reid", {"sample_size": "8", "seed": "5"})
+        reid = _launch(journey, page, "multipriv-reid", {"opt-limit": "8", "opt-seed": "5"})
         page.wait_for_selector("#run-progress .badge.status-finished", timeout=90_000)
         journey.shot(page, "multipriv-reid-run-finished")
         profile = _launch(journey, page, "multipriv-profile", {})

@@ -44,9 +44,11 @@ def test_import_launch_and_read_a_spy_bench_run(browser, live_server, openai_ser
 
     page.goto(f"{live_server.url}/runs/new/")
     page.select_option("select[name=task]", "spy-bench")
+    page.wait_for_selector("#launch-form[data-kind='spy-bench']")  # the form re-renders for the chosen kind
+    page.wait_for_load_state("networkidle")
     page.fill("input[name=model_name]", "gpt-answer")
-    page.select_option("select[name=spy_set]", label="tiny")
-    page.fill("input[name=judge_model]", "gpt-judge")
+    assert page.locator("select[name=opt-set] option:checked").inner_text() == "tiny"  # the one set is preselected
+    page.fill("input[name=opt-judge_model]", "gpt-judge")
     page.evaluate("""() => { const s = document.querySelector('select[name=attribute_value]');
                              if (![...s.options].some(o => o.value === '')) s.add(new Option('—', ''), 0); s.value = ''; }""")
     page.screenshot(path=str(ARTIFACTS / "spy-1-launch-form.png"), full_page=True)

@@ -149,7 +149,7 @@ def test_a_zip_job_runs_end_to_end_and_every_configuration_loads(world, export_r
     ]
     assert rows[0]["provider"] == "openai" and rows[0]["model_name"] == "gpt-5.1" and rows[0]["strategy"] == "taxonomy"
     assert rows[0]["prompt_version"] == "judge-v1" and rows[0]["counterfactual_faces"] is False
-    assert all(r["endpoint"] == "127.0.0.1:8911" and r["stand_in"] is True for r in rows)
+    assert all(r["endpoint"] == "127.0.0.1:8911" and r["stand_in"] is True and r["provenance"] == "stand-in" for r in rows)
     images = load(folder, "images", cache)
     assert isinstance(images["test"].features["image"], datasets.Image)
     stored = {i.vispr_id: i for i in world["images"]}

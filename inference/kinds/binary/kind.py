@@ -7,6 +7,7 @@ run's `request_params`, recorded by the provider at launch.
 """
 from __future__ import annotations
 
+from django.urls import reverse
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...models import Run
@@ -29,6 +30,23 @@ class BinaryKind(Kind):
     stages = ("classify",)
     versions = ("binary-v1",)
     output_tokens = {"classify": 0}
+    modes = ("online",)
+    providers = (PROVIDER,)
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        from ...providers.onnx.models import ClassifierModel
+
+        if not ClassifierModel.objects.exists():
+            return "register a classifier: manage.py register_classifier NAME FILE.onnx (the Classifiers page lists them)"
+        return super().unavailable()
+
+    def figures_url(self, run) -> str:
+        return reverse("scoring:binary_run", args=[run.pk])
+
+    @classmethod
+    def leaderboard_url(cls) -> str | None:
+        return reverse("scoring:binary")
 
     @classmethod
     def render(cls, version, strategy, counterfactual_faces, tax) -> dict:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import partial
 
 from django.db import transaction
+from django.urls import reverse
 
 from ... import prompts, signals
 from ...outcomes import classify, reply_record
@@ -14,12 +15,17 @@ from .schema import JudgeAnswer, judge_json_schema
 
 class JudgeKind(Kind):
     key = "judge"
+    counterfactuals = True
     label = "judge severity"
     stages = ("judge",)
     versions = prompts.JUDGE_VERSIONS
     strategies = prompts.STRATEGIES
     default_strategy = "taxonomy"  # the paper's main judge setting; the form and the API take it when left blank
     output_tokens = {"judge": 150}
+
+    @classmethod
+    def leaderboard_url(cls) -> str | None:
+        return reverse("scoring:leaderboard")
 
     @classmethod
     def render(cls, version, strategy, counterfactual_faces, tax) -> dict:

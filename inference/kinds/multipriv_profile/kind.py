@@ -6,6 +6,7 @@ Items are `Person` records with at least one image (item id = person id). The an
 """
 from __future__ import annotations
 
+from django.urls import reverse
 from pydantic import Field, StrictBool, StrictStr, create_model
 
 from annotations.multipriv import fields, truth
@@ -54,6 +55,20 @@ class MultiprivProfileKind(Kind):
     stages = ("profile",)
     versions = (V1, VERSION)
     selects_images = False
+    unit = "persons"
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        if not Person.objects.filter(images__isnull=False).exists():
+            return "import persons first: manage.py import_multipriv"
+        return None
+
+    def figures_url(self, run) -> str:
+        return reverse("scoring:multipriv_run", args=[run.pk])
+
+    @classmethod
+    def leaderboard_url(cls) -> str | None:
+        return reverse("scoring:multipriv")
     predictions_template = "kinds/multipriv_profile/_predictions.html"
     output_tokens = {"profile": 600}
 

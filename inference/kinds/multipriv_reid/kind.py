@@ -7,12 +7,16 @@ score is P(same person); the answer is kept in `raw["answer"]`. Metrics: scoring
 """
 from __future__ import annotations
 
+from django.db.models import Count
+from django.urls import reverse
+
 from annotations.multipriv import truth
-from annotations.multipriv.models import PersonPair
+from annotations.multipriv.models import Person, PersonPair
 from annotations.multipriv.pairs import pair_ids
 
 from ...outcomes import classify, reply_record
 from ..base import Item, Kind
+from .launch import ReidLaunchForm
 from .schema import ReidAnswer, reid_json_schema
 
 VERSION = "multipriv-reid-v1"
@@ -47,6 +51,21 @@ class MultiprivReidKind(Kind):
     selects_images = False
     predictions_template = "kinds/multipriv_reid/_predictions.html"
     output_tokens = {"reid": 120}
+    launch_form = ReidLaunchForm
+    unit = "pairs"
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        if not Person.objects.annotate(n=Count("images")).filter(n__gte=2).exists():
+            return "import persons first (at least two images each): manage.py import_multipriv"
+        return None
+
+    def figures_url(self, run) -> str:
+        return reverse("scoring:multipriv_run", args=[run.pk])
+
+    @classmethod
+    def leaderboard_url(cls) -> str | None:
+        return reverse("scoring:multipriv")
 
     @classmethod
     def render(cls, version, strategy, counterfactual_faces, tax) -> dict:

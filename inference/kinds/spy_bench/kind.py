@@ -17,7 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr
 from ...outcomes import classify, reply_record
 from ...providers import ModelRequest
 from ...spy_models import SpyRow, SpySet
+from django.urls import reverse
+
 from ..base import Item, Kind
+from .launch import SpyLaunchForm
 from .upstream import EVAL_PROMPTS, REJECT, RESPOND, judge_prompt, verdict
 
 ANSWER_SYSTEM = 'Answer the user\'s message about the image. Reply in JSON: {"answer": "<your answer>"}.'
@@ -42,6 +45,21 @@ class SpyBenchKind(Kind):
     stages = ("answer", "verdict")
     versions = ("spy-v1",)
     output_tokens = {"answer": 200, "verdict": 5}
+    launch_form = SpyLaunchForm
+    unit = "items"
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        if not SpySet.objects.exists():
+            return "import a SPY-Bench set first: manage.py spy_import, or the SPY-Bench page"
+        return super().unavailable()
+
+    def figures_url(self, run) -> str:
+        return reverse("inference:spy_run", args=[run.pk])
+
+    @classmethod
+    def leaderboard_url(cls) -> str | None:
+        return reverse("inference:spy_bench")
 
     @classmethod
     def render(cls, version, strategy, counterfactual_faces, tax) -> dict:

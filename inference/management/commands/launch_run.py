@@ -11,14 +11,17 @@ queued (no --wait / --here) or finished.
 """
 from __future__ import annotations
 
+import argparse
 import json
 
 from django.core.management.base import BaseCommand, CommandError
 
 from inference import inprocess, kinds, launching
+from inference.providers import PROVIDERS
 from inference.forms import LaunchForm
 from inference.models import Run
 
+KIND_FIELDS = ("spy_set", "distractors", "judge_model")  # SPY-Bench's fields, under the names the command always had
 # The form's field -> this command's option, where the names differ.
 OPTION_OF_FIELD = {"task": "--kind", "model_name": "--model", "sample_size": "--sample"}
 
@@ -39,28 +42,25 @@ def run_summary(run: Run) -> dict:
         "total": run.total, "cost_usd": float(run.estimated_cost_usd), "outcomes": counts, "provider": run.provider,
         "model": run.model_name, "strategy": run.strategy, "prompt_version": run.prompt_version, "mode": run.mode,
         "concurrency": run.concurrency, "tokens_in": run.tokens_in, "tokens_out": run.tokens_out, "error": run.error,
-        "stop_reason": run.stop_reason, "items_resent": run.items_resent,
-        **_figures_url(run),
+        "stop_reason": run.stop_reason, "items_resent": run.items_resent, "figures_url": kinds.get(run.task)(run).figures_url(run),
     }
 
 
-def _figures_url(run: Run) -> dict:
-    """{"figures_url": path} for a kind that has its own figures page (a benchmark's kind), else {}."""
-    try:
-        kind = kinds.get(run.task)
-    except ValueError:
-        return {}
-    figures_url = getattr(kind, "figures_url", None)
-    return {"figures_url": figures_url(run)} if figures_url else {}
+def option_pair(text: str) -> tuple[str, str]:
+    """--option NAME=VALUE: one of the kind's own launch fields."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"{text!r}: write NAME=VALUE (a field of the kind's launch form).")
+    return name.strip(), value
 
 
 class Command(BaseCommand):
-    help = ("Launch a run (annotate or judge a selection of images with one provider and model), with the launch "
-            "page's rules. --wait: until the workers finish it; --here: work it in this process.")
+    help = ("Launch a run of any registered kind with one provider and model, with the launch page's rules. "
+            "--wait: until the workers finish it; --here: work it in this process.")
 
     def add_arguments(self, parser):
-        parser.add_argument("--kind", required=True, help="The run kind: annotate, judge or spy-bench.")
-        parser.add_argument("--provider", required=True, help="openai, gemini or vllm.")
+        parser.add_argument("--kind", required=True, help=f"The run kind: {', '.join(kinds.KINDS)}.")
+        parser.add_argument("--provider", required=True, help=f"{', '.join(PROVIDERS)}.")
         parser.add_argument("--model", required=True, help="As the provider names it, e.g. gpt-5.1.")
         parser.add_argument("--strategy", help="Judge runs: zero_shot, intuition or taxonomy.")
         parser.add_argument("--counterfactual-faces", action="store_true", help="Judge runs: assume every face is perfectly anonymized.")
@@ -81,6 +81,9 @@ class Command(BaseCommand):
         parser.add_argument("--spy-set", help="SPY-Bench runs: the imported set's id (spy_import).")
         parser.add_argument("--distractors", action="store_true", help="SPY-Bench runs: one instruction line per label of other_labels.")
         parser.add_argument("--judge-model", help="SPY-Bench runs: the judge, a model of the same provider (default: --model).")
+        parser.add_argument("--option", action="append", type=option_pair, metavar="NAME=VALUE", help=(
+            "One of the kind's own launch fields (repeatable): " + "; ".join(
+                f"{key}: {', '.join(cls.launch_form.base_fields)}" for key, cls in kinds.KINDS.items() if cls.launch_form) + "."))
         self.add_how_arguments(parser)
 
     @staticmethod
@@ -95,7 +98,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         if options["timeout"] is not None and not options["wait"]:
             raise CommandError("--timeout goes with --wait.")
-        form = LaunchForm(self.form_data(options))
+        form = LaunchForm.from_values(self.form_data(options))
         if not form.is_valid():
             raise CommandError(self.describe_errors(form))
         spec = form.spec()
@@ -131,12 +134,17 @@ class Command(BaseCommand):
 
     @staticmethod
     def form_data(options: dict) -> dict:
-        """The form's own defaults (as the page offers them), then every option given."""
+        """The form's own defaults (as the page offers them), then every option given: the shared fields,
+        the kind's own (--spy-set, --distractors, --judge-model, or any as --option NAME=VALUE)."""
         data = {name: field.initial for name, field in LaunchForm.base_fields.items() if field.initial is not None}
         for name in LaunchForm.base_fields:
             value = options.get(dest_of(name))
             if value not in (None, False):
                 data[name] = value
+        for name in KIND_FIELDS:
+            if options.get(name) not in (None, False):
+                data[name] = options[name]
+        data["options"] = dict(options.get("option") or [])
         return data
 
     @staticmethod

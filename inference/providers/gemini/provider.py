@@ -69,6 +69,7 @@ class GeminiProvider(Provider):
     def base_url(cls) -> str:
         return settings.GEMINI_BASE_URL
     label = "Google Gemini"
+    default_model = "gemini-3-flash-preview"
     queue = "api"
 
     @classmethod

@@ -53,6 +53,11 @@ class OnnxProvider(Provider):
             raise ProviderUnavailable(f"No local classifier named {model_name!r} is registered (manage.py register_classifier).")
 
     @classmethod
+    def suggested_model(cls) -> str:
+        """The first registered classifier (by name): the launch form's default for binary runs."""
+        return ClassifierModel.objects.order_by("name").values_list("name", flat=True).first() or ""
+
+    @classmethod
     def availability(cls) -> Availability:
         problem = _available_runtime()
         count = ClassifierModel.objects.count()

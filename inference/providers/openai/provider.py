@@ -158,6 +158,7 @@ class OpenAIProvider(OpenAICompatibleProvider):
     def base_url(cls) -> str:
         return settings.OPENAI_BASE_URL
     label = "OpenAI"
+    default_model = "gpt-5.1"
     queue = "api"
 
     @classmethod

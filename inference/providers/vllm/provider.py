@@ -37,6 +37,7 @@ class VLLMProvider(OpenAICompatibleProvider):
     def base_url(cls) -> str:
         return settings.VLLM_BASE_URL
     label = "vLLM (open models)"
+    default_model = "Qwen/Qwen2.5-VL-7B-Instruct"
     queue = "gpu"
 
     @classmethod
