@@ -23,20 +23,22 @@ from inference.spy_models import SpyRow, SpySet
 from tests.fakes.fixtures import *  # noqa: F401,F403
 from tests.inference.spy.conftest import DOCTOR, LABEL2TEXT, bench_item
 from tests.support.classifiers import tiny_classifier
+from tests.support.vispr_release import write_release as write_vispr_release
 
 pytestmark = pytest.mark.django_db
 
 FIGURES = {"annotate": "/scoring/runs/{}/", "judge": "/scoring/runs/{}/", "multipriv-reid": "/scoring/multipriv/runs/{}/",
            "multipriv-profile": "/scoring/multipriv/runs/{}/", "binary": "/scoring/runs/{}/binary/",
-           "spy-bench": "/runs/spy-bench/runs/{}/"}
+           "spy-bench": "/runs/spy-bench/runs/{}/", "vispr-attributes": "/benchmarks/vispr-attributes/runs/{}/"}
 MISSING = {"annotate": "import images first", "judge": "import images first", "multipriv-reid": "manage.py import_multipriv",
            "multipriv-profile": "manage.py import_multipriv", "binary": "register a classifier: manage.py register_classifier",
-           "spy-bench": "import a SPY-Bench set first"}
+           "spy-bench": "import a SPY-Bench set first", "vispr-attributes": "import VISPR first"}
 
 
 @pytest.fixture
 def every_kinds_data(images, openai_server, settings, tmp_path):
-    """Images, a SPY-Bench set over two of them, MultiPriv persons, a registered classifier."""
+    """Images, a SPY-Bench set over two of them, MultiPriv persons, a registered classifier, a small
+    VISPR release (its attributes and labelled test images)."""
     bench, l2t = tmp_path / "bench.json", tmp_path / "label2text.json"
     bench.write_text(json.dumps({"benchmark_list": [bench_item(1, "a4_gender", images[0].vispr_id, privacy=[("s1_doctor", DOCTOR)])]}))
     l2t.write_text(json.dumps(LABEL2TEXT))
@@ -45,6 +47,8 @@ def every_kinds_data(images, openai_server, settings, tmp_path):
         import_multipriv(write_release(Path(tmp)))
     settings.DATA_DIR = tmp_path / "data"
     settings.DATA_DIR.mkdir()
+    release = write_vispr_release(tmp_path / "vispr", {"test2017": {"2017_10000001": ["a4_gender"], "2017_10000002": ["a0_safe"]}})
+    call_command("import_vispr", str(release), stdout=StringIO(), stderr=StringIO())
     call_command("register_classifier", "tiny", str(tiny_classifier(tmp_path / "tiny.onnx")), "--classes", "private,public", stdout=StringIO())
     return images
 
