@@ -44,7 +44,7 @@ def test_figures_html_json_and_download_for_admins(labelled, client_as, admin_us
     client = client_as(admin_user)
     url = reverse("vispr_attributes:figures", args=[run.pk])
     page = client.get(url).content.decode()
-    assert "cmAP" in page and 'class="badge warn provenance"' in page and ">demo<" in page
+    assert "cmAP" in page and 'data-provenance="demo"' in page and ">demo<" in page
     assert "3 of 4 images have a prediction" in page
     data = client.get(url + "?format=json").json()
     assert data["cmap"] == 1.0 and data["per_attribute"][1]["description"] == "Gender"
