@@ -21,7 +21,8 @@ def study_key(split: str = "") -> str:
 
 
 def agreement_study(split: str = "") -> dict:
-    fingerprint = queries.digest(queries.label_fingerprint(split), REPORT_FORMAT)
+    # The study reads no adjudication: deciding an attribute keeps its figures current (issue 37).
+    fingerprint = queries.digest(queries.label_fingerprint(split, adjudications=False), REPORT_FORMAT)
 
     def compute():
         return agreement_lib.agreement_report(queries.load_labels(split=split))
