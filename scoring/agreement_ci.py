@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from . import resample
 from .engine import LEVELS
 
 N_BOOT = 500
@@ -130,8 +131,8 @@ class Draw:
         flat = sparse.vstack(self._blocks, format="csc")  # (all cells, images)
         n, B = flat.shape[1], self.idx.shape[0]
         out = np.empty((flat.shape[0], B))
-        for s in range(0, B, CHUNK):
-            W = _multiplicities_by_image(self.idx[s:s + CHUNK], n)
+        for s, block in resample.blocks(self.idx, CHUNK):  # an array, or a LazyDraw made a block at a time
+            W = _multiplicities_by_image(block, n)
             out[:, s:s + W.shape[1]] = flat @ W
         sums, start = [], 0
         for block, shape in zip(self._blocks, self._shapes):

@@ -130,3 +130,29 @@ def test_labels_and_results_read_a_chunk_at_a_time_are_the_same_arrays(world, mo
         for name, column in arrays.items():
             np.testing.assert_array_equal(results[run_id][name], column)
     assert whole_labels.values.shape == (2, 48, len(taxonomy.active().keys)) and np.isfinite(whole_labels.values).all()
+
+
+def test_the_agreement_studys_draws_made_block_by_block_give_the_same_report(db, monkeypatch):
+    """resample.LazyDraw (issue 37: the draw never held whole) gives the very numbers of the whole draw."""
+    from scoring import agreement_ci, resample
+    from scoring.agreement import LabelSet, agreement_report
+
+    tax = taxonomy.active()
+    keys = list(tax.keys)
+    rng = np.random.default_rng(11)
+    values = rng.choice([0.0, 0.5, 1.0], size=(4, 301, len(keys)), p=[0.6, 0.15, 0.25])
+    values[1, rng.random(301) < 0.2] = np.nan
+    data = LabelSet(values=values, names=["h1", "h2", "m1", "m2"], kinds=["human", "human", "model", "model"], keys=keys,
+                    attr_levels=[tax.level_of[k] for k in keys], image_ids=list(range(301)), annotator_ids=[1, 2, 3, 4])
+    lazy = agreement_report(data)
+    from types import SimpleNamespace
+
+    from scoring import agreement as agreement_module
+
+    whole = SimpleNamespace(LazyDraw=lambda n, b, seed: resample.draw(n, b, seed))  # the whole array, as before issue 37
+    monkeypatch.setattr(agreement_module, "resample", whole)
+    assert agreement_report(data) == lazy
+    drawn = resample.draw(1001, 37, 3)
+    assert all((block == drawn[s:s + 5]).all() for s, block in resample.LazyDraw(1001, 37, 3).blocks(5))
+    assert sum(block.shape[0] for _, block in resample.LazyDraw(1001, 37, 3).blocks(5)) == 37
+    assert agreement_ci.CHUNK < resample.LazyDraw(1001, 500, 3).resamples
