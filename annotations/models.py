@@ -293,7 +293,8 @@ class Adjudication(models.Model):
 
 class LabelWrites(models.Model):
     """Committed writes of labels, labelings and adjudications, counted per stream (an annotator's id; 0 for
-    adjudications and deletions): the label fingerprint is the sum, one read of a tiny table, exact.
+    deletions and annotator edits; -1 for adjudications, so the version of the labels alone leaves them out):
+    the label fingerprint is the sum, one read of a tiny table, exact.
 
     Every write path bumps its stream in its own transaction (annotations.label_version). A stream per
     annotator keeps a long import of one annotator's labels from blocking a reviewer's submission on one

@@ -9,10 +9,15 @@ ground truth, 4 annotators (2 reviewers who submitted 90% of the images, 2 model
 label per attribute, and 10 finished judge runs with a continuous score per image. Scores are
 computed by `recompute_scores` (the service the app uses). Then, per scale (--small, then N):
 - every page's server time through the Django test client (in process): cold (the metrics cache
-  emptied; at scale the page answers 202 "being computed" and sends refresh jobs), the jobs' time
-  (run here, one after the other, as one worker would), and warm (the next request, with the
-  figures), and each one's query count; the leaderboard's evaluate() calls on the warm request (0
-  when its cache hits);
+  emptied; at scale the page answers 202 "being computed" and sends refresh jobs: the first answer), the
+  jobs' time (run one after the other in a worker process of their own, bench/scale_worker.py, as one
+  Celery worker process would) and that worker's peak memory (VmHWM, reset before each page's jobs),
+  warm (the next request, with the figures), the time until the figures show (cold + jobs + warm), and
+  each one's query count; the leaderboard's evaluate() calls on the warm request (0 when its cache hits);
+- one adjudication (issue 37): the top disputed image's first disputed attribute decided through the
+  adjudication service, then `/api/metrics/` asked (and the jobs it sends run by the worker) until every
+  run's figures are current again; once for an image whose published ground truth wins, once for one
+  scored by its consensus (its published values cleared first, and the figures brought current);
 - the process's peak RSS after the pages (what a web worker that served them holds).
 And the CPRT-Bench import of --import-rows rows beside a bare COPY of the same rows, committed, with
 each one's peak RSS (bench/import_copy.py, in databases of its own).
@@ -24,8 +29,10 @@ unless --keep.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -235,66 +242,173 @@ def pages(runs: list[int], reviewer_id: int) -> dict[str, str]:
     }
 
 
-def measure_pages(client, urls: dict, reviewer_client=None) -> dict:
+class Worker:
+    """bench/scale_worker.py in a process of its own: runs refresh jobs and reports their time and its peak RSS."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("scale_worker.py"))], cwd=ROOT, env=os.environ.copy(),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.started_mb = self._answer()["rss_mb"]
+        self.peak_mb = self.started_mb
+
+    def _answer(self) -> dict:
+        for line in self.proc.stdout:
+            line = line.strip()
+            if line.startswith("{"):
+                return json.loads(line)
+        raise RuntimeError(f"the bench worker ended (exit status {self.proc.wait()})")
+
+    def run(self, keys: list[str]) -> dict:
+        """Run the jobs (and those they send); {"seconds", "jobs", "hwm_mb", "rss_mb"}."""
+        if not keys:
+            return {"seconds": 0.0, "jobs": 0, "hwm_mb": 0.0, "rss_mb": 0.0}
+        self.proc.stdin.write(json.dumps({"keys": keys}) + "\n")
+        self.proc.stdin.flush()
+        answer = self._answer()
+        self.peak_mb = max(self.peak_mb, answer["hwm_mb"])
+        return answer
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.stdin.write("\n")
+            self.proc.stdin.flush()
+            self.proc.wait(timeout=60)
+
+
+class SentJobs:
+    """While open: the refresh jobs the requests send are recorded (for the worker), not sent."""
+
+    def __enter__(self) -> list[str]:
+        from core import dispatch
+
+        self.jobs: list[str] = []
+        self.original = dispatch._send
+        dispatch._send = lambda task_name, args, kwargs, queue, rid: self.jobs.append(args[0])
+        return self.jobs
+
+    def __exit__(self, *exc) -> None:
+        from core import dispatch
+
+        dispatch._send = self.original
+
+
+def measure_pages(client, urls: dict, worker: Worker, reviewer_client=None) -> dict:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     from scoring import metrics
     from scoring.models import ComputedMetrics
 
-    from core import dispatch
-    from scoring.services import cache
-
     ComputedMetrics.objects.all().delete()
     out = {}
-    original, original_send = metrics.evaluate, dispatch._send
+    original = metrics.evaluate
     calls = {"n": 0}
-    jobs: list[str] = []
 
     def counting(*args, **kwargs):
         calls["n"] += 1
         return original(*args, **kwargs)
 
     metrics.evaluate = counting
-    dispatch._send = lambda task_name, args, kwargs, queue, rid: jobs.append(args[0])  # refresh jobs, run below
     try:
-        for name, url in urls.items():
-            url = url() if callable(url) else url
-            row = {}
-            for phase in ("cold", "warm"):
-                calls["n"] = 0
-                with CaptureQueriesContext(connection) as ctx:
-                    started = time.perf_counter()
-                    response = (reviewer_client if name.startswith("reviewer") else client).get(url)
-                    seconds = time.perf_counter() - started
-                if response.status_code != 200 and not (phase == "cold" and response.status_code == 202):
-                    raise RuntimeError(f"{url}: {response.status_code} {response.content[:300]!r}")
-                row[phase] = {"ms": seconds * 1000, "queries": len(ctx), "evaluate_calls": calls["n"], "status": response.status_code}
-                if phase == "cold":  # the refresh jobs the page sent, as a worker runs them
-                    started = time.perf_counter()
-                    while jobs:
-                        cache.refresh(jobs.pop(0))
-                    row["jobs_s"] = time.perf_counter() - started
-            out[name] = row
+        with SentJobs() as jobs:
+            for name, url in urls.items():
+                url = url() if callable(url) else url
+                row = {}
+                for phase in ("cold", "warm"):
+                    calls["n"] = 0
+                    with CaptureQueriesContext(connection) as ctx:
+                        started = time.perf_counter()
+                        response = (reviewer_client if name.startswith("reviewer") else client).get(url)
+                        seconds = time.perf_counter() - started
+                    if response.status_code != 200 and not (phase == "cold" and response.status_code == 202):
+                        raise RuntimeError(f"{url}: {response.status_code} {response.content[:300]!r}")
+                    row[phase] = {"ms": seconds * 1000, "queries": len(ctx), "evaluate_calls": calls["n"], "status": response.status_code}
+                    if phase == "cold":  # the refresh jobs the page sent, as a worker runs them
+                        row["jobs"] = worker.run(list(jobs))
+                        jobs.clear()
+                        row["jobs_s"] = row["jobs"]["seconds"]
+                cold_s = row["cold"]["ms"] / 1000
+                row["figures_s"] = cold_s if row["cold"]["status"] == 200 else cold_s + row["jobs_s"] + row["warm"]["ms"] / 1000
+                out[name] = row
     finally:
-        metrics.evaluate, dispatch._send = original, original_send
+        metrics.evaluate = original
     return out
+
+
+def _metrics_current(client, jobs: list[str], worker: Worker) -> dict:
+    """Ask /api/metrics/ until every run's figures are current (no 202, nothing "updating"), the worker running
+    the jobs each answer sends; returns the requests, the jobs and the worker's time."""
+    asked, ran, worker_s = 0, 0, 0.0
+    while True:
+        asked += 1
+        response = client.get("/api/metrics/", {"page_size": 100})
+        if response.status_code not in (200, 202):
+            raise RuntimeError(f"/api/metrics/: {response.status_code} {response.content[:300]!r}")
+        current = response.status_code == 200 and not any(row["updating"] for row in response.json()["results"])
+        if current and not jobs:
+            return {"requests": asked, "jobs": ran, "worker_s": worker_s}
+        done = worker.run(list(jobs))
+        jobs.clear()
+        ran, worker_s = ran + done["jobs"], worker_s + done["seconds"]
+        if asked > 20:
+            raise RuntimeError("/api/metrics/ did not become current after 20 requests")
+
+
+def measure_adjudication(client, worker: Worker, staff, published: bool) -> dict:
+    """One adjudication of the queue's top image (see the module's docstring): seconds until every run's figures
+    in /api/metrics/ are current again."""
+    from annotations.models import Image
+    from scoring.models import DisputedImage, ImageScore, ScoringProfile
+    from scoring.services.adjudication import active_attributes, adjudicate
+
+    profile = ScoringProfile.active()
+    row = DisputedImage.objects.exclude(image__adjudications__isnull=False).order_by("-impact", "image_id").first()
+    image = Image.objects.get(pk=row.image_id)
+    with SentJobs() as jobs:
+        if not published:
+            Image.objects.filter(pk=image.pk).update(published_score=None, published_level=None)
+        _metrics_current(client, jobs, worker)  # every run's figures current before the decision
+        key = row.disputed[0]
+        consensus = (ImageScore.objects.filter(image=image, profile=profile).values_list("binary_labels", flat=True).first() or {})
+        value = 0.0 if _label_of(consensus, key) == 1 else 1.0  # the other side of the dispute: the consensus moves
+        started = time.perf_counter()
+        adjudicate(staff, image, active_attributes()[key], value, "scale bench")
+        decided = time.perf_counter() - started
+        then = _metrics_current(client, jobs, worker)
+        return {"seconds": time.perf_counter() - started, "adjudicate_s": decided, **then}
+
+
+def _label_of(binary_labels: dict, key: str):
+    """The value of `key` in an ImageScore's binary labels ({level: {key: value}} or {key: value})."""
+    if key in binary_labels:
+        return binary_labels[key]
+    return next((v[key] for v in binary_labels.values() if isinstance(v, dict) and key in v), None)
 
 
 def print_pages(by_scale: dict) -> None:
     scales = list(by_scale)
-    print("\ncold: the first request with the metrics cache emptied (its status: 202 while jobs compute); jobs: their time, "
-          "run one after the other; warm: the next request")
-    print(f"{'page':<16}" + "".join(f"{f'{s:,} cold ms':>18}{'jobs s':>8}{f'{s:,} warm ms':>16}{'queries c/w':>14}" for s in scales)
-          + f"{'warm evaluate() calls':>24}")
+    print("\ncold: the first request with the metrics cache emptied (its status: 202 while jobs compute); jobs: their time in the "
+          "worker process, run one after the other, and its peak RSS (VmHWM); warm: the next request; figures: cold + jobs + warm")
+    print(f"{'page':<16}" + "".join(f"{f'{s:,} cold ms':>18}{'jobs s':>8}{'worker MB':>10}{'figures s':>10}{f'{s:,} warm ms':>16}"
+                                   f"{'queries c/w':>14}" for s in scales) + f"{'warm evaluate() calls':>24}")
     for name in by_scale[scales[0]]:
         line = f"{name:<16}"
         for s in scales:
             r = by_scale[s][name]
-            line += (f"{r['cold']['ms']:>12.0f} ({r['cold']['status']}){r['jobs_s']:>8.1f}{r['warm']['ms']:>16.0f}"
-                     f"{r['cold']['queries']:>8}/{r['warm']['queries']:<5}")
+            worker_mb = f"{r['jobs']['hwm_mb']:.0f}" if r["jobs"]["jobs"] else "-"
+            line += (f"{r['cold']['ms']:>12.0f} ({r['cold']['status']}){r['jobs_s']:>8.1f}{worker_mb:>10}{r['figures_s']:>10.1f}"
+                     f"{r['warm']['ms']:>16.0f}{r['cold']['queries']:>8}/{r['warm']['queries']:<5}")
         line += f"{'/'.join(str(by_scale[s][name]['warm']['evaluate_calls']) for s in scales):>24}"
         print(line)
+
+
+def print_adjudications(by_scale: dict) -> None:
+    print("\none adjudication: seconds until every run's figures in /api/metrics/ are current again "
+          "(the decision itself; the requests and the worker's jobs after it)")
+    for scale, cases in by_scale.items():
+        for case, r in cases.items():
+            print(f"{scale:>9,} {case:<28} {r['seconds']:>7.2f} s  (decision {r['adjudicate_s']:.2f} s, {r['requests']} requests, "
+                  f"{r['jobs']} jobs, worker {r['worker_s']:.2f} s)")
 
 
 def main() -> None:
@@ -351,8 +465,9 @@ def main() -> None:
         from django.contrib.auth import get_user_model
 
         reviewer_client.force_login(get_user_model().objects.get(username="human-a"))
-        by_scale = {}
+        by_scale, adjudications = {}, {}
         done = 1
+        worker = None
         for scale in (args.small, args.images):
             t0 = time.perf_counter()
             build(done, scale + 1, annotators, runs)
@@ -362,10 +477,17 @@ def main() -> None:
                 cur.execute("ANALYZE")
             print(f"built {scale:,} images in {time.perf_counter() - t0:.0f} s")
             done = scale + 1
-            by_scale[scale] = measure_pages(client, pages(runs, annotators["human-a"][0]), reviewer_client)
+            worker = worker or Worker()
+            by_scale[scale] = measure_pages(client, pages(runs, annotators["human-a"][0]), worker, reviewer_client)
+            adjudications[scale] = {case: measure_adjudication(client, worker, staff, published)
+                                    for case, published in (("published ground truth", True), ("consensus-scored image", False))}
         print_pages(by_scale)
+        print_adjudications(adjudications)
         print(f"peak RSS of this process after serving the pages: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+        print(f"the worker process: {worker.started_mb:.0f} MB after start-up, peak {worker.peak_mb:.0f} MB")
     finally:
+        if worker is not None:
+            worker.close()
         django.db.connections.close_all()
         if not args.keep:
             recreate_database(args.database_url, drop_only=True)

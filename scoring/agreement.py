@@ -171,8 +171,9 @@ def agreement_report(data: LabelSet, resamples: int = agreement_ci.N_BOOT) -> di
     # One draw of images for every interval: over all images, and over the human study images for
     # figures involving humans (the population each figure is computed on).
     n_images, n_study = values.shape[1], int(study.sum())
-    idx_all = resample.draw(n_images, resamples, agreement_ci.SEED) if n_images and resamples else None
-    idx_study = resample.draw(n_study, resamples, agreement_ci.SEED) if n_study and resamples else None
+    # Each is read once (agreement_ci.Draw's one pass), a block of resamples at a time: never held whole (issue 37).
+    idx_all = resample.LazyDraw(n_images, resamples, agreement_ci.SEED) if n_images and resamples else None
+    idx_study = resample.LazyDraw(n_study, resamples, agreement_ci.SEED) if n_study and resamples else None
     # Every interval's sums are registered on the draw first and computed in one pass per draw (agreement_ci.Draw);
     # `pending` fills each figure's "ci" once every figure has registered.
     draws = {key: None if idx is None else agreement_ci.Draw(idx) for key, idx in (("all", idx_all), ("study", idx_study))}

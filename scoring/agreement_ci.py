@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from . import resample
 from .engine import LEVELS
 
 N_BOOT = 500
@@ -127,12 +128,17 @@ class Draw:
     def _compute(self) -> list[np.ndarray]:
         from scipy import sparse
 
-        flat = sparse.vstack(self._blocks, format="csc")  # (all cells, images)
-        n, B = flat.shape[1], self.idx.shape[0]
-        out = np.empty((flat.shape[0], B))
-        for s in range(0, B, CHUNK):
-            W = _multiplicities_by_image(self.idx[s:s + CHUNK], n)
-            out[:, s:s + W.shape[1]] = flat @ W
+        # Each registered matrix times the chunk's multiplicities on its own (issue 37): the rows of a stacked matrix
+        # were the same products, and stacking them (through COO) took 250 MB at 30,000 images.
+        blocks = [sparse.csc_matrix(block) for block in self._blocks]
+        n, B = blocks[0].shape[1], self.idx.shape[0]
+        out = np.empty((sum(block.shape[0] for block in blocks), B))
+        for s, drawn in resample.blocks(self.idx, CHUNK):  # an array, or a LazyDraw made a block at a time
+            W = _multiplicities_by_image(drawn, n)
+            start = 0
+            for block in blocks:
+                out[start:start + block.shape[0], s:s + W.shape[1]] = block @ W
+                start += block.shape[0]
         sums, start = [], 0
         for block, shape in zip(self._blocks, self._shapes):
             part = out[start:start + block.shape[0]]
@@ -277,9 +283,19 @@ def _resampled_rows_on(draw: Draw, parts: np.ndarray, attr_levels, keys) -> Call
     return rows
 
 
+IMAGE_BLOCK = 5000  # images whose (attributes, 3, 3) temporaries are made at a time (per_image_coincidences)
+
+
 def per_image_coincidences(values: np.ndarray) -> np.ndarray:
-    """(images, 3, 3) coincidence contributions of the items (image, attribute) with >= 2 values (0 / 0.5 / 1)."""
+    """(images, 3, 3) coincidence contributions of the items (image, attribute) with >= 2 values (0 / 0.5 / 1),
+    IMAGE_BLOCK images at a time (each image's sum is its own: the same numbers, bounded temporaries)."""
     values = np.asarray(values, dtype=float)
+    if values.shape[1] > IMAGE_BLOCK:
+        return np.concatenate([_image_coincidences(values[:, s:s + IMAGE_BLOCK]) for s in range(0, values.shape[1], IMAGE_BLOCK)])
+    return _image_coincidences(values)
+
+
+def _image_coincidences(values: np.ndarray) -> np.ndarray:
     counts = np.stack([(values == v).sum(axis=0) for v in (0.0, 0.5, 1.0)], axis=-1).astype(float)  # (images, attrs, 3)
     m = counts.sum(axis=-1)
     with np.errstate(all="ignore"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from itertools import islice
 
 import numpy as np
 from django.db.models import BigIntegerField, Count, Exists, F, FloatField, Func, Max, OuterRef, Q, Sum
@@ -72,12 +73,35 @@ def ground_truth(profile: ScoringProfile) -> GroundTruth:
     return GroundTruth(score, level, source)
 
 
+# Weights of the position-weighted sums in the ground-truth fingerprint: a mixed small integer per image
+# (1..65521), so that two images exchanging their scores or levels change the key although every plain sum
+# stays the same. Bounded so the sums stay exact 64-bit integers on SQLite too (2**16 * 2**20 per row).
+MIX_MULTIPLIER, MIX_MODULUS, WEIGHTED_SCALE = 40503, 65521, 2**20
+
+
+def _image_weight(column: str):
+    return (Cast(column, BigIntegerField()) * MIX_MULTIPLIER) % MIX_MODULUS + 1  # bigint: ids * the multiplier pass 2**31
+
+
 def ground_truth_fingerprint(profile: ScoringProfile) -> str:
+    """An exact key of the ground truth the run metrics read (`ground_truth`): the published values, and the
+    profile's stored scores of the images without one, as values only.
+
+    [decision] (issue 37) The key follows the values, not the writes: a stored score of an image whose
+    published value wins, or a rescore that stores the same score and level again (an adjudication that
+    leaves the consensus where it was; the row's `computed_at` moves), changes no run's figures, so it keeps
+    every run's cached metrics current instead of recomputing them all. Exact integer sums (any order, any
+    plan) of the ids, scores and levels, plain and weighted per image (see MIX_MULTIPLIER)."""
     published = Image.objects.filter(published_score__isnull=False, published_level__isnull=False).aggregate(
-        n=Count("id"), s=exact_sum("published_score"), lv=Sum("published_level"), ids=Sum("id")
+        n=Count("id"), s=exact_sum("published_score"), lv=Sum("published_level"), ids=Sum("id"),
+        ws=Sum(Cast(FloatRound(F("published_score") * WEIGHTED_SCALE), BigIntegerField()) * _image_weight("id")),
+        wlv=Sum(F("published_level") * _image_weight("id")),
     )
-    computed = ImageScore.objects.filter(profile=profile).aggregate(
-        n=Count("id"), top=Max("id"), last=Max("computed_at"), s=exact_sum("score"), lv=Sum("level")
+    overridden = Q(image__published_score__isnull=False) & Q(image__published_level__isnull=False)
+    weight = _image_weight("image_id")
+    computed = ImageScore.objects.filter(profile=profile).exclude(overridden).aggregate(
+        n=Count("id"), ids=Sum("image_id"), s=exact_sum("score"), lv=Sum("level"),
+        ws=Sum(Cast(FloatRound(F("score") * WEIGHTED_SCALE), BigIntegerField()) * weight), wlv=Sum(F("level") * weight),
     )
     return digest(published, computed, profile.pk, profile.lo1, profile.lo2, profile.lo3, profile.updated_at)
 
@@ -120,20 +144,34 @@ def run_fingerprints(runs) -> dict[int, str]:
 
 
 def judge_results(run_ids: list[int]) -> dict[int, dict[str, np.ndarray]]:
-    """run id -> arrays image_id, outcome, score (NaN where none), in one query."""
-    collected: dict[int, list] = {run_id: [] for run_id in run_ids}
-    for row in RunResult.objects.filter(run_id__in=run_ids).order_by("run_id", "image_id").values_list(
-        "run_id", "image_id", "outcome", "score"
-    ):
-        collected[row[0]].append(row[1:])
+    """run id -> arrays image_id, outcome, score (NaN where none), in one query, read a chunk at a time into
+    numpy columns (`_columns`), never a Python tuple per result held at once (issue 37: bounded memory)."""
+    rows = RunResult.objects.filter(run_id__in=run_ids).order_by("run_id", "image_id").values_list("run_id", "image_id", "outcome", "score")
+    run, image, outcome, score = _columns(rows, (np.int64, np.int64, object, float))
     out = {}
-    for run_id, rows in collected.items():
-        out[run_id] = {
-            "image_id": np.array([r[0] for r in rows], dtype=np.int64),
-            "outcome": np.array([r[1] for r in rows], dtype=object),
-            "score": np.array([np.nan if r[2] is None else r[2] for r in rows], dtype=float),
-        }
+    starts = np.searchsorted(run, np.asarray(run_ids, dtype=np.int64), side="left")
+    ends = np.searchsorted(run, np.asarray(run_ids, dtype=np.int64), side="right")
+    for run_id, lo, hi in zip(run_ids, starts.tolist(), ends.tolist()):
+        out[run_id] = {"image_id": image[lo:hi].copy(), "outcome": outcome[lo:hi].copy(), "score": score[lo:hi].copy()}
     return out
+
+
+ROW_CHUNK = 50_000  # rows turned into numpy columns at a time (load_labels, judge_results)
+
+
+def _columns(rows, dtypes: tuple) -> tuple[np.ndarray, ...]:
+    """The columns of a values_list queryset as numpy arrays of `dtypes` (None -> NaN in a float column),
+    read through a server-side cursor ROW_CHUNK rows at a time (issue 37): what is held is the arrays,
+    about 8 to 16 bytes a value, not a Python tuple per row (about 200 bytes a row with its values)."""
+    parts: list[list[np.ndarray]] = [[] for _ in dtypes]
+    iterator = rows.iterator(chunk_size=ROW_CHUNK)
+    while chunk := list(islice(iterator, ROW_CHUNK)):
+        for k, (column, dtype) in enumerate(zip(zip(*chunk), dtypes)):
+            if dtype is float:
+                column = [np.nan if v is None else v for v in column]
+            parts[k].append(np.array(column, dtype=dtype))
+        del chunk
+    return tuple(np.concatenate(p) if p else np.empty(0, dtype=d) for p, d in zip(parts, dtypes))
 
 
 def align(results: dict[str, np.ndarray], gt: GroundTruth) -> dict[str, np.ndarray]:
@@ -189,11 +227,12 @@ def assisted_counts(split: str = "") -> dict:
     return {"human_labelings": counts["total"], "assisted_labelings": counts["assisted"]}
 
 
-def label_fingerprint(split: str = "") -> str:
+def label_fingerprint(split: str = "", adjudications: bool = True) -> str:
     """The label version (annotations.label_version: an integer every write of labels, submitted labelings
     and adjudications bumps in its transaction) with the split: one read of a tiny table, where an
-    aggregate over every label cost most of a warm agreement request at 100,000 images (issue 29)."""
-    return digest(label_version.current(), split)
+    aggregate over every label cost most of a warm agreement request at 100,000 images (issue 29).
+    `adjudications=False`: the version of the labels alone (what the agreement study reads; issue 37)."""
+    return digest(label_version.current(adjudications), split)
 
 
 def labelings_estimate(split: str = "") -> int:
@@ -218,16 +257,26 @@ def load_labels(split: str = "", image_ids: list[int] | None = None, annotator_i
         labels = labels.filter(image_id__in=image_ids)
     if annotator_ids is not None:
         labels = labels.filter(annotator_id__in=annotator_ids)
-    rows = list(labels.values_list("annotator_id", "image_id", "attribute_id", "value"))
-    annotators = list(Annotator.objects.filter(id__in={r[0] for r in rows}).order_by("kind", "name").values_list("id", "name", "kind"))
-    a_index = {a[0]: i for i, a in enumerate(annotators)}
-    images = sorted({r[1] for r in rows}) if image_ids is None else sorted(set(image_ids))
-    i_index = {image_id: i for i, image_id in enumerate(images)}
+    # Numpy columns filled a chunk at a time (issue 37: 8.36M labels held as Python tuples took about 2 GB).
+    a_col, i_col, t_col, v_col = _columns(labels.values_list("annotator_id", "image_id", "attribute_id", "value"),
+                                          (np.int64, np.int64, np.int64, float))
+    annotators = list(Annotator.objects.filter(id__in=np.unique(a_col).tolist()).order_by("kind", "name").values_list("id", "name", "kind"))
+    images = np.unique(i_col).tolist() if image_ids is None else sorted(set(image_ids))
     values = np.full((len(annotators), len(images), len(keys)), np.nan)
-    if rows:
-        arr = np.array([(a_index[a], i_index[i], key_index.get(attr_key.get(t), -1), v) for a, i, t, v in rows], dtype=float)
-        arr = arr[arr[:, 2] >= 0]
-        values[arr[:, 0].astype(int), arr[:, 1].astype(int), arr[:, 2].astype(int)] = arr[:, 3]
+    if a_col.size:
+        # ids -> positions: annotators in their listed order, images sorted, attributes of the active taxonomy (-1: other)
+        a_ids = np.array([a[0] for a in annotators], dtype=np.int64)
+        a_order = np.argsort(a_ids)
+        a_pos = a_order[np.searchsorted(a_ids[a_order], a_col)]
+        i_pos = np.searchsorted(np.asarray(images, dtype=np.int64), i_col)
+        known = np.array(sorted(attr_key), dtype=np.int64)
+        k_pos = np.full(t_col.size, -1, dtype=np.int64)
+        if known.size:
+            at = np.minimum(np.searchsorted(known, t_col), known.size - 1)
+            index = np.array([key_index.get(attr_key[t], -1) for t in known.tolist()], dtype=np.int64)
+            k_pos = np.where(known[at] == t_col, index[at], -1)
+        keep = k_pos >= 0
+        values[a_pos[keep], i_pos[keep], k_pos[keep]] = v_col[keep]
     return LabelSet(
         values=values,
         names=[a[1] for a in annotators],

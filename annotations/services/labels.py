@@ -192,5 +192,5 @@ def write_adjudication(user, image, attribute, value: float, note: str) -> tuple
             raise
         winner = Adjudication.objects.select_related("adjudicator", "attribute").get(image=image, attribute=attribute)
         raise AdjudicationConflict(winner) from None
-    label_version.bump([label_version.ADJUDICATIONS])
+    label_version.bump([label_version.ADJUDICATION_WRITES])
     return adjudication, old

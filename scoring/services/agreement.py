@@ -28,7 +28,8 @@ def study_key(split: str = "", assisted: str = DEFAULT_ASSISTED) -> str:
 def agreement_study(split: str = "", assisted: str = DEFAULT_ASSISTED) -> dict:
     if assisted not in ASSISTED_MODES:
         raise ValueError(f"assisted must be one of {', '.join(ASSISTED_MODES)}; got {assisted!r}.")
-    fingerprint = queries.digest(queries.label_fingerprint(split), REPORT_FORMAT)
+    # The study reads no adjudication: deciding an attribute keeps its figures current (issue 37).
+    fingerprint = queries.digest(queries.label_fingerprint(split, adjudications=False), REPORT_FORMAT)
 
     def compute():
         report = agreement_lib.agreement_report(queries.load_labels(split=split, assisted=assisted))

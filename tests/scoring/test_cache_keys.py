@@ -77,9 +77,27 @@ def test_fingerprints_follow_every_change(model_annotators):
     Image.objects.filter(pk=images[3].pk).update(published_score=images[3].published_score + 1e-6)
     gt2 = queries.ground_truth_fingerprint(profile)
     assert gt2 != gt
+    # A stored score counts only where no published value wins (issue 37): images[4] and [5] lose theirs.
+    Image.objects.filter(pk__in=[images[4].pk, images[5].pk]).update(published_score=None, published_level=None)
+    gt3 = queries.ground_truth_fingerprint(profile)
+    assert gt3 != gt2
     row = ImageScore.objects.get(image=images[4], profile=profile)
     ImageScore.objects.filter(pk=row.pk).update(score=row.score + 1e-6, computed_at=row.computed_at)  # same timestamp
-    assert queries.ground_truth_fingerprint(profile) != gt2
+    gt4 = queries.ground_truth_fingerprint(profile)
+    assert gt4 != gt3
+    # Two consensus-scored images exchanging their scores and levels: every plain sum stays, the key changes.
+    a, b = (ImageScore.objects.get(image=images[k], profile=profile) for k in (4, 5))
+    assert (a.score, a.level) != (b.score, b.level)
+    ImageScore.objects.filter(pk=a.pk).update(score=b.score, level=b.level)
+    ImageScore.objects.filter(pk=b.pk).update(score=a.score, level=a.level)
+    assert queries.ground_truth_fingerprint(profile) != gt4
+    # What changes no run's figures keeps the key: a stored score under a published one, and a rescore that
+    # stores the same values again (an adjudication that leaves the consensus where it was).
+    gt6 = queries.ground_truth_fingerprint(profile)
+    under = ImageScore.objects.get(image=images[6], profile=profile)
+    ImageScore.objects.filter(pk=under.pk).update(score=under.score / 2, level=1)
+    ImageScore.objects.filter(pk=a.pk).update(computed_at=a.computed_at.replace(year=a.computed_at.year + 1))
+    assert queries.ground_truth_fingerprint(profile) == gt6
     # A label value changed through the label-writing API changes the label key (an integer version bumped
     # by every write path: tests/scoring/test_label_version.py covers each).
     from annotations.models import Label

@@ -1,0 +1,58 @@
+"""The scale bench's worker: runs `scoring.refresh_cached` jobs as a Celery worker process would, in a
+process of its own, so that its peak memory (VmHWM) is the worker's, not the bench's (issue 37).
+
+Started by bench/scale.py with the bench's environment (DATABASE_URL, CPRT_DATA_DIR). It reads one JSON
+line per batch, {"keys": [...]}, resets its peak RSS (`/proc/self/clear_refs` 5), runs every job of the
+batch one after the other (and any job a job sends), and answers one JSON line: {"seconds", "jobs",
+"hwm_mb" (the peak RSS during the batch), "rss_mb" (after it)}. An empty line ends it.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def status_mb(field: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def reset_peak() -> None:
+    try:
+        Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current RSS (Linux >= 4.0)
+    except OSError:
+        pass
+
+
+def main() -> None:
+    import django
+
+    django.setup()
+    from core import dispatch
+    from scoring.services import cache
+
+    queue: list[str] = []
+    dispatch._send = lambda task_name, args, kwargs, queue_name, rid: queue.append(args[0])  # a job's own jobs, run here too
+    print(json.dumps({"ready": True, "rss_mb": status_mb("VmRSS")}), flush=True)
+    for line in sys.stdin:
+        if not line.strip():
+            break
+        queue[:] = json.loads(line)["keys"]
+        reset_peak()
+        started, done = time.perf_counter(), 0
+        while queue:
+            cache.refresh(queue.pop(0))
+            done += 1
+        print(json.dumps({"seconds": time.perf_counter() - started, "jobs": done, "hwm_mb": status_mb("VmHWM"),
+                          "rss_mb": status_mb("VmRSS")}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

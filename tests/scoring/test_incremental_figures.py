@@ -1,0 +1,158 @@
+"""One adjudication updates only the figures it changes (issue 37), and every figure kept equals a full
+recomputation (the cache emptied).
+
+- An adjudication of an image whose published ground truth wins changes no run's figures: every run's
+  metrics stay current (no evaluate()), equal to a recomputation.
+- An adjudication that moves a consensus-scored image's score makes every run's metrics stale, and the
+  recomputed figures equal a recomputation from scratch.
+- The agreement study reads no adjudication: it stays current; the disagreement queue reads them and is
+  recomputed.
+On the code before issue 37 every adjudication rescored the image (its `computed_at` moved) and bumped the
+one label version, so every run's metrics and the agreement study were recomputed.
+"""
+from __future__ import annotations
+
+from unittest import mock
+
+import numpy as np
+import pytest
+
+from annotations import taxonomy
+from scoring import agreement as agreement_lib
+from scoring import metrics
+from scoring.models import ComputedMetrics, ImageScore, ScoringProfile
+from scoring.services.adjudication import active_attributes, adjudicate
+from scoring.services.agreement import agreement_study
+from scoring.services.disagreements import disagreement_queue
+from scoring.services.run_metrics import run_metrics
+from scoring.services.scores import recompute_scores
+from tests.support.permission_cases.scoring import add_results, label_everything, make_images, make_run
+
+
+@pytest.fixture
+def world(model_annotators):
+    gpt, gem = model_annotators
+    published = make_images(24, prefix="2017_61")
+    consensus = make_images(24, prefix="2017_62", with_published=False)
+    images = published + consensus
+    keys = list(taxonomy.active().keys)
+    label_everything(images, gpt, lambda i, k: float((i + keys.index(k)) % 7 == 0))
+    label_everything(images, gem, lambda i, k: float((i + keys.index(k)) % 5 == 0) / 2)
+    profile = ScoringProfile.active()
+    profile.consensus_annotators.set([gpt])
+    recompute_scores(profile)
+    rng = np.random.default_rng(5)
+    runs = []
+    for r in range(3):
+        run = make_run(strategy="taxonomy", model=f"incremental-{r}")
+        add_results(run, [(image, "ok", float(rng.random())) for image in images])
+        runs.append(run)
+    return {"published": published, "consensus": consensus, "runs": runs, "profile": profile}
+
+
+def _all_figures(world) -> dict:
+    return {"runs": run_metrics(world["runs"], world["profile"]), "agreement": agreement_study()}
+
+
+def _from_scratch(world) -> dict:
+    ComputedMetrics.objects.all().delete()
+    return _all_figures(world)
+
+
+def _decide(adjudicator, image, profile, value=1.0):
+    attributes = active_attributes()
+    key = next(k for k in taxonomy.active().keys if k in attributes)
+    before = ImageScore.objects.get(image=image, profile=profile)
+    adjudicate(adjudicator, image, attributes[key], value, "seen")
+    after = ImageScore.objects.get(image=image, profile=profile)
+    return before, after
+
+
+def test_an_adjudication_under_a_published_score_keeps_every_runs_figures_current(world, adjudicator):
+    before = _all_figures(world)
+    image, profile = world["published"][5], world["profile"]
+    old, new = _decide(adjudicator, image, profile)
+    assert (old.score, old.level) != (new.score, new.level)  # its consensus moved, but the published value wins
+    with mock.patch.object(metrics, "evaluate", wraps=metrics.evaluate) as evaluate, \
+            mock.patch.object(agreement_lib, "agreement_report", wraps=agreement_lib.agreement_report) as report:
+        kept = _all_figures(world)
+        assert evaluate.call_count == 0 and report.call_count == 0  # nothing recomputed
+    assert kept == before
+    assert kept == _from_scratch(world)  # and what was kept is what a full recomputation gives
+
+
+def test_an_adjudication_that_moves_a_consensus_score_recomputes_the_runs_to_the_full_figures(world, adjudicator):
+    before = _all_figures(world)
+    image, profile = world["consensus"][3], world["profile"]
+    old, new = _decide(adjudicator, image, profile)
+    assert (old.score, old.level) != (new.score, new.level)
+    with mock.patch.object(metrics, "evaluate", wraps=metrics.evaluate) as evaluate, \
+            mock.patch.object(agreement_lib, "agreement_report", wraps=agreement_lib.agreement_report) as report:
+        updated = _all_figures(world)
+        assert evaluate.call_count == len(world["runs"])  # every run covers the image: every run's figures change
+        assert report.call_count == 0  # the agreement study reads no adjudication
+    assert updated["runs"] != before["runs"] and updated["agreement"] == before["agreement"]
+    assert updated == _from_scratch(world)
+
+
+def test_an_adjudication_that_leaves_the_consensus_where_it_was_changes_no_runs_figures(world, adjudicator):
+    image, profile = world["consensus"][3], world["profile"]
+    _decide(adjudicator, image, profile, 1.0)
+    before = _all_figures(world)
+    stamp = ImageScore.objects.get(image=image, profile=profile).computed_at
+    _decide(adjudicator, image, profile, 1.0)  # the same decision again (a new note): the image is rescored to the same values
+    assert ImageScore.objects.get(image=image, profile=profile).computed_at >= stamp
+    with mock.patch.object(metrics, "evaluate", wraps=metrics.evaluate) as evaluate:
+        assert _all_figures(world) == before
+        assert evaluate.call_count == 0
+
+
+def test_the_disagreement_queue_reads_adjudications_and_follows_them(world, adjudicator):
+    profile = world["profile"]
+    queue = disagreement_queue(profile)
+    _decide(adjudicator, world["consensus"][3], profile)
+    with mock.patch("scoring.disputes.dispute_impact", wraps=__import__("scoring.disputes", fromlist=["x"]).dispute_impact) as impact:
+        disagreement_queue(profile)
+        assert impact.call_count == 1
+    assert queue["key"] == disagreement_queue(profile)["key"]
+
+
+def test_labels_and_results_read_a_chunk_at_a_time_are_the_same_arrays(world, monkeypatch):
+    """queries._columns fills numpy columns a chunk at a time (bounded memory): any chunk size, the same arrays."""
+    from scoring import queries
+
+    whole_labels, whole_results = queries.load_labels(), queries.judge_results([r.pk for r in world["runs"]])
+    monkeypatch.setattr(queries, "ROW_CHUNK", 7)  # chunk boundaries everywhere, some rows alone in a chunk
+    labels, results = queries.load_labels(), queries.judge_results([r.pk for r in world["runs"]])
+    np.testing.assert_array_equal(labels.values, whole_labels.values)
+    assert (labels.image_ids, labels.annotator_ids, labels.keys) == (whole_labels.image_ids, whole_labels.annotator_ids, whole_labels.keys)
+    for run_id, arrays in whole_results.items():
+        for name, column in arrays.items():
+            np.testing.assert_array_equal(results[run_id][name], column)
+    assert whole_labels.values.shape == (2, 48, len(taxonomy.active().keys)) and np.isfinite(whole_labels.values).all()
+
+
+def test_the_agreement_studys_draws_made_block_by_block_give_the_same_report(db, monkeypatch):
+    """resample.LazyDraw (issue 37: the draw never held whole) gives the very numbers of the whole draw."""
+    from scoring import agreement_ci, resample
+    from scoring.agreement import LabelSet, agreement_report
+
+    tax = taxonomy.active()
+    keys = list(tax.keys)
+    rng = np.random.default_rng(11)
+    values = rng.choice([0.0, 0.5, 1.0], size=(4, 301, len(keys)), p=[0.6, 0.15, 0.25])
+    values[1, rng.random(301) < 0.2] = np.nan
+    data = LabelSet(values=values, names=["h1", "h2", "m1", "m2"], kinds=["human", "human", "model", "model"], keys=keys,
+                    attr_levels=[tax.level_of[k] for k in keys], image_ids=list(range(301)), annotator_ids=[1, 2, 3, 4])
+    lazy = agreement_report(data)
+    from types import SimpleNamespace
+
+    from scoring import agreement as agreement_module
+
+    whole = SimpleNamespace(LazyDraw=lambda n, b, seed: resample.draw(n, b, seed))  # the whole array, as before issue 37
+    monkeypatch.setattr(agreement_module, "resample", whole)
+    assert agreement_report(data) == lazy
+    drawn = resample.draw(1001, 37, 3)
+    assert all((block == drawn[s:s + 5]).all() for s, block in resample.LazyDraw(1001, 37, 3).blocks(5))
+    assert sum(block.shape[0] for _, block in resample.LazyDraw(1001, 37, 3).blocks(5)) == 37
+    assert agreement_ci.CHUNK < resample.LazyDraw(1001, 500, 3).resamples
