@@ -35,7 +35,7 @@ def test_a_deferred_run_item_logs_with_the_run_s_job_id_and_task(openai_server, 
                                                                  django_capture_on_commit_callbacks):
     import redis.exceptions
 
-    from inference import execution, launching, prompts
+    from inference import item_calls, launching, prompts
     from inference.selection import Selection
     from inference.tasks import run_chunk
 
@@ -43,7 +43,7 @@ def test_a_deferred_run_item_logs_with_the_run_s_job_id_and_task(openai_server, 
                                 prompt_version=prompts.DEFAULT_VERSION["judge"], selection=Selection(), concurrency=2)
     with django_capture_on_commit_callbacks(execute=False):
         run = launching.launch_run(None, spec)
-    real_call, calls = execution._call, {"n": 0}
+    real_call, calls = item_calls._call, {"n": 0}
 
     def call(*args, **kwargs):
         calls["n"] += 1
@@ -51,7 +51,7 @@ def test_a_deferred_run_item_logs_with_the_run_s_job_id_and_task(openai_server, 
             raise redis.exceptions.ConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
         return real_call(*args, **kwargs)
 
-    monkeypatch.setattr(execution, "_call", call)
+    monkeypatch.setattr(item_calls, "_call", call)
     run_chunk.apply(args=[run.pk, run.image_ids[:2]]).get()
     deferred = [m.group(1, 3, 4, 5) for m in map(TEXT_LINE.match, log_lines()) if m and m.group(6).startswith("run item")]
     assert deferred and all(line == ("WARNING", "-", str(run.pk), "inference.run_chunk") for line in deferred), log_lines()

@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from scoring import imports
 from scoring.models import ImportJob
+from tests.conftest import with_submission_token
 from tests.support.dispatch import record_sends
 from tests.support.vispr_release import write_release
 
@@ -26,7 +27,7 @@ def root(tmp_path, settings):
 
 
 def post(client_as, admin_user):
-    return client_as(admin_user).post(reverse("scoring:imports"), {"kind": "vispr", "path": "vispr", "split": "test"})
+    return client_as(admin_user).post(reverse("scoring:imports"), with_submission_token({"kind": "vispr", "path": "vispr", "split": "test"}))
 
 
 def test_a_linked_image_folder_outside_the_import_folder_is_refused(client_as, admin_user, root, tmp_path):

@@ -91,14 +91,11 @@ def test_the_prompt_lists_every_imported_attribute_with_its_description(fake_mod
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
-def test_a_vispr_split_option_and_the_train_split_choose_the_images(fake_model, monkeypatch):
-    from inference.forms import LaunchForm
-
+def test_a_vispr_split_option_and_the_train_split_choose_the_images(fake_model):
     report = launch("--split", "train")
     assert report["total"] == len(VAL2017)
     # The kind's own field (Run.options) narrows the selection to one VISPR split.
-    monkeypatch.setattr(LaunchForm, "options_of", staticmethod(lambda task, data: {"vispr_split": "val2017"}))
-    report = launch("--split", "all")
+    report = launch("--split", "all", "--option", "vispr_split=val2017")
     assert report["total"] == len(VAL2017) and Run.objects.get(pk=report["id"]).options == {"vispr_split": "val2017"}
 
 
