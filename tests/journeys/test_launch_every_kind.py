@@ -1,5 +1,5 @@
 """Issue 35's journey in Chromium: with every benchmark's data in place (CPRT images, a SPY-Bench set,
-MultiPriv persons, a local classifier), an admin opens /runs/new/?task=KEY for every registered kind,
+MultiPriv persons, a local classifier, a small VISPR release), an admin opens /runs/new/?task=KEY for every registered kind,
 launches it with the page's defaults (the kind preselected, an available provider and its model, the
 kind's own fields prefilled), opens "Metrics of this run" (the kind's own figures page) and sees the
 provenance badge of a stand-in run. Choosing another kind swaps in only its fields. At 800 px no page of
@@ -23,6 +23,7 @@ from tests.conftest import make_user
 from tests.fakes.fixtures import *  # noqa: F401,F403
 from tests.inference.spy.conftest import DOCTOR, LABEL2TEXT, SOCIAL, bench_item
 from tests.support.classifiers import tiny_classifier
+from tests.support.vispr_release import write_release as write_vispr_release
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
@@ -41,6 +42,8 @@ def _data(make_image, settings, tmp_path) -> list:
         import_multipriv(write_release(Path(tmp)))
     settings.DATA_DIR = tmp_path / "data"
     settings.DATA_DIR.mkdir()
+    release = write_vispr_release(tmp_path / "vispr", {"test2017": {"2017_10000001": ["a4_gender"], "2017_10000002": ["a0_safe"]}})
+    call_command("import_vispr", str(release), stdout=StringIO(), stderr=StringIO())
     call_command("register_classifier", "tiny-s2p", str(tiny_classifier(tmp_path / "tiny.onnx")), "--classes", "private,public",
                  stdout=StringIO())
     return images
