@@ -55,16 +55,19 @@ def progress(request, card: JobCard, job, can_resume: bool, *, refresh_when_over
 
 
 def progress_view(card: JobCard, fetch: Callable[[Any, int], Any], can_resume: Callable[[Any], bool], *,
-                  extra: Callable[[Any], dict] | None = None, refresh_when_over: bool = False):
+                  extra: Callable[[Any], dict] | None = None, refresh_when_over: bool = False,
+                  card_for: Callable[[Any], JobCard] | None = None):
     """The progress view of one kind of job (GET; its URL's one argument is the job's pk): `fetch(user,
     pk)` is the kind's access helper (404 for a job the user may not see), `extra(job)` the names its
-    details template reads beyond `job`. The caller adds the kind's role check (`require_role`)."""
+    details template reads beyond `job`, `card_for(job)` the card of one job where it varies (a run's
+    unit is its kind's). The caller adds the kind's role check (`require_role`)."""
 
     @require_GET
     def view(request, **kwargs):
         (pk,) = kwargs.values()
         job = fetch(request.user, pk)
-        return progress(request, card, job, can_resume(job), refresh_when_over=refresh_when_over, **(extra(job) if extra else {}))
+        return progress(request, card_for(job) if card_for else card, job, can_resume(job), refresh_when_over=refresh_when_over,
+                        **(extra(job) if extra else {}))
 
     view.__doc__ = f"The progress card of one job ({card.element_id}), polled by htmx while the job is active."
     view.job_card = card  # type: ignore[attr-defined]  # which kind's card this view renders (tests/core/test_jobviews.py)

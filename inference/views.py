@@ -146,13 +146,8 @@ def run_detail(request, run_id: int):
     return render(request, "inference/run_detail.html", context)
 
 
-@require_role(ROLE_ADMIN)
-@require_GET
-def run_progress(request, run_id: int):
-    """The progress card of one run (htmx polls it while the run is active), in its kind's unit: the one
-    progress view of the job base (jobviews.progress_view) with a card per run."""
-    run = get_run_for_admin(request.user, run_id)
-    return jobviews.progress(request, _run_card(run), run, runs.can_resume(run), **_extra(run))
+run_progress = require_role(ROLE_ADMIN)(jobviews.progress_view(RUN_CARD, get_run_for_admin, runs.can_resume, extra=_extra,
+                                                                card_for=_run_card))
 
 
 def _act(request, run: Run, action, *, done: str, refused: str):

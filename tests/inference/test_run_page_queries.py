@@ -65,6 +65,8 @@ def test_run_page_reads_its_rows_in_item_order_without_sorting_all_results(admin
     assert len(pages) == 2, pages  # the failures' page and the answers' page
     for sql in pages:
         assert "vispr_id" not in sql.split("ORDER BY")[1]  # not ordered through a join
+        if connection.vendor != "sqlite":  # PostgreSQL's planner may sort 130 rows in memory rather than walk the index
+            continue
         with connection.cursor() as cursor:
             plan = " | ".join(str(row[-1]) for row in cursor.execute("EXPLAIN QUERY PLAN " + sql).fetchall())
         assert "SEARCH inference_runresult USING INDEX" in plan and "TEMP B-TREE" not in plan, plan  # read in index order
