@@ -2,7 +2,7 @@
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 .venv/bin/python bench/evaluate_cpu.py [--images 20000 100000] [--repeat 4]
 
-The data are bench/scale.py's synthetic_scores: the same ground truth, predictions rounded to 2
+The data are bench/synthetic.py's synthetic_scores: the same ground truth, predictions rounded to 2
 decimals (101 distinct values, "few") or left continuous ("many"). Each case is timed with
 time.process_time (CPU time of this process: the machine is shared, wall time is noisy), calls of
 the two cases interleaved, and the best of --repeat calls is printed with the ratio many / few.
@@ -28,7 +28,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=4)
     args = parser.parse_args()
 
-    from scale import synthetic_scores
+    from synthetic import synthetic_scores
 
     from scoring import engine, metrics
 
