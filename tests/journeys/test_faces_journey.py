@@ -89,12 +89,10 @@ def test_anonymize_judge_export_and_compare(browser, live_server, openai_server,
     shot(page, "3-variant-revealed")
 
     # 3. A judge run on the anonymized images, from the launch form.
-    page.goto(f"{base}/runs/new/")
-    page.select_option("select[name=task]", "judge")
-    page.wait_for_selector("#launch-form[data-kind='judge']")  # the form re-renders for the chosen kind
-    page.wait_for_load_state("networkidle")
-    page.select_option("select[name=provider]", "openai")
-    page.wait_for_load_state("networkidle")  # the form re-renders for the provider
+    # The Faces page's way in: the launch form with the kind and provider chosen in its address (choosing them
+    # on the page re-renders the form over htmx; test_launch_every_kind drives that swap).
+    page.goto(f"{base}/runs/new/?task=judge&provider=openai")
+    page.wait_for_selector("#launch-form[data-kind='judge']")
     page.fill("input[name=model_name]", "gpt-5.1")
     page.select_option("select[name=strategy]", "zero_shot")
     page.select_option("select[name=face_variant]", "blur:0.5:0.2")
