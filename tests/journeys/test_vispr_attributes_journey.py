@@ -27,7 +27,7 @@ def test_launch_and_read_a_vispr_attribute_run(browser, live_server, openai_serv
     assert "11 VISPR attributes, 11 VISPR images" in row.inner_text()
     row.locator("a", has_text="Launch a run").click()
     page.wait_for_url(re.compile(r".*/runs/new/\?task=vispr-attributes$"))
-    page.select_option("select[name=task]", "vispr-attributes")  # preselected where the form reads ?task=
+    assert page.locator("#id_task").input_value() == "vispr-attributes"  # preselected from ?task=
     page.fill("input[name=model_name]", "gpt-vpa")
     page.select_option("select[name=split]", "test")
     page.evaluate("""() => { const s = document.querySelector('select[name=attribute_value]');

@@ -8,6 +8,7 @@ import pytest
 from django.urls import reverse
 
 from scoring.models import ExportJob
+from tests.conftest import with_submission_token
 from tests.support.exports import build_world
 from tests.support.workers import celery_worker, purge_broker, wait_for
 
@@ -24,7 +25,7 @@ def test_an_export_launched_from_the_page_is_built_by_a_real_worker(client, admi
     client.force_login(admin_user)
     data = {"splits": ["train", "test"], "profile": world["profile"].pk, "destination": "zip", "include_annotations": "on", "include_images": "on"}
     with celery_worker(queues="default", concurrency=1):
-        response = client.post(reverse("scoring:exports"), data)
+        response = client.post(reverse("scoring:exports"), with_submission_token(data))
         assert response.status_code == 302
         job = ExportJob.objects.get()
         assert job.status == "queued"  # the request only stored and dispatched it
