@@ -16,6 +16,7 @@ Benchmarks page lists `all()`, the demo calls `seed_demo()`, and each kind's pag
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
@@ -59,6 +60,9 @@ class Benchmark:
     figures: ClassVar[dict[str, tuple[Figure, ...]]] = {}  # kind key -> leaderboard columns, in order
     urls: ClassVar[str] = ""  # dotted path of its urlconf module (with app_name), included under /benchmarks/<key>/
     home_url_name: ClassVar[str] = ""  # its own page (leaderboard), a URL name without arguments
+    # Addresses it had before it became a folder: (old prefix, new prefix under benchmarks/<key>/), each
+    # answered with a 301 to the same rest of the path and query (bookmarks and scripts keep working).
+    old_paths: ClassVar[tuple[tuple[str, str], ...]] = ()
 
     def home_url(self) -> str:
         from django.urls import reverse
@@ -144,10 +148,25 @@ def of_kind(task: str) -> Benchmark | None:
 
 
 def url_patterns() -> list:
-    """Every registered benchmark's urls under benchmarks/<key>/ (cprt_site/urls.py includes this)."""
-    from django.urls import include, path
+    """Every registered benchmark's urls under benchmarks/<key>/, and a 301 from each of its `old_paths`
+    (cprt_site/urls.py includes this last, so an old prefix never hides a page of the core apps)."""
+    from django.urls import include, path, re_path
 
-    return [path(f"benchmarks/{b.key}/", include(b.urls)) for b in all_benchmarks() if b.urls]
+    patterns = [path(f"benchmarks/{b.key}/", include(b.urls)) for b in all_benchmarks() if b.urls]
+    for b in all_benchmarks():
+        for old, new in b.old_paths:
+            patterns.append(re_path(rf"^{re.escape(old)}(?P<rest>.*)$", _moved_to(f"/benchmarks/{b.key}/{new}")))
+    return patterns
+
+
+def _moved_to(prefix: str):
+    def moved(request, rest: str):
+        from django.http import HttpResponsePermanentRedirect
+
+        query = request.META.get("QUERY_STRING", "")
+        return HttpResponsePermanentRedirect(prefix + rest + (f"?{query}" if query else ""))
+
+    return moved
 
 
 def seed_demo(log: Callable[[str], None] = lambda _msg: None) -> dict[str, dict]:
