@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.files.base import ContentFile
 from PIL import Image as PILImage
-from PIL import ImageOps, UnidentifiedImageError
+from PIL import ExifTags, ImageOps, UnidentifiedImageError
 
 
 class ImageRejected(ValueError):
@@ -36,6 +36,7 @@ class CleanImage:
 # each is more parser exposed to untrusted bytes, and a GIF named .png is not what the name says.
 # (A JPEG with several pictures, as some cameras write, still opens: Pillow's JPEG opener returns it as MPO.)
 FORMATS = ("JPEG", "PNG")
+TURNED = range(2, 9)  # EXIF orientations 2..8: the picture is stored flipped or turned (1: as shown)
 
 
 def clean_image(raw: bytes) -> CleanImage:
@@ -58,9 +59,15 @@ def clean_image(raw: bytes) -> CleanImage:
                     "could be decompression bomb DOS attack.")
             fmt = probe.format
             probe.load()
-            img = ImageOps.exif_transpose(probe)
+            img = probe
+            # Orientation applied only where the EXIF tag asks for a turn or flip: `exif_transpose` copies the
+            # picture even when there is nothing to do, as `convert` does to a mode it already has (each a full
+            # copy of the pixels: issue 37 measured 2.0 + 0.5 of 8.4 ms per 640x480 image).
+            if probe.getexif().get(ExifTags.Base.Orientation, 1) in TURNED:
+                img = ImageOps.exif_transpose(probe)
             if fmt == "JPEG":
-                img = img.convert("RGB")
+                if img.mode != "RGB":
+                    img = img.convert("RGB")
             elif img.mode not in ("RGB", "RGBA", "L", "LA"):
                 img = img.convert("RGBA" if "A" in img.getbands() else "RGB")
             # Pixels only: a new image from the raw pixel bytes carries no `info` (Pillow writes a

@@ -121,11 +121,15 @@ def _write_chunk(chunk: dict[tuple[int, int], dict[int, tuple[float, str]]], use
         if not (new or changed):
             return
         if new:
-            cursor.executemany(
-                f"INSERT INTO {table} (image_id, annotator_id, attribute_id, value, rationale, created_at, updated_at) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                new,
-            )
+            insert = f"{table} (image_id, annotator_id, attribute_id, value, rationale, created_at, updated_at)"
+            if connection.vendor == "postgresql":
+                # COPY, not one INSERT per label: an import of 2,000 VISPR images writes 42,000 labels
+                # (issue 37: 4.5 of its 19 s went to the executemany).
+                with cursor.cursor.copy(f"COPY {insert} FROM STDIN") as copy:
+                    for row in new:
+                        copy.write_row(row)
+            else:
+                cursor.executemany(f"INSERT INTO {insert} VALUES (%s, %s, %s, %s, %s, %s, %s)", new)
         if changed:
             cursor.executemany(f"UPDATE {table} SET value = %s, rationale = %s, updated_at = %s WHERE id = %s", changed)
         cursor.execute(

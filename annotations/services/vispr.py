@@ -19,9 +19,11 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from django.conf import settings
@@ -30,7 +32,7 @@ from django.db import transaction
 
 from core.audit import audit
 
-from ..images import CleanImage, ImageRejected, attach, clean_image, storage_name
+from ..images import CleanImage, ImageRejected, clean_image, storage_name
 from ..models import ID_PATTERN, Image
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png"}
@@ -106,7 +108,7 @@ def check_folder(folder: Path, split: str, parking: Path, progress: Callable[[in
     with ThreadPoolExecutor(CLEAN_WORKERS) as pool:
         for start in range(0, len(candidates), CLEAN_CHUNK):
             chunk = candidates[start:start + CLEAN_CHUNK]
-            outcomes = list(pool.map(_read_and_clean, [path for path, *_ in chunk]))
+            outcomes = list(pool.map(partial(_read_clean_and_park, parking=parking), [path for path, *_ in chunk]))
             stored = _stored_with_hashes({o.sha256 for o in outcomes if isinstance(o, CleanImage)})
             for (path, name, vispr_id, existing_pk), outcome in zip(chunk, outcomes):
                 if progress is not None:
@@ -120,7 +122,6 @@ def check_folder(folder: Path, split: str, parking: Path, progress: Callable[[in
                     continue
                 seen_hashes[outcome.sha256] = name
                 parked = parking / f"{outcome.sha256}.{outcome.extension}"
-                parked.write_bytes(outcome.data)
                 accepted.append(Accepted(vispr_id, name, parked, outcome.extension, outcome.width, outcome.height, outcome.sha256, existing_pk))
     return accepted, skipped, refused
 
@@ -133,6 +134,24 @@ def check_folder(folder: Path, split: str, parking: Path, progress: Callable[[in
 # their hashes are looked up in one query.
 CLEAN_WORKERS = max(2, min(8, os.cpu_count() or 1))
 CLEAN_CHUNK = 64
+
+
+def _read_clean_and_park(path: Path, parking: Path) -> CleanImage | tuple[str, str]:
+    """The cleaned image of `path` (without its bytes: they are parked as `parking/<sha256>.<ext>`), or
+    ("skipped" | "refused", reason). Parked on the cleaning thread, so that the loop reading the outcomes
+    never holds the pool up with file writes."""
+    outcome = _read_and_clean(path)
+    if isinstance(outcome, CleanImage):
+        target = parking / f"{outcome.sha256}.{outcome.extension}"
+        if not target.exists():
+            # Written under a name of its own, then renamed: two files with the same content on two threads
+            # never write into one file. Created as the storage creates files (0o666 less the umask).
+            partial_name = parking / f".{uuid.uuid4().hex}"
+            with os.fdopen(os.open(partial_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "wb") as fh:
+                fh.write(outcome.data)
+            os.replace(partial_name, target)
+        outcome.data = b""
+    return outcome
 
 
 def _read_and_clean(path: Path) -> CleanImage | tuple[str, str]:
@@ -151,19 +170,51 @@ def _read_and_clean(path: Path) -> CleanImage | tuple[str, str]:
         return "refused", f"unreadable: {exc.strerror or exc}"
 
 
+def parking_folder() -> tempfile.TemporaryDirectory:
+    """A temporary folder for cleaned bytes until the write pass. Inside the image storage's own folder
+    when that is a folder on this machine (a hidden `.import-vispr-*`, never a stored name), so that a
+    parked file goes into place by a rename rather than a copy; the system's temporary folder otherwise."""
+    location = getattr(Image._meta.get_field("file").storage, "location", None)
+    if location:
+        os.makedirs(location, exist_ok=True)
+        return tempfile.TemporaryDirectory(prefix=".import-vispr-", dir=location)
+    return tempfile.TemporaryDirectory(prefix="import-vispr-")
+
+
 def save_parked(accepted: list[Accepted], created: list[str]) -> None:
-    """Copy the parked cleaned bytes of `accepted` into the image storage on a few threads (file writes
-    release the GIL), each under its content name; the names this call created are appended to `created`
-    (the caller removes them if its transaction fails). `attach` then finds each file stored."""
+    """Put the parked cleaned bytes of `accepted` into the image storage, each under its content name:
+    renamed into place when the parking folder is in the storage's folder (see `parking_folder`),
+    copied on a few threads otherwise (file writes release the GIL). The names this call created are
+    appended to `created` (the caller removes them if its transaction fails)."""
     storage = Image._meta.get_field("file").storage
+    location = getattr(storage, "location", None)
 
     def save(item: Accepted) -> None:
-        name = storage_name(CleanImage(b"", item.extension, item.width, item.height, item.sha256))
-        if not storage.exists(name):
+        name = stored_name(item)
+        if storage.exists(name):
+            return
+        if location and item.clean_path.parent.parent == Path(location):
+            target = Path(storage.path(name))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(item.clean_path, target)
+            if storage.file_permissions_mode is not None:
+                os.chmod(target, storage.file_permissions_mode)
+            created.append(name)
+        else:
             created.append(storage.save(name, ContentFile(item.clean_path.read_bytes())))
 
     with ThreadPoolExecutor(CLEAN_WORKERS) as pool:
         list(pool.map(save, accepted))
+
+
+def stored_name(item: Accepted) -> str:
+    return storage_name(CleanImage(b"", item.extension, item.width, item.height, item.sha256))
+
+
+def point_at_stored(image: Image, item: Accepted) -> None:
+    """Fill `image`'s file name, dimensions and hash from an accepted item that `save_parked` stored."""
+    image.file.name = stored_name(item)
+    image.width, image.height, image.sha256 = item.width, item.height, item.sha256
 
 
 def read_regular_file(path: Path) -> bytes | int | None:
@@ -196,18 +247,16 @@ def store(accepted: list[Accepted], split: str, source: str, audit_data: dict) -
     storage = Image._meta.get_field("file").storage
     try:
         with transaction.atomic():
+            save_parked(accepted, created_files)  # the files first, on threads
             for item in accepted:
-                clean = CleanImage(item.clean_path.read_bytes(), item.extension, item.width, item.height, item.sha256)
-                if not storage.exists(storage_name(clean)):
-                    created_files.append(storage_name(clean))
                 if item.existing_pk is not None:
                     image = Image.objects.select_for_update().get(pk=item.existing_pk)
-                    attach(image, clean)
+                    point_at_stored(image, item)
                     image.save(update_fields=["file", "width", "height", "sha256"])
                     attached += 1
                 else:
                     image = Image(vispr_id=item.vispr_id, split=split, source=source)
-                    attach(image, clean)
+                    point_at_stored(image, item)
                     image.save()
                     added += 1
             audit(None, "import_vispr", None, split=split, added=added, attached=attached, **audit_data)
@@ -235,7 +284,7 @@ def import_folder(folder: Path | str, split: str) -> VisprImport:
     root = Path(folder)
     if not root.is_dir():
         raise FolderRefused(f"{as_text(str(folder))} is not a folder.")
-    with tempfile.TemporaryDirectory(prefix="import-vispr-") as parking:
+    with parking_folder() as parking:
         accepted, skipped, refused = check_folder(root, split, Path(parking))
         if refused:
             listed = "\n".join(f"  {name}: {reason}" for name, reason in refused)

@@ -36,7 +36,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -46,10 +45,9 @@ from django.db import transaction
 from core import strictjson
 from core.audit import audit
 
-from ..images import CleanImage, attach, storage_name
 from ..models import ID_PATTERN, Image, VisprAttribute
 from . import vispr_labels
-from .vispr import Accepted, FolderRefused, as_text, check_folder, save_parked
+from .vispr import Accepted, FolderRefused, as_text, check_folder, parking_folder, point_at_stored, save_parked
 
 DEFAULT_SPLIT_MAP = {"test2017": Image.SPLIT_TEST, "val2017": Image.SPLIT_TRAIN, "train2017": Image.SPLIT_TRAIN}
 ASKED_ONLY = ("train2017",)  # imported only when asked (spec §1 [decision])
@@ -307,7 +305,7 @@ def import_release(root: Path | str, *, vispr_splits: list[str] | None = None, s
     to_update: dict[str, tuple[str, list[str]]] = {}  # id already stored -> (VISPR split, labels)
     claimed: dict[str, str] = {}  # id -> VISPR split that claimed it in this run
     seen_hashes: dict[str, str] = {}
-    with tempfile.TemporaryDirectory(prefix="import-vispr-") as parking:
+    with parking_folder() as parking:
         for vispr_split, ours in chosen.items():
             listed, notes = read_list(root, vispr_split)
             result.skipped += notes
@@ -399,16 +397,13 @@ def _write(result: ReleaseImport, attributes, to_store, to_update, mapping, user
             save_parked([item for item, *_ in to_store], created_files)  # the files first, on threads
             new_images: list[Image] = []
             for item, ours, vispr_split, labels in to_store:
-                clean = CleanImage(item.clean_path.read_bytes(), item.extension, item.width, item.height, item.sha256)
-                if not storage.exists(storage_name(clean)):
-                    created_files.append(storage_name(clean))
                 if item.existing_pk is not None:
                     image = Image.objects.select_for_update().get(pk=item.existing_pk)
                     result.attached += 1
                 else:
                     image = Image(vispr_id=item.vispr_id, split=ours, source=f"import_vispr {vispr_split}")
                     result.added += 1
-                attach(image, clean)
+                point_at_stored(image, item)
                 image.vispr_split, image.vispr_labels = vispr_split, labels
                 if image.pk is None:
                     new_images.append(image)  # inserted together below: one INSERT per NEW_IMAGES_BATCH, not per image

@@ -89,3 +89,32 @@ def test_a_failed_write_removes_every_file_it_stored(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="cancelled"):
         import_release(root, before_commit=cancelled)
     assert not list((tmp_path / "store").rglob("*.*")) and not Image.objects.exists()
+
+
+@pytest.mark.parametrize("mode", [None, 0o640])
+def test_parked_files_are_renamed_into_place_as_the_storage_would_write_them(tmp_path, monkeypatch, mode):
+    """Cleaned bytes are parked inside the storage's folder and renamed into place (no second copy): the
+    stored file has the bytes clean_image made, the permissions the storage gives a file it writes
+    itself, and no parking folder stays behind."""
+    import os
+
+    from annotations.models import Image
+
+    storage = Image._meta.get_field("file").storage
+    for name in ("base_location", "location"):
+        monkeypatch.setattr(storage, name, str(tmp_path / "store"))
+    monkeypatch.setattr(storage, "file_permissions_mode", mode)
+    folder = tmp_path / "f"
+    folder.mkdir()
+    write_images(folder, 5)
+    result = vispr.import_folder(folder, "test")
+    assert result.added == 5
+    umask = os.umask(0)
+    os.umask(umask)
+    for image in Image.objects.all():
+        path = tmp_path / "store" / image.file.name
+        expected = clean_image((folder / f"{image.vispr_id}.png").read_bytes())
+        assert path.read_bytes() == storage.open(image.file.name).read() and image.sha256 == expected.sha256
+        assert path.read_bytes() == expected.data
+        assert path.stat().st_mode & 0o777 == (mode if mode is not None else 0o666 & ~umask)
+    assert [p.name for p in (tmp_path / "store").iterdir() if p.name.startswith(".")] == []
