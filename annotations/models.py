@@ -306,4 +306,3 @@ class LabelWrites(models.Model):
 
 from .faces.models import AnonymizationJob, FaceVariant  # noqa: E402,F401 - registered with this app
 from .datasets.models import DatasetBuild, DatasetVersion  # noqa: E402,F401 - registered with this app
-from .multipriv.models import Person, PersonImage, PersonPair  # noqa: E402,F401 - registered with this app

@@ -23,7 +23,6 @@ urlpatterns = [
     path("scoring/", include("scoring.urls")),
     path("runs/", include("inference.urls")),
     path("faces/", include("annotations.faces.urls")),
-    path("multipriv/", include("annotations.multipriv.urls")),
     path("datasets/", include("annotations.datasets.urls")),
     path("api/", include("cprt_site.api_urls")),
     # Every benchmark folder's pages under benchmarks/<key>/ (inference.benchmarks; none named here).

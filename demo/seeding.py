@@ -24,7 +24,6 @@ from core.models import Profile
 from core.audit import audit
 from inference import benchmarks
 
-from .multipriv import seed_multipriv
 from .runs import seed_runs
 from .drawing import DEMO_SEED, HEIGHT, SCENES, WIDTH, intended_labels, noisy, obvious_keys, render, split_of, vispr_id  # noqa: F401 (the demo's public names)
 
@@ -149,7 +148,6 @@ def seed(force: bool = False, log: Callable[[str], None] = lambda _msg: None) ->
             profile.consensus_annotators.set(models)
         result = recompute_scores(profile)
         counts["runs"] = len(seed_runs(log))  # demo judge and annotate runs over the scored images
-        counts["runs"] += seed_multipriv(log)["runs"]  # drawn MultiPriv persons and a demo run of each MultiPriv kind
         # Every benchmark folder's demo data, through the registry (the demo never imports a benchmark).
         counts["runs"] += sum(made.get("runs", 0) for made in benchmarks.seed_demo(log).values())
         if counts["images"] or counts["labels"] or created_accounts:

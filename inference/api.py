@@ -40,7 +40,7 @@ class RunSerializer(serializers.ModelSerializer):
     is_active = serializers.BooleanField()
     can_resume = serializers.SerializerMethodField()
     figures_url = serializers.SerializerMethodField(help_text="The page of this run's figures (its kind's own: CPRT metrics, "
-                                                              "SPY-Bench report, MultiPriv figures, binary view).")
+                                                              "or its benchmark's figures page).")
     provenance = serializers.CharField(read_only=True, help_text="demo, stand-in (the fake provider answered) or real.")
 
     class Meta:

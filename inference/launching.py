@@ -2,9 +2,9 @@
 
 A launch freezes the image list, the run's items (its kind's `launch_items` over the images and the
 kind's cleaned `options`), the exact prompts and, for kinds whose truth is re-importable data, the
-truth the run will be scored against (`Kind.freeze_truth`, MultiPriv), then (on commit) sends its work on the
-provider's queue (`api` for OpenAI/Gemini, `gpu` for vLLM) through inference.dispatching: chunk
-messages per lane for an online run, the first batch step for a batch run.
+truth the run will be scored against (`Kind.freeze_truth`: a benchmark's imported persons), then (on
+commit) sends its work on the provider's queue (`api` for OpenAI/Gemini, `gpu` for vLLM) through
+inference.dispatching: chunk messages per lane for an online run, the first batch step for a batch run.
 """
 from __future__ import annotations
 

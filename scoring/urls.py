@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import benchmark_views, binary_views, import_views, multipriv_views, review_views, three_way_views, views
+from . import benchmark_views, binary_views, import_views, review_views, three_way_views, views
 from .sft import views as sft_views
 
 app_name = "scoring"
@@ -18,9 +18,6 @@ urlpatterns = [
     path("counterfactual/", views.counterfactual, name="counterfactual"),
     path("counterfactual/three-way/", three_way_views.three_way, name="three_way"),
     path("benchmarks/", benchmark_views.benchmarks, name="benchmarks"),
-    path("multipriv/", multipriv_views.leaderboard, name="multipriv"),
-    path("multipriv/runs/<int:run_id>/", multipriv_views.run_detail, name="multipriv_run"),
-    path("multipriv/runs/<int:run_id>/rescore", multipriv_views.rescore, name="multipriv_rescore"),
     path("imports/", import_views.import_list, name="imports"),
     path("imports/<int:job_id>/", import_views.import_detail, name="import"),
     path("imports/<int:job_id>/progress/", import_views.import_progress, name="import_progress"),

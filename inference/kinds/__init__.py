@@ -8,15 +8,11 @@ from .annotate import AnnotateKind
 from .base import Item, Kind
 from .binary import BinaryKind
 from .judge import JudgeKind
-from .multipriv_profile import MultiprivProfileKind
-from .multipriv_reid import MultiprivReidKind
 from .spy_bench import SpyBenchKind
 
 KINDS: dict[str, type[Kind]] = {
     AnnotateKind.key: AnnotateKind,
     JudgeKind.key: JudgeKind,
-    MultiprivReidKind.key: MultiprivReidKind,
-    MultiprivProfileKind.key: MultiprivProfileKind,
     BinaryKind.key: BinaryKind,
     SpyBenchKind.key: SpyBenchKind,
 }

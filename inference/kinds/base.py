@@ -77,7 +77,7 @@ class Kind:
     output_tokens: ClassVar[dict[str, int]] = {}  # launch-time guess of output tokens per stage
     writes_labels: ClassVar[bool] = False
     # True: a run asks about the CPRT images its selection chooses (split, filters, sample). False: its
-    # items come from the kind's own data (MultiPriv's persons), and the image selection does not apply.
+    # items come from the kind's own data (a benchmark's persons or pairs), and the image selection does not apply.
     selects_images: ClassVar[bool] = True  # a run gets a model annotator at launch; `write` stores labels under it
     predictions_template: ClassVar[str] = "kinds/_predictions.html"
     # What the shared pages read (see the module's docstring).
@@ -182,7 +182,7 @@ class Kind:
     @classmethod
     def freeze_truth(cls, item_ids: list[int]) -> dict:
         """What the run's items mean for scoring, frozen at launch (`Run.truth`), for kinds whose truth is
-        imported data a re-import may replace (MultiPriv). Default: nothing (CPRT runs are scored against
+        imported data a re-import may replace (a benchmark's persons). Default: nothing (CPRT runs are scored against
         the scoring profile, which has its own audited history)."""
         return {}
 

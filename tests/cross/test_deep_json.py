@@ -8,7 +8,8 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotations.models import Image, Label, Person, PersonImage
+from annotations.models import Image, Label
+from benchmarks.multipriv.models import Person, PersonImage
 from tests.conftest import png_bytes
 from tests.support.stored import changed, stored_data
 from tests.support.vispr_release import write_release

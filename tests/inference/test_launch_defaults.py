@@ -14,8 +14,8 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from annotations.multipriv.importer import import_multipriv
-from demo.multipriv import write_release
+from benchmarks.multipriv.importer import import_multipriv
+from benchmarks.multipriv.demo import write_release
 from inference import kinds
 from inference.forms import LaunchForm
 from inference.models import Run
@@ -27,8 +27,8 @@ from tests.support.vispr_release import write_release as write_vispr_release
 
 pytestmark = pytest.mark.django_db
 
-FIGURES = {"annotate": "/scoring/runs/{}/", "judge": "/scoring/runs/{}/", "multipriv-reid": "/scoring/multipriv/runs/{}/",
-           "multipriv-profile": "/scoring/multipriv/runs/{}/", "binary": "/scoring/runs/{}/binary/",
+FIGURES = {"annotate": "/scoring/runs/{}/", "judge": "/scoring/runs/{}/", "multipriv-reid": "/benchmarks/multipriv/runs/{}/",
+           "multipriv-profile": "/benchmarks/multipriv/runs/{}/", "binary": "/scoring/runs/{}/binary/",
            "spy-bench": "/runs/spy-bench/runs/{}/", "vispr-attributes": "/benchmarks/vispr-attributes/runs/{}/"}
 MISSING = {"annotate": "import images first", "judge": "import images first", "multipriv-reid": "manage.py import_multipriv",
            "multipriv-profile": "manage.py import_multipriv", "binary": "register a classifier: manage.py register_classifier",
@@ -143,7 +143,7 @@ def test_api_and_launch_run_take_a_kinds_options_by_name_and_refuse_bad_ones(eve
     form = LaunchForm.from_values(Command.form_data(vars(options)))
     assert form.is_valid(), form.errors
     run = launching.launch_run(admin_user, form.spec(), send=False)
-    assert run.options == {"seed": 0, "limit": 4} and run_summary(run)["figures_url"] == f"/scoring/multipriv/runs/{run.pk}/"
+    assert run.options == {"seed": 0, "limit": 4} and run_summary(run)["figures_url"] == f"/benchmarks/multipriv/runs/{run.pk}/"
     bad = LaunchForm.from_values({"task": "multipriv-reid", "provider": "openai", "model_name": "gpt-5.1", "concurrency": 2,
                                   "options": {"limit": 1}})
     assert not bad.is_valid() and "greater than or equal to 2" in str(bad.errors)

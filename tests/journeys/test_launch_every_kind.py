@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from annotations.multipriv.importer import import_multipriv
-from demo.multipriv import write_release
+from benchmarks.multipriv.importer import import_multipriv
+from benchmarks.multipriv.demo import write_release
 from inference import kinds
 from inference.models import Run
 from tests.conftest import make_user
@@ -87,7 +87,7 @@ def test_every_kind_launches_from_the_page_with_its_defaults_and_opens_its_figur
     page.set_viewport_size({"width": 800, "height": 900})
     spy = Run.objects.get(task="spy-bench")
     paths = ["/runs/", "/runs/spy-bench/", f"/runs/{spy.pk}/", "/runs/classifiers/", f"/images/{images[0].pk}/history",
-             "/scoring/binary/", "/scoring/multipriv/", "/scoring/benchmarks/"]
+             "/scoring/binary/", "/benchmarks/multipriv/", "/scoring/benchmarks/"]
     paths += [f"/runs/new/?task={key}" for key in kinds.KINDS] + list(figures.values())
     wide = []
     for path in paths:

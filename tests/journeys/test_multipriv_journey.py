@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from annotations.multipriv.importer import import_multipriv
-from demo.multipriv import write_release
+from benchmarks.multipriv.importer import import_multipriv
+from benchmarks.multipriv.demo import write_release
 from inference.models import Run
 from tests.conftest import make_user
 from tests.journeys.test_admin import fake_openai  # noqa: F401 - the fixture
@@ -38,7 +38,7 @@ def test_multipriv_journey(journey, fake_openai):  # noqa: F811
         import_multipriv(write_release(Path(tmp)))
     make_user("root", "admin", superuser=True)
     page = journey.page_for("root")
-    journey.visit(page, "/multipriv/", "multipriv-persons")
+    journey.visit(page, "/benchmarks/multipriv/persons/", "multipriv-persons")
     with page.expect_navigation():
         page.click("text=person_1")
     page.click("label:has-text('Show / blur B1')")  # the ID card, unblurred on request
@@ -58,12 +58,12 @@ def test_multipriv_journey(journey, fake_openai):  # noqa: F811
         page.click("nav >> text=Benchmarks")  # the top bar's hub of the benchmarks beside CPRT
     journey.shot(page, "benchmarks-hub")
     with page.expect_navigation():
-        page.click("main >> a[href='/scoring/multipriv/']")
+        page.click("main >> a[href='/benchmarks/multipriv/']")
     journey.shot(page, "multipriv-leaderboard")
     assert "Re-identification" in page.inner_text("main") and "gpt-5.1" in page.inner_text("main")
     with page.expect_navigation():
-        page.click(f"a[href='/scoring/multipriv/runs/{reid.pk}/']")
+        page.click(f"a[href='/benchmarks/multipriv/runs/{reid.pk}/']")
     journey.shot(page, "multipriv-reid-figures")
     journey.check(page)
-    journey.visit(page, f"/scoring/multipriv/runs/{profile.pk}/", "multipriv-profile-figures")
+    journey.visit(page, f"/benchmarks/multipriv/runs/{profile.pk}/", "multipriv-profile-figures")
     assert "By category" in page.inner_text("main")

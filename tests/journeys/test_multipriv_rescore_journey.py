@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from annotations.multipriv.importer import import_multipriv
+from benchmarks.multipriv.importer import import_multipriv
 from core.models import AuditEvent
-from demo.multipriv import seed_multipriv, write_release
+from benchmarks.multipriv.demo import seed_multipriv, write_release
 from inference.models import Run
 from tests.conftest import make_user
 
@@ -23,7 +23,7 @@ def test_release_changed_notice_and_rescore(journey):
     run = Run.objects.get(task="multipriv-profile")
     make_user("root", "admin", superuser=True)
     page = journey.page_for("root")
-    journey.visit(page, f"/scoring/multipriv/runs/{run.pk}/", None, shot=False)
+    journey.visit(page, f"/benchmarks/multipriv/runs/{run.pk}/", None, shot=False)
     before = page.inner_text("table")
     assert page.locator("#release-changed").count() == 0 and "at launch" in page.inner_text("#truth-frozen")
 
@@ -35,7 +35,7 @@ def test_release_changed_notice_and_rescore(journey):
         path.write_text(json.dumps(profile), encoding="utf-8")
         assert import_multipriv(folder).updated_persons == 1
 
-    journey.visit(page, f"/scoring/multipriv/runs/{run.pk}/", "multipriv-release-changed")
+    journey.visit(page, f"/benchmarks/multipriv/runs/{run.pk}/", "multipriv-release-changed")
     assert "person_2: profile changed (Name)" in page.inner_text("#release-changed")
     assert page.inner_text("table") == before  # the figures as they were
 
@@ -48,7 +48,7 @@ def test_release_changed_notice_and_rescore(journey):
     page.check("#release-changed input[name=confirm]")
     with page.expect_navigation():
         page.click("#release-changed button[type=submit]")
-    assert page.url.endswith(f"/scoring/multipriv/runs/{run.pk}/")
+    assert page.url.endswith(f"/benchmarks/multipriv/runs/{run.pk}/")
     assert page.locator("#release-changed").count() == 0 and "when an admin rescored it" in page.inner_text("#truth-frozen")
     assert "now scored against the current imported data" in page.inner_text("body")
     assert AuditEvent.objects.filter(action="multipriv.rescore").count() == 1

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from scoring import multipriv
-from scoring.multipriv import PairAnswer
+from benchmarks.multipriv import metrics as multipriv
+from benchmarks.multipriv.metrics import PairAnswer
 from scoring.resample import draw
 
 

@@ -9,14 +9,13 @@ import json
 from pathlib import Path
 
 import pytest
-from django.apps import apps
 from django.core.management import call_command
 from PIL import Image as PILImage
 
-from annotations.multipriv.importer import import_multipriv
-from annotations.multipriv.models import Person, PersonPair
+from benchmarks.multipriv.demo import write_release
+from benchmarks.multipriv.importer import import_multipriv
+from benchmarks.multipriv.models import Person, PersonPair
 from core.models import AuditEvent
-from demo.multipriv import write_release
 from inference.models import Run, RunResult
 from tests.fakes.fixtures import *  # noqa: F401,F403
 from tests.support.batch_steps import no_dispatch  # noqa: F401 - the fixture
@@ -45,7 +44,7 @@ def change_profile(release: Path, person: str, **values) -> None:
 
 
 def figures(client, run) -> dict:
-    response = client.get(f"/scoring/multipriv/runs/{run.pk}/?format=json")
+    response = client.get(f"/benchmarks/multipriv/runs/{run.pk}/?format=json")
     assert response.status_code == 200
     return response.json()
 
@@ -69,7 +68,7 @@ def test_a_changed_release_leaves_a_finished_profile_run_as_it_was(openai_server
     before.pop("release_changes")
     assert after == before  # every figure, per field, category and person, and the truth's fingerprint
     assert changes == ["person_1: profile changed (Gender, Name)"]
-    page = client.get(f"/scoring/multipriv/runs/{run.pk}/").content.decode()
+    page = client.get(f"/benchmarks/multipriv/runs/{run.pk}/").content.decode()
     assert 'id="release-changed"' in page and "person_1: profile changed (Gender, Name)" in page
     assert "Rescore" in page
 
@@ -81,7 +80,7 @@ def test_rescore_needs_a_confirmation_and_is_audited(openai_server, release, cli
     before = figures(client, run)
     change_profile(release, "person_1", Gender="Male")
     import_multipriv(release)
-    url = f"/scoring/multipriv/runs/{run.pk}/rescore"
+    url = f"/benchmarks/multipriv/runs/{run.pk}/rescore"
 
     refused = client.post(url, {})
     assert refused.status_code == 400 and "Tick the confirmation" in refused.content.decode()
@@ -135,7 +134,12 @@ def test_the_migration_freezes_runs_made_before_it_from_the_current_data(release
                              raw={"answer": {"declined": False, "profile": {"Name": "Bram Oakes"}}})
     assert profile_run.truth == {}
 
-    migration.freeze_existing_multipriv_runs(apps, None)
+    # the models as that migration sees them (MultiPriv's were still annotations' then: annotations/0013 moved them)
+    from django.db import connection
+    from django.db.migrations.loader import MigrationLoader
+
+    state = MigrationLoader(connection).project_state(("inference", "0015_run_truth_frozen_at_launch"), at_end=True)
+    migration.freeze_existing_multipriv_runs(state.apps, None)
 
     profile_run.refresh_from_db(), reid_run.refresh_from_db(), judge_run.refresh_from_db()
     assert profile_run.truth["source"] == "migration"
@@ -145,7 +149,7 @@ def test_the_migration_freezes_runs_made_before_it_from_the_current_data(release
     assert reid_run.truth["items"][str(pair.pk)]["first"] == f"person_2/{pair.first.label}"
     assert judge_run.truth == {}
     # the migration's snapshot has the form the launch writes: the service reads it, and nothing differs now
-    from scoring.services import multipriv as service
+    from benchmarks.multipriv import report as service
 
     assert service.release_changes(profile_run) == [] and service.release_changes(reid_run) == []
     assert service.report(profile_run)["metrics"]["fields"]["Name"]["recovered"] == 1

@@ -13,7 +13,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from PIL import Image as PILImage
 
-from annotations.models import Image, Person, PersonImage
+from annotations.models import Image
+from benchmarks.multipriv.models import Person, PersonImage
 from core.models import AuditEvent
 from tests.conftest import png_bytes
 

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from annotations.multipriv.fields import as_date, category_of, normalise
-from scoring.multipriv import PairAnswer, ProfileAnswer, profile_metrics, reid_metrics
+from benchmarks.multipriv.fields import as_date, category_of, normalise
+from benchmarks.multipriv.metrics import PairAnswer, ProfileAnswer, profile_metrics, reid_metrics
 
 
 def test_reid_by_hand():

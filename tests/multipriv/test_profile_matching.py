@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from annotations.multipriv import fields
-from annotations.multipriv.fields import canonical, category_of, normalise
-from annotations.multipriv.importer import import_multipriv
-from annotations.multipriv.models import Person
-from inference.kinds.multipriv_profile.kind import V1, VERSION, MultiprivProfileKind, answer_model, profile_fields
-from scoring.multipriv import ProfileAnswer, field_hits, profile_metrics
+from benchmarks.multipriv import fields
+from benchmarks.multipriv.fields import canonical, category_of, normalise
+from benchmarks.multipriv.importer import import_multipriv
+from benchmarks.multipriv.models import Person
+from benchmarks.multipriv.kinds.profile import V1, VERSION, MultiprivProfileKind, answer_model, profile_fields
+from benchmarks.multipriv.metrics import ProfileAnswer, field_hits, profile_metrics
 
 
 @pytest.mark.parametrize("truth, answer", [("5000", "50.00"), ("748.40", "74840"), ("1.5", "15"), ("3,5", "35"),

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from annotations.multipriv.importer import import_multipriv
-from annotations.multipriv.models import Person, PersonImage, PersonPair
-from demo.multipriv import write_release
+from benchmarks.multipriv.importer import import_multipriv
+from benchmarks.multipriv.models import Person, PersonImage, PersonPair
+from benchmarks.multipriv.demo import write_release
 from inference.models import Run, RunResult
 from tests.fakes.fixtures import *  # noqa: F401,F403
 from tests.fakes.openai_server import request_images
@@ -56,38 +56,38 @@ def test_profile_run_sends_all_images_of_a_person(openai_server, persons, client
     assert report["status"] == "finished" and report["total"] == len(persons) == 4
     assert sorted(len(request_images(r["json"])) for r in openai_server.requests) == [5, 5, 5, 5]
     client.force_login(admin_user)
-    figures = client.get(f"/scoring/multipriv/runs/{run.pk}/?format=json").json()
+    figures = client.get(f"/benchmarks/multipriv/runs/{run.pk}/?format=json").json()
     # the fake answers Gender "Female" and nothing else: persons 1 and 3 are female
     genders = [p.profile["Gender"] for p in persons]
     assert figures["metrics"]["fields"]["Gender"]["recovered"] == genders.count("Female") == 2
     assert figures["metrics"]["fields"]["Name"]["recovered"] == 0
-    page = client.get(f"/scoring/multipriv/runs/{run.pk}/")
+    page = client.get(f"/benchmarks/multipriv/runs/{run.pk}/")
     assert page.status_code == 200 and b"By category" in page.content
 
 
 @pytest.mark.django_db
 def test_demo_runs_show_on_the_pages(client, admin_user):
-    from demo.multipriv import seed_multipriv
+    from benchmarks.multipriv.demo import seed_multipriv
 
     made = seed_multipriv()
     assert made == {"persons": 4, "runs": 2}
     assert seed_multipriv() == {"persons": 0, "runs": 0}  # idempotent
     client.force_login(admin_user)
-    board = client.get("/scoring/multipriv/?format=json").json()["runs"]
+    board = client.get("/benchmarks/multipriv/?format=json").json()["runs"]
     assert sorted(r["task"] for r in board) == ["multipriv-profile", "multipriv-reid"]
     reid = next(r for r in board if r["task"] == "multipriv-reid")
     assert reid["metrics"]["pairs"] == reid["coverage"]["items"] > 0 and reid["metrics"]["metrics"]["accuracy"]["value"] is not None
     for run in Run.objects.all():
-        for url in (f"/runs/{run.pk}/", f"/scoring/multipriv/runs/{run.pk}/"):
+        for url in (f"/runs/{run.pk}/", f"/benchmarks/multipriv/runs/{run.pk}/"):
             assert client.get(url).status_code == 200, url
     hub = client.get("/scoring/benchmarks/").content.decode()
-    assert all(link in hub for link in ("/scoring/multipriv/", "/runs/spy-bench/", "/scoring/binary/"))
-    page = client.get("/scoring/multipriv/")
+    assert all(link in hub for link in ("/benchmarks/multipriv/", "/runs/spy-bench/", "/scoring/binary/"))
+    page = client.get("/benchmarks/multipriv/")
     assert b"not the paper" in page.content and b"Re-identification" in page.content
     person = Person.objects.first()
-    assert client.get(f"/multipriv/persons/{person.pk}/").status_code == 200
+    assert client.get(f"/benchmarks/multipriv/persons/{person.pk}/").status_code == 200
     image = PersonImage.objects.first()
-    response = client.get(f"/multipriv/images/{image.pk}/bytes")
+    response = client.get(f"/benchmarks/multipriv/images/{image.pk}/bytes")
     assert response.status_code == 200 and "no-store" in response["Cache-Control"]
 
 
@@ -116,7 +116,7 @@ def test_profile_runs_in_batch_mode_to_the_same_figures(openai_server, persons, 
     from inference import launching
     from inference.selection import Selection
     from tests.support.batch_steps import drive
-    from scoring.services import multipriv as service
+    from benchmarks.multipriv import report as service
 
     spec = launching.LaunchSpec("multipriv-profile", "openai", "gpt-5.1", "", False, "multipriv-profile-v1", Selection(), 2,
                                 mode=Run.MODE_BATCH)

@@ -10,7 +10,7 @@ ADMIN_405 = matrix(reviewer_a=403, reviewer_b=403, adjudicator=403, admin=405)
 
 def setup(world):
     from annotations.images import clean_image
-    from annotations.multipriv.models import Person, PersonImage
+    from benchmarks.multipriv.models import Person, PersonImage
     from inference.models import Run
     from tests.conftest import png_bytes
 
@@ -41,18 +41,18 @@ def cases(world):
         Case("multipriv:image_bytes", kwargs={"image_id": 999999}, expect=ADMIN_404),
         Case("scoring:benchmarks", expect=ADMIN_ONLY),
         Case("scoring:benchmarks", method="post", expect=ADMIN_405),
-        Case("scoring:multipriv", expect=ADMIN_ONLY),
-        Case("scoring:multipriv", query="format=json", expect=ADMIN_ONLY),
-        Case("scoring:multipriv", method="post", expect=ADMIN_405),
-        Case("scoring:multipriv_run", kwargs={"run_id": run}, expect=ADMIN_ONLY),
-        Case("scoring:multipriv_run", kwargs={"run_id": 999999}, expect=ADMIN_404),
-        Case("scoring:multipriv_run", kwargs={"run_id": world["run"].pk}, expect=ADMIN_404),  # a run of another kind
+        Case("multipriv:leaderboard", expect=ADMIN_ONLY),
+        Case("multipriv:leaderboard", query="format=json", expect=ADMIN_ONLY),
+        Case("multipriv:leaderboard", method="post", expect=ADMIN_405),
+        Case("multipriv:run", kwargs={"run_id": run}, expect=ADMIN_ONLY),
+        Case("multipriv:run", kwargs={"run_id": 999999}, expect=ADMIN_404),
+        Case("multipriv:run", kwargs={"run_id": world["run"].pk}, expect=ADMIN_404),  # a run of another kind
         # rescoring: admins only, POST only; without the confirmation (or with nothing changed) 400, nothing written
-        Case("scoring:multipriv_rescore", kwargs={"run_id": run}, method="post", expect=matrix(reviewer_a=403, reviewer_b=403,
+        Case("multipriv:rescore", kwargs={"run_id": run}, method="post", expect=matrix(reviewer_a=403, reviewer_b=403,
                                                                                               adjudicator=403, admin=400)),
-        Case("scoring:multipriv_rescore", kwargs={"run_id": run}, method="post", data={"confirm": "yes"},
+        Case("multipriv:rescore", kwargs={"run_id": run}, method="post", data={"confirm": "yes"},
              expect=matrix(reviewer_a=403, reviewer_b=403, adjudicator=403, admin=400)),
-        Case("scoring:multipriv_rescore", kwargs={"run_id": run}, expect=ADMIN_405),
-        Case("scoring:multipriv_rescore", kwargs={"run_id": 999999}, method="post", expect=ADMIN_404),
-        Case("scoring:multipriv_rescore", kwargs={"run_id": world["run"].pk}, method="post", expect=ADMIN_404),
+        Case("multipriv:rescore", kwargs={"run_id": run}, expect=ADMIN_405),
+        Case("multipriv:rescore", kwargs={"run_id": 999999}, method="post", expect=ADMIN_404),
+        Case("multipriv:rescore", kwargs={"run_id": world["run"].pk}, method="post", expect=ADMIN_404),
     ]

@@ -10,22 +10,15 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from annotations.multipriv.fields import categories
 from core.roles import ROLE_ADMIN, require_role
+from scoring.access import get_run_for_review
 
-from .access import get_run_for_review
-from .services import multipriv as service
+from . import report as service
+from .fields import categories
 
-HEADLINE = {service.REID: ("accuracy", "precision", "recall", "f1", "auc", "refusal_rate"),
-            service.PROFILE: ("profile_share", "refusal_rate")}
-
-LABELS = {"accuracy": "accuracy", "precision": "precision", "recall": "recall", "f1": "F1", "auc": "AUC",
-          "refusal_rate": "refusal rate", "profile_share": "share of a profile recovered"}
-
-
-def _plain(report: dict) -> dict:
-    return {"kind": report["kind"], "coverage": report["coverage"], "truth": report["truth"],
-            "metrics": {k: v for k, v in report["metrics"].items() if k != "per_person"}}
+HEADLINE = {kind: tuple(f.key for f in figures if f.headline) for kind, figures in service.FIGURES.items()}
+LABELS = {f.key: f.label for figures in service.FIGURES.values() for f in figures}
+_plain = service.plain
 
 
 @require_role(ROLE_ADMIN)
@@ -41,7 +34,7 @@ def leaderboard(request):
     sections = [(kind, label, [LABELS[m] for m in HEADLINE[kind]], [r for r in rows if r["run"].task == kind]) for kind, label in (
         (service.REID, "Re-identification: do two images belong to the same person?"),
         (service.PROFILE, "Profile reconstruction: how much of a person's profile does the model rebuild?"))]
-    return render(request, "scoring/multipriv/leaderboard.html", {"sections": sections})
+    return render(request, "multipriv/leaderboard.html", {"sections": sections})
 
 
 def _multipriv_run(user, run_id: int):
@@ -60,10 +53,10 @@ def _run_page(request, run, form: RescoreForm | None = None, status: int = 200):
     rep = service.report(run)
     changes = service.release_changes(run)
     failures = [r for r in rep["rows"] if not r.get("correct", True)][:24] if run.task == service.REID else []
-    return render(request, "scoring/multipriv/run.html", {"run": run, "report": rep, "failures": failures,
-                                                          "categories": categories(), "changes": changes,
-                                                          "rescore_form": form or RescoreForm(),
-                                                          "metric_rows": [(LABELS.get(k, k), v) for k, v in rep["metrics"]["metrics"].items()]},
+    return render(request, "multipriv/run.html", {"run": run, "report": rep, "failures": failures,
+                                                  "categories": categories(), "changes": changes,
+                                                  "rescore_form": form or RescoreForm(),
+                                                  "metric_rows": [(LABELS.get(k, k), v) for k, v in rep["metrics"]["metrics"].items()]},
                   status=status)
 
 
@@ -73,12 +66,7 @@ def run_detail(request, run_id: int):
     run = _multipriv_run(request.user, run_id)
     if request.GET.get("format") != "json":
         return _run_page(request, run)
-    rep = service.report(run)
-    out = _plain(rep)
-    if run.task == service.PROFILE:
-        out["metrics"]["per_person"] = rep["metrics"]["per_person"]
-    return JsonResponse({"run": run.pk, "task": run.task, "model": run.model_name, **out,
-                         "release_changes": service.release_changes(run)})
+    return JsonResponse(service.figures_json(run))
 
 
 @require_role(ROLE_ADMIN)
@@ -96,5 +84,5 @@ def rescore(request, run_id: int):
         else:
             messages.success(request, f"Run #{run.pk} is now scored against the current imported data "
                                       f"({done['changed']} item(s) changed).")
-            return redirect("scoring:multipriv_run", run.pk)
+            return redirect("multipriv:run", run.pk)
     return _run_page(request, run, form, status=400)

@@ -1,12 +1,12 @@
 """Import MultiPriv's individual-level data (persons, their images, their synthetic profiles) from the
-user's copy of the release; the work is `annotations.multipriv.importer.import_multipriv`."""
+user's copy of the release; the work is `benchmarks.multipriv.importer.import_multipriv`."""
 from __future__ import annotations
 
 import json as jsonlib
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotations.multipriv.importer import ImportRefused, import_multipriv
+from benchmarks.multipriv.importer import ImportRefused, import_multipriv
 
 
 class Command(BaseCommand):

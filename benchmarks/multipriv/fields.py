@@ -1,6 +1,6 @@
 """The profile fields of MultiPriv persons, their privacy categories, and how values are compared.
 
-The field -> category table is a data file of the project (`annotations/data/multipriv_fields.json`).
+The field -> category table is a data file of the project (`benchmarks/multipriv/data/multipriv_fields.json`).
 `normalise` is the comparison rule of profile reconstruction [decision, docs/multipriv.md]: Unicode
 NFKC, case folded, whitespace and punctuation removed, except a "." or "," between two digits (a
 decimal separator changes a number: "50.00" is not "5000"); commas grouping thousands ("10,000") are
@@ -18,7 +18,7 @@ import unicodedata
 from functools import cache
 from pathlib import Path
 
-DATA_FILE = Path(__file__).resolve().parent.parent / "data" / "multipriv_fields.json"
+DATA_FILE = Path(__file__).resolve().parent / "data" / "multipriv_fields.json"
 ABSENT = "None"  # the release's marker of an absent field
 OTHER = "other"  # category of a field the table does not know
 

@@ -1,10 +1,11 @@
-"""MultiPriv persons and their images (see the package docstring)."""
+"""MultiPriv persons and their images (see the package docstring). The tables keep the names they had
+when these models belonged to annotations (`db_table`), so moving them here kept every row."""
 from __future__ import annotations
 
 from django.db import models
 from django.db.models import Q
 
-from ..storage import private_image_storage
+from annotations.storage import private_image_storage
 
 
 class Person(models.Model):
@@ -17,7 +18,7 @@ class Person(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        app_label = "annotations"
+        db_table = "annotations_person"
         ordering = ["name"]
 
     def __str__(self):
@@ -38,7 +39,7 @@ class PersonImage(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        app_label = "annotations"
+        db_table = "annotations_personimage"
         ordering = ["person__name", "category", "index"]
         constraints = [
             models.UniqueConstraint(fields=["person", "category", "index"], name="one_person_image_per_slot"),
@@ -62,7 +63,7 @@ class PersonPair(models.Model):
     same_person = models.BooleanField()
 
     class Meta:
-        app_label = "annotations"
+        db_table = "annotations_personpair"
         constraints = [
             models.UniqueConstraint(fields=["first", "second"], name="one_person_pair"),
             models.CheckConstraint(condition=Q(first__lt=models.F("second")), name="person_pair_ordered"),

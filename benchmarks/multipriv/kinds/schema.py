@@ -5,7 +5,7 @@ import math
 
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, field_validator
 
-from ...schemas import MAX_REASONING, _Strict
+from inference.schemas import MAX_REASONING, _Strict
 
 
 def reid_json_schema() -> dict:

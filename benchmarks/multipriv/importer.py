@@ -11,7 +11,7 @@ Everything is checked first; a refused file or folder refuses the whole import (
 every problem listed); other entries are skipped with a reason. Re-importing the same files adds
 nothing; a changed profile or image replaces the stored one and is counted (a profile is changed
 when its file is, or when the field table reads the same file differently). A run keeps the truth it
-was launched with (`inference.kinds.multipriv_truth`): a re-import never moves its figures.
+was launched with (`benchmarks.multipriv.truth`): a re-import never moves its figures.
 """
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ from django.db import transaction
 from core import strictjson
 from core.audit import audit
 
-from ..images import ImageRejected, clean_image
-from ..services.vispr import as_text, read_regular_file
+from annotations.images import ImageRejected, clean_image
+from annotations.services.vispr import as_text, read_regular_file
 from . import fields
 from .models import Person, PersonImage
 

@@ -1,6 +1,6 @@
-"""MultiPriv runs' results gathered for scoring.multipriv (the ORM side; the metrics are pure).
+"""MultiPriv runs' results gathered for .metrics (the ORM side; the metrics are pure).
 
-A run is scored against the truth frozen at its launch (`Run.truth`, annotations.multipriv.truth),
+A run is scored against the truth frozen at its launch (`Run.truth`, .truth),
 never against the records as a later import left them; `release_changes` says what differs now, and
 `rescore_against_current` (an admin's confirmed POST, audited) replaces the frozen truth.
 """
@@ -8,14 +8,21 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from annotations.multipriv import truth as frozen
 from core.audit import audit
+from inference.benchmarks import Figure
 from inference.models import Run, RunResult
 
-from ..multipriv import PairAnswer, ProfileAnswer, profile_metrics, reid_metrics
+from . import truth as frozen
+from .metrics import PairAnswer, ProfileAnswer, profile_metrics, reid_metrics
 
 REID, PROFILE = "multipriv-reid", "multipriv-profile"
 KINDS = (REID, PROFILE)
+# kind -> its leaderboard columns, in order (the declaration's `figures`; the pages' headline and labels).
+FIGURES = {
+    REID: (Figure("accuracy", "accuracy"), Figure("precision", "precision"), Figure("recall", "recall"), Figure("f1", "F1"),
+           Figure("auc", "AUC"), Figure("refusal_rate", "refusal rate", higher_is_better=False)),
+    PROFILE: (Figure("profile_share", "share of a profile recovered"), Figure("refusal_rate", "refusal rate", higher_is_better=False)),
+}
 
 
 class NothingToRescore(ValueError):
@@ -111,3 +118,18 @@ def report(run: Run) -> dict:
         return {"kind": REID, "coverage": coverage, "truth": about, "metrics": reid_metrics(answers), "rows": rows}
     answers, rows = profile_answers(run)
     return {"kind": PROFILE, "coverage": coverage, "truth": about, "metrics": profile_metrics(answers), "rows": rows}
+
+
+def plain(report: dict) -> dict:
+    """A report's JSON-able part (no result rows; per-person figures left out)."""
+    return {"kind": report["kind"], "coverage": report["coverage"], "truth": report["truth"],
+            "metrics": {k: v for k, v in report["metrics"].items() if k != "per_person"}}
+
+
+def figures_json(run: Run) -> dict:
+    """The run's figures as its page's `?format=json` answers them (and the declaration's `report`)."""
+    rep = report(run)
+    out = plain(rep)
+    if run.task == PROFILE:
+        out["metrics"]["per_person"] = rep["metrics"]["per_person"]
+    return {"run": run.pk, "task": run.task, "model": run.model_name, **out, "release_changes": release_changes(run)}

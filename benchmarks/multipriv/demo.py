@@ -4,14 +4,19 @@ fields of a made-up profile. Nothing here is real data, and nothing comes from t
 release (licensed non-commercial; users import their own copy with `import_multipriv`).
 
 `write_release(folder)` writes the persons in the release's layout; the demo then imports them
-through the same `import_multipriv` a user runs.
+through the same `import_multipriv` a user runs. (Drawn here, not with the demo app's painting: a
+benchmark never imports the demo; the few primitives below are its own.)
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from .painting import _canvas, _face, _text
+from PIL import Image as PILImage
+from PIL import ImageDraw, ImageFont
+
+WIDTH, HEIGHT = 320, 240
+PROMPT_VERSION = "demo-v1"  # the demo runs' prompt version (as the demo app's own runs)
 
 PERSONS = (
     {"Name": "Ada Quill", "ID Number": "DQ4471029", "NATIONALITY": "Freedonia", "Gender": "Female", "Birth": "1987.3.14",
@@ -33,6 +38,24 @@ PERSONS = (
 )
 SKIN = ((236, 200, 165), (190, 140, 100), (225, 185, 150), (150, 105, 75))
 HAIR = ((90, 60, 30), (30, 30, 30), (170, 60, 40), (20, 20, 20))
+
+
+def _canvas(color) -> tuple[PILImage.Image, ImageDraw.ImageDraw]:
+    img = PILImage.new("RGB", (WIDTH, HEIGHT), color)
+    return img, ImageDraw.Draw(img)
+
+
+def _face(d: ImageDraw.ImageDraw, cx: int, cy: int, r: int, skin, hair):
+    d.ellipse((cx - r, cy - r, cx + r, cy + r), fill=skin, outline=(60, 40, 30), width=2)
+    d.chord((cx - r, cy - r, cx + r, cy + r // 3), 180, 360, fill=hair)
+    e = max(2, r // 6)
+    for ex in (cx - r // 3, cx + r // 3):
+        d.ellipse((ex - e, cy - e, ex + e, cy + e), fill=(30, 30, 30))
+    d.arc((cx - r // 3, cy + r // 4, cx + r // 3, cy + r // 2 + 4), 0, 180, fill=(120, 30, 30), width=2)
+
+
+def _text(d: ImageDraw.ImageDraw, xy, text: str, size: int = 14, fill=(20, 20, 20)):
+    d.text(xy, text, fill=fill, font=ImageFont.load_default(size=size))
 
 
 def _portrait(i: int, p: dict):
@@ -114,14 +137,13 @@ def seed_multipriv(log=lambda _msg: None) -> dict:
     from django.db import transaction
     from django.utils import timezone
 
-    from annotations.multipriv import fields
-    from annotations.multipriv.importer import import_multipriv
-    from annotations.multipriv.models import Person, PersonPair
-    from annotations.multipriv.pairs import pair_ids
     from inference import kinds
     from inference.models import Run, RunResult
 
-    from .runs import PROMPT_VERSION
+    from . import fields
+    from .importer import import_multipriv
+    from .models import Person, PersonPair
+    from .pairs import pair_ids
 
     made = {"persons": 0, "runs": 0}
     if not Person.objects.filter(name="person_1").exists():

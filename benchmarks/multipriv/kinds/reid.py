@@ -1,22 +1,22 @@
 """MultiPriv individual level, re-identification: two images in one request, "same person?".
 
-Items are `PersonPair` records (annotations.multipriv.pairs: all within-person pairs and as many
+Items are `PersonPair` records (benchmarks.multipriv.pairs: all within-person pairs and as many
 seeded cross-person pairs, optionally limited to a balanced subset); a run freezes their ids. The
 answer: same_person, P(same person), and `declined` when the model will not say. The result's
-score is P(same person); the answer is kept in `raw["answer"]`. Metrics: scoring.multipriv.
+score is P(same person); the answer is kept in `raw["answer"]`. Metrics: benchmarks.multipriv.metrics.
 """
 from __future__ import annotations
 
 from django.db.models import Count
 from django.urls import reverse
 
-from annotations.multipriv import truth
-from annotations.multipriv.models import Person, PersonPair
-from annotations.multipriv.pairs import pair_ids
+from inference.kinds.base import Item, Kind
+from inference.outcomes import classify, reply_record
 
-from ...outcomes import classify, reply_record
-from ..base import Item, Kind
-from .launch import ReidLaunchForm
+from .. import truth
+from ..launch import ReidLaunchForm
+from ..models import Person, PersonPair
+from ..pairs import pair_ids
 from .schema import ReidAnswer, reid_json_schema
 
 VERSION = "multipriv-reid-v1"
@@ -49,7 +49,7 @@ class MultiprivReidKind(Kind):
     stages = ("reid",)
     versions = (VERSION,)
     selects_images = False
-    predictions_template = "kinds/multipriv_reid/_predictions.html"
+    predictions_template = "multipriv/_reid_predictions.html"
     output_tokens = {"reid": 120}
     launch_form = ReidLaunchForm
     unit = "pairs"
@@ -61,11 +61,11 @@ class MultiprivReidKind(Kind):
         return None
 
     def figures_url(self, run) -> str:
-        return reverse("scoring:multipriv_run", args=[run.pk])
+        return reverse("multipriv:run", args=[run.pk])
 
     @classmethod
     def leaderboard_url(cls) -> str | None:
-        return reverse("scoring:multipriv")
+        return reverse("multipriv:leaderboard")
 
     @classmethod
     def render(cls, version, strategy, counterfactual_faces, tax) -> dict:

@@ -37,7 +37,7 @@ def get_person_image_for_user(user, image_id: int) -> PersonImage:
 @require_GET
 def person_list(request):
     persons = Person.objects.annotate(n_images=Count("images")).order_by("pk")
-    return render(request, "annotations/multipriv/persons.html", {"persons": persons, "categories": fields.categories()})
+    return render(request, "multipriv/persons.html", {"persons": persons, "categories": fields.categories()})
 
 
 @require_role(ROLE_ADMIN)
@@ -47,7 +47,7 @@ def person_detail(request, person_id: int):
     names = fields.categories()
     rows = [{"field": f, "value": v, "category": fields.category_of(f), "category_name": names.get(fields.category_of(f), "other")}
             for f, v in person.profile.items()]
-    return render(request, "annotations/multipriv/person.html", {"person": person, "rows": rows, "images": person.images.all(),
+    return render(request, "multipriv/person.html", {"person": person, "rows": rows, "images": person.images.all(),
                                                                  "categories": names})
 
 

@@ -2,19 +2,19 @@
 the answer is a JSON profile (one entry per field of the category table, null when not shown).
 
 Items are `Person` records with at least one image (item id = person id). The answer is kept in
-`raw["answer"]` (profile and `declined`); scoring.multipriv compares it with the true profile.
+`raw["answer"]` (profile and `declined`); benchmarks.multipriv.metrics compares it with the true profile.
 """
 from __future__ import annotations
 
 from django.urls import reverse
 from pydantic import Field, StrictBool, StrictStr, create_model
 
-from annotations.multipriv import fields, truth
-from annotations.multipriv.models import Person
+from inference.kinds.base import Item, Kind
+from inference.outcomes import classify, reply_record
+from inference.schemas import MAX_REASONING, _Strict
 
-from ...outcomes import classify, reply_record
-from ...schemas import MAX_REASONING, _Strict
-from ..base import Item, Kind
+from .. import fields, truth
+from ..models import Person
 
 V1, VERSION = "multipriv-profile-v1", "multipriv-profile-v2"
 # v2 asks for the fields v1 did not know (Ethnic Group: 民族 was NATIONALITY in v1's table).
@@ -64,12 +64,12 @@ class MultiprivProfileKind(Kind):
         return None
 
     def figures_url(self, run) -> str:
-        return reverse("scoring:multipriv_run", args=[run.pk])
+        return reverse("multipriv:run", args=[run.pk])
 
     @classmethod
     def leaderboard_url(cls) -> str | None:
-        return reverse("scoring:multipriv")
-    predictions_template = "kinds/multipriv_profile/_predictions.html"
+        return reverse("multipriv:leaderboard")
+    predictions_template = "multipriv/_profile_predictions.html"
     output_tokens = {"profile": 600}
 
     @classmethod

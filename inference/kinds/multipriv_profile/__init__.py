@@ -1,3 +1,0 @@
-from .kind import MultiprivProfileKind
-
-__all__ = ["MultiprivProfileKind"]

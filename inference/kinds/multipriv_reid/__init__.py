@@ -1,3 +1,0 @@
-from .kind import MultiprivReidKind
-
-__all__ = ["MultiprivReidKind"]
