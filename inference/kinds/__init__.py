@@ -10,7 +10,6 @@ from .binary import BinaryKind
 from .judge import JudgeKind
 from .multipriv_profile import MultiprivProfileKind
 from .multipriv_reid import MultiprivReidKind
-from .spy_bench import SpyBenchKind
 
 KINDS: dict[str, type[Kind]] = {
     AnnotateKind.key: AnnotateKind,
@@ -18,7 +17,6 @@ KINDS: dict[str, type[Kind]] = {
     MultiprivReidKind.key: MultiprivReidKind,
     MultiprivProfileKind.key: MultiprivProfileKind,
     BinaryKind.key: BinaryKind,
-    SpyBenchKind.key: SpyBenchKind,
 }
 
 __all__ = ["KINDS", "Item", "Kind", "bind", "catalogue", "choices", "get", "render"]
