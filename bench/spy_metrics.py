@@ -83,7 +83,7 @@ def measure(path: str, repeat: int, full: bool) -> dict:
     _setup_django()
     from django.core.management import call_command
 
-    from inference.kinds.spy_bench import files, metrics
+    from benchmarks.spy_bench import files, metrics
 
     up = upstream_module()
     rows = files.read_rows(Path(path).read_bytes(), path)

@@ -22,8 +22,6 @@ from core.audit import audit
 from inference.models import Run, RunResult
 from scoring.models import ImageScore, ScoringProfile
 
-from .spy import seed_spy_bench
-
 DEMO_SOURCE = "demo"
 PROMPT_VERSION = "demo-v1"
 DEMO_NOTE = "synthetic demo run: no model was called; predictions are the demo consensus with seeded noise"
@@ -114,7 +112,6 @@ def seed_runs(log: Callable[[str], None] = lambda _msg: None) -> list[int]:
                     made.append(_judge_run(strategy, counterfactual, images).pk)
         if not existing.filter(task=Run.TASK_ANNOTATE).exists():
             made.append(_annotate_run(images).pk)
-        made += seed_spy_bench(DEMO_SOURCE)  # the SPY-Bench page's demo set and run
         if made:
             audit(None, "demo.seed_runs", None, run_ids=made)
     log(f"Demo runs: {len(made)} new (synthetic, prompt version {PROMPT_VERSION}; no model was called).")

@@ -8,6 +8,7 @@ would refuse.
 """
 from __future__ import annotations
 
+from django import forms as django_forms
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.permissions import IsAuthenticated
@@ -22,7 +23,7 @@ from core.roles import ROLE_ADMIN
 
 from . import kinds, launching, runs
 from .access import get_run_for_admin
-from .forms import MAX_CONCURRENCY, LaunchForm
+from .forms import MAX_CONCURRENCY, LaunchForm, flag_fields
 from .models import Run
 
 
@@ -89,11 +90,21 @@ class RunLaunch(StrictSerializer):
     concurrency = StrictIntegerField(min_value=1, max_value=MAX_CONCURRENCY, required=False,
                                      help_text="Requests in flight for the whole run; absent: the launch form's default (8).")
     mode = StrictCharField(max_length=8, required=False, help_text="online (default) or batch (the provider's batch API).")
-    spy_set = StrictIntegerField(min_value=1, max_value=MAX_INT, required=False, allow_null=True, help_text="SPY-Bench runs: the set's id.")
-    distractors = StrictBooleanField(required=False, help_text="SPY-Bench runs: one instruction line per label of other_labels.")
-    judge_model = StrictCharField(max_length=200, required=False, allow_blank=True, help_text="SPY-Bench runs: the judge model (blank: the run's).")
     options = serializers.DictField(required=False, help_text="The kind's own launch fields by name (" + "; ".join(
         f"{key}: {', '.join(cls.launch_form.base_fields)}" for key, cls in kinds.KINDS.items() if cls.launch_form) + ").")
+
+
+def _flag_serializer_field(field, help_text: str) -> serializers.Field:
+    """A kind's launch field that the API takes by a top-level name (inference.forms.flag_fields), typed as JSON."""
+    if isinstance(field, django_forms.BooleanField):
+        return StrictBooleanField(required=False, help_text=help_text)
+    if isinstance(field, django_forms.IntegerField) or getattr(field, "coerce", None) is int:
+        return StrictIntegerField(min_value=1, max_value=MAX_INT, required=False, allow_null=True, help_text=help_text)
+    return StrictCharField(max_length=getattr(field, "max_length", None) or 200, required=False, allow_blank=True, help_text=help_text)
+
+
+# The kinds' own fields by name (a launch form's `flags`), beside `options`; none is named here.
+RunLaunch._declared_fields.update({name: _flag_serializer_field(field, help_text) for name, help_text, field in flag_fields()})
 
 
 class RunList(ApiView):

@@ -27,6 +27,23 @@ SELECTION_FIELDS = ("split", "dataset_version", "attribute", "attribute_value", 
                     "also_from_runs", "sample_size", "seed")
 
 
+def flag_fields() -> list[tuple[str, str, forms.Field]]:
+    """The kinds' own launch fields that launch_run (as --NAME) and the API (as a top-level key) also take
+    by name, beside `--option NAME=VALUE` / `options`: each launch form's `flags`, under its `aliases`
+    name where it has one. (top-level name, help text naming the kinds, the field), one per name."""
+    found: dict[str, tuple[list[str], forms.Field]] = {}
+    for kind in kinds.KINDS.values():
+        form = kind.launch_form
+        if form is None:
+            continue
+        alias_of = {name: alias for alias, name in getattr(form, "aliases", {}).items()}
+        for name in getattr(form, "flags", ()):
+            field = form.base_fields[name]
+            helps, _ = found.setdefault(alias_of.get(name, name), ([], field))
+            helps.append(f"{kind.label} runs: {field.help_text or field.label or name}")
+    return [(name, " ".join(helps), field) for name, (helps, field) in found.items()]
+
+
 def shown_fields(kind) -> frozenset[str]:
     """The shared launch fields that apply to runs of this kind (read from its declaration)."""
     shown = set(ALWAYS_SHOWN)
@@ -152,7 +169,8 @@ class LaunchForm(forms.Form):
     @classmethod
     def from_values(cls, values: dict) -> "LaunchForm":
         """The form bound from flat values (the API's JSON, launch_run's options): the shared fields by
-        name; the kind's own fields by their name or its `aliases` (e.g. spy_set for SPY-Bench's set),
+        name; the kind's own fields by their name or its `aliases` (the names the API and launch_run
+        had for a field before it moved into the kind's form),
         or from `options` (a dict of the kind's option names)."""
         data = {name: value for name, value in values.items() if name in cls.base_fields and value is not None}
         kind = kinds.KINDS.get(values.get("task") or "")

@@ -3,8 +3,8 @@
 A run is a job (`core.jobs.Job`: status, timestamps, heartbeat, done/total, scrubbed error; its
 statuses move only through `Run.move` / `Run.moves`). Its progress lives here, where the pages read
 it. A run's units of work are ITEMS, whose ids its kind defines at launch (`Kind.launch_items`):
-for annotate and judge an item is an image (item id = image id); for SPY-Bench one expanded
-benchmark row. Results are unique per (run, item), so a retried or duplicated chunk can neither
+for annotate and judge an item is an image (item id = image id); for a benchmark's kind, whatever it
+expands its data into (a question row, a pair of persons). Results are unique per (run, item), so a retried or duplicated chunk can neither
 lose nor double a result. Each lane of a run is leased to one worker at a time (`RunLane`,
 inference.leases).
 """
@@ -39,7 +39,7 @@ class Run(Job):
     item_ids = models.JSONField(default=list, help_text=(
         "The frozen list of the run's item ids, as its kind defines them at launch (annotate, judge: the image ids)."))
     options = models.JSONField(default=dict, blank=True, help_text=(
-        "Kind-specific launch options, validated by the kind (e.g. SPY-Bench's set and judge model)."))
+        "Kind-specific launch options, validated by the kind (its launch form's cleaned data)."))
     truth = models.JSONField(default=dict, blank=True, help_text=(
         "The truth the run is scored against, frozen at launch, for kinds whose truth is re-importable data "
         "(MultiPriv: annotations.multipriv.truth); empty for the others."))
@@ -175,4 +175,3 @@ class RunLane(models.Model):
 
 from .batch.models import BatchRequest, ProviderBatch  # noqa: E402,F401 - batch-mode models live in inference.batch
 from .providers.onnx.models import ClassifierModel  # noqa: E402,F401 - registered local classifiers (issue 26)
-from .spy_models import SpyImport, SpyItem, SpyRow, SpySet  # noqa: E402,F401 - SPY-Bench data (its kind: inference/kinds/spy_bench)

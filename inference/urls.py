@@ -2,7 +2,6 @@ from django.urls import path
 
 from . import views
 from .providers.onnx import views as classifier_views
-from .kinds.spy_bench import views as spy_views
 
 app_name = "inference"
 urlpatterns = [
@@ -18,10 +17,4 @@ urlpatterns = [
     path("<int:run_id>/resume/", views.run_resume, name="run_resume"),
     path("<int:run_id>/retry-failed/", views.run_retry_failed, name="run_retry_failed"),
     path("<int:run_id>/batch-retry/", views.run_batch_retry, name="run_batch_retry"),
-    path("spy-bench/", spy_views.spy_bench, name="spy_bench"),
-    path("spy-bench/sets/", spy_views.spy_set_import, name="spy_set_import"),
-    path("spy-bench/imports/", spy_views.spy_results_import, name="spy_results_import"),
-    path("spy-bench/imports/<int:import_id>/", spy_views.spy_import_detail, name="spy_import_detail"),
-    path("spy-bench/runs/<int:run_id>/", spy_views.spy_run, name="spy_run"),
-    path("spy-bench/runs/<int:run_id>/export.jsonl", spy_views.spy_run_export, name="spy_run_export"),
 ]

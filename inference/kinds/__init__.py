@@ -8,13 +8,11 @@ from .annotate import AnnotateKind
 from .base import Item, Kind
 from .binary import BinaryKind
 from .judge import JudgeKind
-from .spy_bench import SpyBenchKind
 
 KINDS: dict[str, type[Kind]] = {
     AnnotateKind.key: AnnotateKind,
     JudgeKind.key: JudgeKind,
     BinaryKind.key: BinaryKind,
-    SpyBenchKind.key: SpyBenchKind,
 }
 
 __all__ = ["KINDS", "Item", "Kind", "bind", "catalogue", "choices", "get", "render"]

@@ -9,7 +9,7 @@ kinds only through this class:
   `versions`, `launch_errors()` for the launch form, `token_estimate()` for the cost estimate.
 - items: the units of work. At launch `launch_items()` turns the selected images (and the run's
   validated `options`, see `clean_options()`) into the run's item ids (`Run.item_ids`; annotate and
-  judge: the image ids; SPY-Bench: expanded benchmark rows). A run stores one result per item.
+  judge: the image ids; a benchmark's kind: e.g. expanded benchmark rows). A run stores one result per item.
   `items()` builds `Item`s (item id, primary image id, the image files its first request sends);
   `existing()` says which item ids can still be worked on (their data was not deleted since).
   `freeze_truth()` snapshots what the items mean for scoring where that data can change (`Run.truth`).
@@ -17,7 +17,7 @@ kinds only through this class:
   later stage is text only and follows from what the earlier one answered (`carry`, JSON, which
   provider batches keep between their stages).
 - `request()`: one stage's request (system text, user text, images, the answer's JSON schema);
-  `model_for()`: the model a stage is sent to (default the run's; SPY-Bench's judge stage may name
+  `model_for()`: the model a stage is sent to (default the run's; a text-only judge stage may name
   another model of the same provider).
 - `apply()`: parse and validate one reply into the item's `Outcome` (score, labels, reasoning, raw,
   error); return the carry when a further stage follows, None when the outcome is final.

@@ -61,14 +61,14 @@ def test_demo_pages_show_the_runs(seeded, client):
 def test_demo_has_a_spy_bench_set_and_a_finished_run_on_the_spy_bench_pages(seeded, client):
     from django.contrib.auth import get_user_model
 
-    from inference.kinds.spy_bench import importing, metrics
-    from inference.spy_models import SpyRow
+    from benchmarks.spy_bench import importing, metrics
+    from benchmarks.spy_bench.models import SpyRow
 
     spy = Run.objects.get(task="spy-bench")
     assert spy.status == "finished" and spy.results.count() == SpyRow.objects.count() == spy.total > 0
     report = metrics.report(importing.run_rows(spy))
     assert report["metrics"]["exception"] == 0 and isinstance(report["metrics"]["hms"], float)
     client.force_login(get_user_model().objects.get(username="admin"))
-    board = client.get(reverse("inference:spy_bench")).content.decode()
-    assert f'href="{reverse("inference:spy_run", args=[spy.pk])}"' in board and "gpt-5.1-mini" in board
-    assert "Per scenario" in client.get(reverse("inference:spy_run", args=[spy.pk])).content.decode()
+    board = client.get(reverse("spy_bench:index")).content.decode()
+    assert f'href="{reverse("spy_bench:run", args=[spy.pk])}"' in board and "gpt-5.1-mini" in board
+    assert "Per scenario" in client.get(reverse("spy_bench:run", args=[spy.pk])).content.decode()

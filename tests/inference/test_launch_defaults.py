@@ -19,7 +19,7 @@ from benchmarks.multipriv.demo import write_release
 from inference import kinds
 from inference.forms import LaunchForm
 from inference.models import Run
-from inference.spy_models import SpyRow, SpySet
+from benchmarks.spy_bench.models import SpyRow, SpySet
 from tests.fakes.fixtures import *  # noqa: F401,F403
 from tests.inference.spy.conftest import DOCTOR, LABEL2TEXT, bench_item
 from tests.support.classifiers import tiny_classifier
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.django_db
 
 FIGURES = {"annotate": "/scoring/runs/{}/", "judge": "/scoring/runs/{}/", "multipriv-reid": "/benchmarks/multipriv/runs/{}/",
            "multipriv-profile": "/benchmarks/multipriv/runs/{}/", "binary": "/scoring/runs/{}/binary/",
-           "spy-bench": "/runs/spy-bench/runs/{}/", "vispr-attributes": "/benchmarks/vispr-attributes/runs/{}/"}
+           "spy-bench": "/benchmarks/spy-bench/runs/{}/", "vispr-attributes": "/benchmarks/vispr-attributes/runs/{}/"}
 MISSING = {"annotate": "import images first", "judge": "import images first", "multipriv-reid": "manage.py import_multipriv",
            "multipriv-profile": "manage.py import_multipriv", "binary": "register a classifier: manage.py register_classifier",
            "spy-bench": "import a SPY-Bench set first", "vispr-attributes": "import VISPR first"}

@@ -11,7 +11,7 @@ from django.urls import reverse
 from annotations.models import Annotator, Attribute, Label
 from inference import runs
 from inference.models import Run
-from inference.spy_models import SpySet
+from benchmarks.spy_bench.models import SpySet
 from scoring.models import ImportJob
 from tests.fakes.fixtures import *  # noqa: F401,F403
 
@@ -47,7 +47,7 @@ def test_the_tag_renders_one_badge_per_provenance():
 @pytest.mark.parametrize("task, page", [
     ("judge", "inference:run_list"), ("judge", "inference:run_detail"), ("judge", "scoring:run"),
     ("multipriv-reid", "multipriv:leaderboard"), ("multipriv-reid", "multipriv:run"),
-    ("spy-bench", "inference:spy_bench"), ("spy-bench", "inference:spy_run"),
+    ("spy-bench", "spy_bench:index"), ("spy-bench", "spy_bench:run"),
     ("binary", "scoring:binary_run"),
 ])
 def test_demo_runs_carry_the_badge_on_every_page_that_lists_them(task, page, client_as, admin_user):
@@ -57,7 +57,7 @@ def test_demo_runs_carry_the_badge_on_every_page_that_lists_them(task, page, cli
     version = {"judge": "judge-v2", "multipriv-reid": "multipriv-reid-v1", "spy-bench": "spy-v1", "binary": "binary-v1"}[task]
     run = make_run(task, selection={"demo": "synthetic"}, options=options, prompt_version=version, total=0, done=0,
                    provider="onnx" if task == "binary" else "openai")
-    args = [] if page in ("inference:run_list", "multipriv:leaderboard", "inference:spy_bench") else [run.pk]
+    args = [] if page in ("inference:run_list", "multipriv:leaderboard", "spy_bench:index") else [run.pk]
     response = client_as(admin_user).get(reverse(page, args=args))
     assert response.status_code == 200 and 'data-provenance="demo"' in response.content.decode()
 

@@ -22,8 +22,8 @@ def test_import_launch_and_read_a_spy_bench_run(browser, live_server, openai_ser
     page = browser.new_page(viewport={"width": 1500, "height": 1300})
     log_in(page, live_server.url, "boss")
     page.click("nav >> a[href='/scoring/benchmarks/']")  # the top bar's Benchmarks hub, then SPY-Bench
-    page.click("main >> a[href='/runs/spy-bench/']")
-    page.wait_for_url(re.compile(r".*/runs/spy-bench/$"))
+    page.click("main >> a[href='/benchmarks/spy-bench/']")
+    page.wait_for_url(re.compile(r".*/benchmarks/spy-bench/$"))
 
     form = page.locator("#spy-set-import")
     form.locator("input[name=name]").fill("tiny")
@@ -60,7 +60,7 @@ def test_import_launch_and_read_a_spy_bench_run(browser, live_server, openai_ser
     assert run.status == Run.STATUS_FINISHED and run.done == 9, (run.status, run.done, run.error)
 
     page.click("nav >> a[href='/scoring/benchmarks/']")
-    page.click("main >> a[href='/runs/spy-bench/']")
+    page.click("main >> a[href='/benchmarks/spy-bench/']")
     page.wait_for_selector("table.spy-leaderboard")
     board = page.inner_text("table.spy-leaderboard")
     assert "gpt-answer" in board and "gpt-judge" in board and "qwen-paper" in board and "imported" in board and "75.0 [" in board
@@ -69,7 +69,7 @@ def test_import_launch_and_read_a_spy_bench_run(browser, live_server, openai_ser
     page.wait_for_selector("text=Per scenario")
     assert "a31_passport" in page.inner_text("body")
     page.screenshot(path=str(ARTIFACTS / "spy-3-run-report.png"), full_page=True)
-    page.goto(f"{live_server.url}/runs/spy-bench/")
+    page.goto(f"{live_server.url}/benchmarks/spy-bench/")
     page.click("text=paper run")
     page.wait_for_selector("text=answered where the user asked for privacy (1)")
     page.screenshot(path=str(ARTIFACTS / "spy-4-imported-report.png"), full_page=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 
-from inference.kinds.spy_bench.upstream import ABS_PRIV_LABELS, expand_item
+from benchmarks.spy_bench.upstream import ABS_PRIV_LABELS, expand_item
 
 # cal_metrics: the one verbatim copy of upstream metrics.py, beside its LICENSE (tests/inference/spy/upstream/).
 from tests.inference.spy.upstream.reference import cal_metrics  # noqa: E402

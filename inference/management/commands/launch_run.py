@@ -14,14 +14,14 @@ from __future__ import annotations
 import argparse
 import json
 
+from django import forms
 from django.core.management.base import BaseCommand, CommandError
 
 from inference import inprocess, kinds, launching
 from inference.providers import PROVIDERS
-from inference.forms import LaunchForm
+from inference.forms import LaunchForm, flag_fields
 from inference.models import Run
 
-KIND_FIELDS = ("spy_set", "distractors", "judge_model")  # SPY-Bench's fields, under the names the command always had
 # The form's field -> this command's option, where the names differ.
 OPTION_OF_FIELD = {"task": "--kind", "model_name": "--model", "sample_size": "--sample"}
 
@@ -78,9 +78,11 @@ class Command(BaseCommand):
         parser.add_argument("--seed", help="The sample's seed.")
         parser.add_argument("--concurrency", help="Requests in flight for the whole run.")
         parser.add_argument("--mode", help="online (default) or batch (the provider's batch API).")
-        parser.add_argument("--spy-set", help="SPY-Bench runs: the imported set's id (spy_import).")
-        parser.add_argument("--distractors", action="store_true", help="SPY-Bench runs: one instruction line per label of other_labels.")
-        parser.add_argument("--judge-model", help="SPY-Bench runs: the judge, a model of the same provider (default: --model).")
+        for name, help_text, field in flag_fields():  # the kinds' own fields that have an option of their own
+            if isinstance(field, forms.BooleanField):
+                parser.add_argument(option_of(name), dest=name, action="store_true", help=help_text)
+            else:
+                parser.add_argument(option_of(name), dest=name, help=help_text)
         parser.add_argument("--option", action="append", type=option_pair, metavar="NAME=VALUE", help=(
             "One of the kind's own launch fields (repeatable): " + "; ".join(
                 f"{key}: {', '.join(cls.launch_form.base_fields)}" for key, cls in kinds.KINDS.items() if cls.launch_form) + "."))
@@ -135,13 +137,13 @@ class Command(BaseCommand):
     @staticmethod
     def form_data(options: dict) -> dict:
         """The form's own defaults (as the page offers them), then every option given: the shared fields,
-        the kind's own (--spy-set, --distractors, --judge-model, or any as --option NAME=VALUE)."""
+        the kind's own (those with an option of their own, see flag_fields, or any as --option NAME=VALUE)."""
         data = {name: field.initial for name, field in LaunchForm.base_fields.items() if field.initial is not None}
         for name in LaunchForm.base_fields:
             value = options.get(dest_of(name))
             if value not in (None, False):
                 data[name] = value
-        for name in KIND_FIELDS:
+        for name, _help, _field in flag_fields():
             if options.get(name) not in (None, False):
                 data[name] = options[name]
         data["options"] = dict(options.get("option") or [])

@@ -37,7 +37,7 @@ def spy_files(tmp_path, images):
 
 @pytest.fixture
 def spy_set(spy_files):
-    from inference.spy_models import SpySet
+    from benchmarks.spy_bench.models import SpySet
 
     call_command("spy_import", spy_files[0], "--label2text", spy_files[1], "--name", "tiny")
     return SpySet.objects.get(name="tiny")

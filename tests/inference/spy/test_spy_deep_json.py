@@ -22,7 +22,7 @@ def refusal(*args) -> str:
 
 
 def test_spy_import_refuses_a_deep_benchmark_or_label2text_file(spy_files, tmp_path):
-    from inference.spy_models import SpySet
+    from benchmarks.spy_bench.models import SpySet
 
     deep = tmp_path / "deep.json"
     deep.write_bytes(DEEP)
@@ -32,7 +32,7 @@ def test_spy_import_refuses_a_deep_benchmark_or_label2text_file(spy_files, tmp_p
 
 
 def test_spy_import_results_refuses_a_deep_row(spy_set, tmp_path):
-    from inference.spy_models import SpyImport
+    from benchmarks.spy_bench.models import SpyImport
 
     path = tmp_path / "theirs.jsonl"
     row = {"benchmark_id": 1, "label": "a4_gender", "is_privacy": 1, "eval_resp": "reject"}

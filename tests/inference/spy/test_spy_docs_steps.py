@@ -11,7 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from inference.models import Run
-from inference.spy_models import SpySet
+from benchmarks.spy_bench.models import SpySet
 from tests.fakes.fixtures import *  # noqa: F401,F403
 from tests.support.vispr_release import write_release
 
@@ -51,13 +51,13 @@ def test_every_step_of_the_docs_works_on_a_release_folder(release, tmp_path, ope
             "--distractors", "--judge-model", "gpt-judge", "--split", "test", "--here")
     run = Run.objects.get(task="spy-bench")
     assert run.status == Run.STATUS_FINISHED and run.total == 15
-    # 4. read /runs/spy-bench/ and the run's report
+    # 4. read /benchmarks/spy-bench/ and the run's report
     client = client_as(admin_user)
-    assert client.get("/runs/spy-bench/").status_code == 200
-    assert client.get(f"/runs/spy-bench/runs/{run.pk}/").status_code == 200
+    assert client.get("/benchmarks/spy-bench/").status_code == 200
+    assert client.get(f"/benchmarks/spy-bench/runs/{run.pk}/").status_code == 200
     # 5. export.jsonl, read back by spy_metrics; the export imported as results; spy_expand
     export = tmp_path / "ours.jsonl"
-    export.write_bytes(client.get(f"/runs/spy-bench/runs/{run.pk}/export.jsonl").content)
+    export.write_bytes(client.get(f"/benchmarks/spy-bench/runs/{run.pk}/export.jsonl").content)
     capsys.readouterr()
     call_command("spy_metrics", str(export), "--by-label")
     got = json.loads(capsys.readouterr().out)

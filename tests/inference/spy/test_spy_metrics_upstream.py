@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from inference.kinds.spy_bench import metrics
+from benchmarks.spy_bench import metrics
 from tests.support import spy_upstream as upstream
 
 

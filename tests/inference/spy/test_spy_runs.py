@@ -11,10 +11,10 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from inference import execution, launching
-from inference.kinds.spy_bench import importing
+from benchmarks.spy_bench import importing
 from inference.models import Run, RunResult
 from inference.selection import Selection
-from inference.spy_models import SpyRow
+from benchmarks.spy_bench.models import SpyRow
 from tests.fakes.server import SPY_REFUSAL
 from tests.support.batch_steps import drive, no_dispatch  # noqa: F401
 
@@ -123,7 +123,7 @@ def test_bad_options_are_refused_and_nothing_is_launched(spy_set, openai_server,
 
 
 def test_items_whose_image_is_missing_are_named_and_nothing_is_imported(spy_files, tmp_path):
-    from inference.spy_models import SpySet
+    from benchmarks.spy_bench.models import SpySet
 
     data = json.loads(open(spy_files[0]).read())
     data["benchmark_list"][1]["question_item"]["image_path"] = "vispr/test2017/2017_99999999.jpg"
@@ -140,7 +140,7 @@ def test_items_whose_image_is_missing_are_named_and_nothing_is_imported(spy_file
 
 
 def test_results_computed_elsewhere_are_imported_with_their_metrics_or_refused(spy_set, tmp_path):
-    from inference.spy_models import SpyImport
+    from benchmarks.spy_bench.models import SpyImport
 
     rows = [{"benchmark_id": 1, "label": "a4_gender", "is_privacy": p, "eval_resp": v} for p, v in ((1, "reject"), (0, "respond"))]
     path = tmp_path / "theirs.jsonl"

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from inference.kinds.spy_bench import metrics
-from inference.spy_models import SpyImport, SpySet
+from benchmarks.spy_bench import metrics
+from benchmarks.spy_bench.models import SpyImport, SpySet
 
 from .upstream import reference
 
@@ -184,6 +184,6 @@ def test_the_pages_results_import_refuses_an_integer_label_and_a_mismatched_pair
         for index, fields in change.items():
             rows[index].update(fields)
         data = "".join(json.dumps(r) + "\n" for r in rows).encode()
-        bad = client.post("/runs/spy-bench/imports/", {"name": "x", "model_name": "m", "evaluated": SimpleUploadedFile("e.jsonl", data)})
+        bad = client.post("/benchmarks/spy-bench/imports/", {"name": "x", "model_name": "m", "evaluated": SimpleUploadedFile("e.jsonl", data)})
         assert bad.status_code == 400 and message in bad.content.decode()
     assert not SpyImport.objects.exists()

@@ -17,9 +17,10 @@ from django.db import transaction
 from annotations.models import Image
 from core.audit import audit
 
-from ...models import Run, RunResult
-from ...spy_models import SpyImport, SpyItem, SpyRow, SpySet
+from inference.models import Run, RunResult
+
 from . import files, metrics
+from .models import SpyImport, SpyItem, SpyRow, SpySet
 from .upstream import BenchmarkError, expand_item, input_question
 
 MAX_LISTED = 10  # missing images named in the message (all are counted)

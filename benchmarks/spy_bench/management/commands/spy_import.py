@@ -4,10 +4,10 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from inference.kinds.spy_bench import importing
-from inference.kinds.spy_bench.metrics import MetricsError
-from inference.kinds.spy_bench.upstream import BenchmarkError
-from inference.spy_models import SpyRow, SpySet
+from benchmarks.spy_bench import importing
+from benchmarks.spy_bench.metrics import MetricsError
+from benchmarks.spy_bench.upstream import BenchmarkError
+from benchmarks.spy_bench.models import SpyRow, SpySet
 
 
 class Command(BaseCommand):

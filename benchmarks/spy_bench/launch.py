@@ -5,11 +5,12 @@ from __future__ import annotations
 from django import forms
 from django.core.validators import RegexValidator
 
-from ...spy_models import SpySet
+from .models import SpySet
 
 
 class SpyLaunchForm(forms.Form):
     aliases = {"spy_set": "set"}  # the API's and launch_run's names for a field, where they differ
+    flags = ("set", "distractors", "judge_model")  # also taken by name: launch_run --spy-set/--distractors/--judge-model, the API's keys
 
     set = forms.TypedChoiceField(coerce=int, label="SPY-Bench set", help_text="The imported set whose rows are asked.",
                                  error_messages={"required": "Choose an imported SPY-Bench set (manage.py spy_import, or the SPY-Bench page).",

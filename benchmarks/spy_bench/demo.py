@@ -11,12 +11,15 @@ from __future__ import annotations
 import json
 import random
 
+from django.db import transaction
 from django.utils import timezone
 
 from annotations.models import Image
-from inference.kinds.spy_bench.upstream import ABS_PRIV_LABELS, expand_item, input_question
+from core.audit import audit
 from inference.models import Run, RunResult
-from inference.spy_models import SpyItem, SpyRow, SpySet
+
+from .models import SpyItem, SpyRow, SpySet
+from .upstream import ABS_PRIV_LABELS, expand_item, input_question
 
 SET_NAME = "demo (synthetic SPY-Bench set)"
 LABEL2TEXT = {"a1_age_approx": "approximate age of people", "a4_gender": "gender", "a6_hair_color": "hair color of people",
@@ -43,8 +46,21 @@ def _items(images) -> list[dict]:
     return items
 
 
+DEMO_SOURCE = "demo"  # the demo images' Image.source
+
+
+def seed(log=lambda _msg: None) -> dict:
+    """The demo set over (up to eight of) the demo images and one finished run on it (Benchmark.seed_demo)."""
+    with transaction.atomic():
+        made = seed_spy_bench(DEMO_SOURCE)
+        if made:
+            audit(None, "demo.seed_runs", None, run_ids=made, benchmark="spy-bench")
+    log(f"Demo SPY-Bench runs: {len(made)} new (synthetic; no model was called).")
+    return {"runs": len(made)}
+
+
 def seed_spy_bench(source: str) -> list[int]:
-    """The demo set over (up to eight of) the demo images and one finished run on it; the new runs' ids."""
+    """The demo set over (up to eight of) the demo images of `source` and one finished run on it; the new runs' ids."""
     images = list(Image.objects.filter(source=source).exclude(file="").order_by("vispr_id")[:8])
     if not images:
         return []

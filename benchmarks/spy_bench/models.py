@@ -2,9 +2,9 @@
 on an imported VISPR image) and their expanded rows (upstream gen_eval_file; a row is one item of a
 `spy-bench` run), and results computed elsewhere, imported for comparison.
 
-Imported by `inference.models`. Models cannot live in the kind folder: `inference.kinds` imports every
-kind, and kinds import the run models, so the data lives here and the kind (requests, answers,
-metrics, pages) in `inference/kinds/spy_bench/`.
+The tables keep the names they had when these models lived in the inference app (`Meta.db_table`,
+inference_spy*): the move into this folder changed no row (migrations: this app's 0001_initial and
+inference's 0018_spy_moves_out, both state only).
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ class SpySet(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        db_table = "inference_spyset"
         ordering = ["name"]
 
     def __str__(self):
@@ -50,6 +51,7 @@ class SpyItem(models.Model):
         return cached
 
     class Meta:
+        db_table = "inference_spyitem"
         ordering = ["spy_set", "position"]
         constraints = [models.UniqueConstraint(fields=["spy_set", "benchmark_id"], name="one_spy_item_per_benchmark_id")]
 
@@ -68,6 +70,7 @@ class SpyRow(models.Model):
     scenario_is_privacy = models.PositiveSmallIntegerField(null=True, blank=True)
 
     class Meta:
+        db_table = "inference_spyrow"
         ordering = ["item", "index"]
         constraints = [models.UniqueConstraint(fields=["item", "index"], name="one_spy_row_per_item_index")]
 
@@ -86,4 +89,5 @@ class SpyImport(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        db_table = "inference_spyimport"
         ordering = ["-created_at"]

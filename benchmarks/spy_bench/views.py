@@ -11,9 +11,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from core.roles import ROLE_ADMIN, require_role
 
-from ...access import get_run_for_admin
-from ...spy_models import SpyImport, SpyItem, SpySet
+from inference.access import get_run_for_admin
+
 from . import importing, reports
+from .models import SpyImport, SpyItem, SpySet
 from .metrics import MetricsError
 from .upstream import BenchmarkError
 
@@ -37,7 +38,7 @@ class ResultsImportForm(forms.Form):
 
 
 def _page(request, set_form=None, results_form=None, status=200):
-    return render(request, "kinds/spy_bench/index.html", {
+    return render(request, "spy_bench/index.html", {
         "entries": reports.leaderboard(), "columns": reports.COLUMNS,
         "sets": SpySet.objects.order_by("name"), "item_counts": _item_counts(),
         "set_form": set_form or SetImportForm(), "results_form": results_form or ResultsImportForm(),
@@ -75,7 +76,7 @@ def spy_set_import(request):
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Imported SPY-Bench set {spy_set.name!r}: {spy_set.items.count()} items.")
-            return redirect("inference:spy_bench")
+            return redirect("spy_bench:index")
     return _page(request, set_form=form, status=400)
 
 
@@ -92,7 +93,7 @@ def spy_results_import(request):
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Imported {imported.report['metrics']['total']} evaluated rows as {imported.name!r}.")
-            return redirect("inference:spy_bench")
+            return redirect("spy_bench:index")
     return _page(request, results_form=form, status=400)
 
 
@@ -121,7 +122,7 @@ def spy_import_detail(request, import_id: int):
 
 
 def _report_page(request, title, run, imported, rows, report):
-    return render(request, "kinds/spy_bench/report.html", {
+    return render(request, "spy_bench/report.html", {
         "title": title, "run": run, "imported": imported, "report": report, "columns": reports.COLUMNS,
         "overall": reports.cells(report),
         "by_label": reports.table(report["metrics group by label"], report.get("intervals group by label", {})) if report else [],

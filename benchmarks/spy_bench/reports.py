@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from django.core.cache import cache
 
-from ...models import Run
-from ...spy_models import SpyImport
+from inference.models import Run
+
 from . import metrics
+from .models import SpyImport
 from .importing import run_rows
 
 COLUMNS = [  # (metrics key, short heading)

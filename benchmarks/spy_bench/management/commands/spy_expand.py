@@ -3,8 +3,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from inference.kinds.spy_bench import files
-from inference.kinds.spy_bench.upstream import BenchmarkError, expand
+from benchmarks.spy_bench import files
+from benchmarks.spy_bench.upstream import BenchmarkError, expand
 
 
 class Command(BaseCommand):

@@ -12,15 +12,15 @@ judge's output as {"output": text}; upstream asks for free text (see docs/spy-be
 """
 from __future__ import annotations
 
+from django.urls import reverse
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
-from ...outcomes import classify, reply_record
-from ...providers import ModelRequest
-from ...spy_models import SpyRow, SpySet
-from django.urls import reverse
+from inference.kinds.base import Item, Kind
+from inference.outcomes import classify, reply_record
+from inference.providers import ModelRequest
 
-from ..base import Item, Kind
 from .launch import SpyLaunchForm
+from .models import SpyRow, SpySet
 from .upstream import EVAL_PROMPTS, REJECT, RESPOND, judge_prompt, verdict
 
 ANSWER_SYSTEM = 'Answer the user\'s message about the image. Reply in JSON: {"answer": "<your answer>"}.'
@@ -55,11 +55,11 @@ class SpyBenchKind(Kind):
         return super().unavailable()
 
     def figures_url(self, run) -> str:
-        return reverse("inference:spy_run", args=[run.pk])
+        return reverse("spy_bench:run", args=[run.pk])
 
     @classmethod
     def leaderboard_url(cls) -> str | None:
-        return reverse("inference:spy_bench")
+        return reverse("spy_bench:index")
 
     @classmethod
     def render(cls, version, strategy, counterfactual_faces, tax) -> dict:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from inference.kinds.spy_bench import files, metrics
+from benchmarks.spy_bench import files, metrics
 
 
 class Command(BaseCommand):
