@@ -1,9 +1,13 @@
-"""The seam through which annotations shows consensus scores it does not compute.
+"""The seams through which annotations shows what it does not compute.
 
 The home page and the image API show each image's consensus level and score under the active
 scoring profile. Scores belong to the scoring app, which sits above annotations, so scoring
 registers a `ConsensusScores` provider here from its AppConfig.ready(); annotations only calls it.
 Without a provider (scoring not installed) images simply have no score.
+
+The labeling page badges model suggestions with where they came from ("demo", "stand-in", "real":
+the runs that wrote the model annotator's labels, `inference.provenance.of_annotators`); inference
+registers that function here (`register_annotator_provenance`). Without it every annotator is "real".
 """
 from __future__ import annotations
 
@@ -42,3 +46,20 @@ def register_consensus_scores(provider: ConsensusScores) -> None:
 
 def consensus_scores() -> ConsensusScores:
     return _provider
+
+
+def _all_real(names) -> dict[str, str]:
+    return {name: "real" for name in names}
+
+
+_annotator_provenance = _all_real
+
+
+def register_annotator_provenance(function) -> None:
+    """`function(annotator names) -> {name: "demo" | "stand-in" | "real"}`."""
+    global _annotator_provenance
+    _annotator_provenance = function
+
+
+def annotator_provenance(names) -> dict[str, str]:
+    return _annotator_provenance(names)

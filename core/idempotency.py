@@ -7,10 +7,10 @@ launch twice. One decorator per kind of view:
 - pages: `@once_per_submission` on the view; the form includes `core/_submission_token.html`, a hidden
   one-time token made when the form is rendered. The first POST with a token that ends in a redirect
   (the job's page) keeps that redirect; every later POST with the token is sent to the same page.
-  A POST without a token: `@once_per_submission(required=True)` (exports, imports, dataset builds)
-  refuses it with a 400 and launches nothing, since scripts that post the page form would otherwise
-  launch once per post; they use the API (`POST /api/exports/` ..., with `Idempotency-Key`).
-  [decision] The run, SFT-export and anonymization pages still accept a POST without a token.
+  A POST without a token is refused with a 400 and launches nothing (every launch page: runs,
+  exports, SFT exports, imports, dataset builds, anonymizations), since a script that posts the page
+  form would otherwise launch once per post; scripts use the API (`POST /api/runs/`, `/api/exports/`
+  ..., with `Idempotency-Key`).
 - API: `@once_per_key` on the `post` method of an `ApiView`; the client may send an `Idempotency-Key`
   header (1 to 128 visible ASCII characters). The first 2xx answer is kept (status and body); a replay
   with the same body gets it again (`Idempotent-Replayed: true`), with another body a 422.
@@ -85,19 +85,17 @@ MISSING_TOKEN = ("This form was sent without its submission token (the hidden fi
                  "Reload the page and submit the form again; a script uses the API (docs/api.md) with an Idempotency-Key.")
 
 
-def once_per_submission(view=None, *, required: bool = False):
+def once_per_submission(view):
     """For a page view that launches a job and redirects to it. Put it under the role and method checks.
-    `required`: a POST without the form's token is refused (400), not launched."""
-    if view is None:
-        return lambda view: once_per_submission(view, required=required)
+    A POST without the form's token is refused (400), not launched; a GET passes through."""
 
     @wraps(view)
     def wrapper(request, *args, **kwargs):
-        token = request.POST.get(SUBMISSION_FIELD) if request.method == "POST" else None
-        if token is None:
-            if required and request.method == "POST":
-                return HttpResponseBadRequest(MISSING_TOKEN, content_type="text/plain; charset=utf-8")
+        if request.method != "POST":
             return view(request, *args, **kwargs)
+        token = request.POST.get(SUBMISSION_FIELD)
+        if token is None:
+            return HttpResponseBadRequest(MISSING_TOKEN, content_type="text/plain; charset=utf-8")
         if not TOKEN_PATTERN.fullmatch(token):
             return HttpResponseBadRequest("The form's submission token is malformed; reload the page and submit the form again. "
                                           "Nothing was launched.", content_type="text/plain; charset=utf-8")

@@ -19,6 +19,12 @@ class InferenceConfig(AppConfig):
         from . import benchmarks
 
         benchmarks.discover()
+        # The labeling page badges model suggestions with their runs' provenance (annotations.hooks).
+        from annotations import hooks as annotation_hooks
+
+        from . import provenance
+
+        annotation_hooks.register_annotator_provenance(provenance.of_annotators)
 
 
 def _reconcile_runs(emptied_at) -> dict:

@@ -29,7 +29,6 @@ class Outcome:
     tokens_in: int = 0
     tokens_out: int = 0
     latency_ms: int = 0
-    fatal: bool = False  # nothing in this run can succeed: fail the run, write nothing
 
 
 def _result_row(run: Run, out: Outcome) -> RunResult:

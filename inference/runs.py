@@ -54,7 +54,11 @@ def resume_run(user, run: Run) -> int:
     """Re-dispatch every selected image without a result; returns how many."""
     missing = missing_item_ids(run)
     with transaction.atomic():
-        if missing:
+        if missing and batch_control.resumes_in_batch(run):
+            # A paused batch run: its failed requests go out again in a follow-up batch (the poller steps it).
+            Run.move(run.pk, "requeue", error="", **CLEAR_PAUSE)
+            dispatching.resubmit_batch(run.pk)
+        elif missing:
             Run.move(run.pk, "requeue", error="", **CLEAR_PAUSE)
             dispatching.dispatch_on_commit(run.pk, missing, takeover=True)
         audit(user, "run.resume", run, missing=len(missing), previous_status=run.status)

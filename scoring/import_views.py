@@ -63,7 +63,7 @@ def get_import_for_admin(user, job_id: int) -> ImportJob:
 
 @require_role(ROLE_ADMIN)
 @require_http_methods(["GET", "POST"])
-@once_per_submission(required=True)
+@once_per_submission
 def import_list(request):
     form = ImportForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():

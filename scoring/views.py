@@ -358,7 +358,7 @@ EXPORT_CARD = jobviews.JobCard(
 
 @require_role(ROLE_ADMIN)
 @require_http_methods(["GET", "POST"])
-@once_per_submission(required=True)
+@once_per_submission
 def export_list(request):
     scope = request.GET.get("dataset_version", "")  # the version page's link preselects it
     form = ExportJobForm(request.POST if request.method == "POST" else None, initial={"dataset_version": scope} if scope else None)

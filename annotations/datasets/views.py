@@ -32,7 +32,7 @@ BUILD_CARD = jobviews.JobCard(
 
 @require_role(ROLE_ADMIN)
 @require_http_methods(["GET", "POST"])
-@once_per_submission(required=True)
+@once_per_submission
 def version_list(request):
     form = BuildForm(request.POST if request.method == "POST" else None, request.FILES if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():

@@ -6,9 +6,11 @@ from dataclasses import dataclass, field
 from django.db.models import Exists, Q
 
 from .. import taxonomy
+from ..hooks import annotator_provenance
 from ..models import Annotator, Batch, Label, Labeling
 
 VALUE_NAMES = {0.0: "No", 0.5: "Unsure", 1.0: "Yes"}
+ORIGINS = ("demo", "stand-in")  # a suggestion row is badged with the first found among its models
 
 
 @dataclass
@@ -19,12 +21,14 @@ class Row:
     value: float | None
     rationale: str
     suggestions: list = field(default_factory=list)  # [(annotator label, value name, rationale, value)]
+    origins: set = field(default_factory=set)  # where the suggestions came from: "demo", "stand-in", "real" (annotations.hooks)
     others: list = field(default_factory=list)  # [(annotator label, value name)]
 
     @property
     def suggested(self) -> dict | None:
         """The one suggestion row of this attribute: the value most models gave (a tie is Unsure), how many
-        gave it, and each model's answer and rationale for the hover text (provenance)."""
+        gave it, each model's answer and rationale for the hover text (provenance), and `origin`, the least
+        real source among them ("demo", "stand-in" or "real") for the provenance badge."""
         if not self.suggestions:
             return None
         counts: dict[float, int] = {}
@@ -32,8 +36,9 @@ class Row:
             counts[s[3]] = counts.get(s[3], 0) + 1
         value = suggested_value([s[3] for s in self.suggestions])
         provenance = "\n".join(f"{name}: {text}" + (f" — {why}" if why else "") for name, text, why, _ in self.suggestions)
+        origin = next((o for o in ORIGINS if o in self.origins), "real")
         return {"value": value, "name": VALUE_NAMES.get(value, str(value)), "agree": counts.get(value, 0),
-                "total": len(self.suggestions), "provenance": provenance}
+                "total": len(self.suggestions), "provenance": provenance, "origin": origin}
 
 
 def suggested_value(values: list[float]) -> float:
@@ -76,12 +81,15 @@ def page_rows(labeling: Labeling, values: dict | None = None, rationales: dict |
     info = {"suggestions_from": [], "compared_with": []}
     submitted = labeling.status == Labeling.STATUS_SUBMITTED
     names = {}
-    for label in suggestion_labels(labeling):
+    shown = suggestion_labels(labeling)
+    origins = annotator_provenance({label.annotator.name for label in shown}) if shown else {}
+    for label in shown:
         name = annotator_label(label.annotator, {})
-        names[name] = True
+        names[name] = origins.get(label.annotator.name, "real")
         if label.attribute.key in rows:
             rows[label.attribute.key].suggestions.append((name, VALUE_NAMES.get(label.value, label.value), label.rationale, label.value))
-    info["suggestions_from"] = list(names)
+            rows[label.attribute.key].origins.add(origins.get(label.annotator.name, "real"))
+    info["suggestions_from"] = list(names.items())  # (model, "demo" | "stand-in" | "real")
     if submitted:
         humans: dict = {}
         names = {}

@@ -104,6 +104,13 @@ def cancel(user, run: Run) -> bool:
     return True
 
 
+def resumes_in_batch(run: Run) -> bool:
+    """A batch run that paused itself (`stop_reason`, inference.batch.pauses) and has failed requests:
+    Resume sends them again in a follow-up batch rather than online."""
+    return (run.mode == Run.MODE_BATCH and bool(run.stop_reason) and not conf.is_offline(run.provider)
+            and BatchRequest.objects.filter(run=run, state=BatchRequest.FAILED).exists())
+
+
 def retry(user, run: Run, how: str) -> int:
     """Retry the failed or expired requests: `online` (the normal chunk path) or `batch` (a follow-up batch)."""
     if how not in ("online", "batch"):

@@ -17,6 +17,7 @@ from core.secrets import scrub
 
 from .. import kinds
 from ..models import Run
+from ..providers.base import fatal_reason, fatal_status, item_specific, retryable_status
 from ..providers.batch_types import ResultLine
 from ..results import Outcome, scrub_outcome, write_outcomes
 from .models import BatchRequest, ProviderBatch
@@ -34,11 +35,27 @@ class Report:
     already: int = 0  # lines whose request had been ingested before (a second poll, a redelivery)
     refused: list = field(default_factory=list)  # (line, reason)
     refused_count: int = 0
+    # What the failures mean for the run (inference.batch.pauses): an answer every request gets
+    # (401/403, 404: (reason, message) of the first), failures that count towards pausing it (not an
+    # expiry, not a 4xx about the item itself) and how many of those were transient (429, 5xx).
+    fatal: tuple[str, str] | None = None
+    counted: int = 0
+    transient: int = 0
+    last_failure: str = ""
 
     def refuse(self, line: ResultLine, reason: str) -> None:
         self.refused_count += 1
         if len(self.refused) < MAX_LISTED:
             self.refused.append({"line": line.line_no, "file": line.source, "reason": reason})
+
+    def failure(self, failure: dict, text: str) -> None:
+        status = failure.get("status") if isinstance(failure.get("status"), int) else None
+        if status is not None and fatal_status(status):
+            self.fatal = self.fatal or (fatal_reason(status), text)
+        elif failure.get("code") != "batch_expired" and not item_specific(text, {"error": {"code": failure.get("code")}}):
+            self.counted += 1
+            self.transient += int(status is not None and retryable_status(status))
+            self.last_failure = text
 
     def as_dict(self) -> dict:
         return {"stored": self.stored, "stage1_kept": self.stage1_kept, "failed": self.failed, "already": self.already,
@@ -101,6 +118,7 @@ def _store(run: Run, kind: kinds.Kind, batch: ProviderBatch, group: list, report
             if line.failure is not None:
                 row.state, row.error = BatchRequest.FAILED, _failure_text(line.failure)
                 report.failed += 1
+                report.failure(line.failure, row.error)
                 changed.append(row)
                 continue
             out = Outcome(item_id=item_id, image_id=row.image_id, outcome="error")

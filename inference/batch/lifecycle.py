@@ -8,7 +8,9 @@ and retry are in `control` (importable by the run lifecycle without the executio
 * ingest: claimed with a lease (`core.jobs.Lease` on `ingest_owner` / `ingest_expires_at`); a claim
   whose worker died expires after CPRT_BATCH_INGEST_STALE_S and is taken over; request rows move
   submitted -> done in the same transaction as the results, so a re-ingest skips what was stored
-  (see `ingest`).
+  (see `ingest`);
+* a pause (`pauses`): a submission or an output that every request would get the same way (401/403,
+  404, not the API's JSON, every request failing) pauses the run with a named reason, as online.
 """
 from __future__ import annotations
 
@@ -26,9 +28,9 @@ from core.jobs import Lease
 from .. import kinds
 from ..items import missing_item_ids
 from ..models import Run
-from ..providers import ProviderError, ProviderUnavailable
+from ..providers import FatalProviderError, ProviderError, ProviderUnavailable
 from ..lifecycle import fail_run
-from . import conf
+from . import conf, pauses
 from .control import OPEN_PHASES, cancel_at_provider, end_unsent, next_stage_due, settle  # noqa: F401 - re-exported
 from .clients import client_for
 from .ingest import ingest_lines
@@ -94,6 +96,10 @@ def send(batch: ProviderBatch, client, path: str) -> bool:
         return False
     try:
         batch_id, file_id, status = client.submit(path, batch.request_count, {"cprt_batch": str(batch.pk), "cprt_run": str(batch.run_id)})
+    except FatalProviderError as exc:  # 401/403, 404, not the API: every submission would get the same
+        end_unsent(batch, f"submission failed: {exc}")
+        pauses.pause(batch.run_id, exc.reason, str(exc), client)
+        return False
     except (ProviderError, ProviderUnavailable, OSError) as exc:
         end_unsent(batch, f"submission failed: {exc}")
         return False
@@ -157,7 +163,8 @@ def ingest(batch: ProviderBatch, client, status) -> dict | None:
     if not lease.claim(where=Q(ingested_at__isnull=True)):
         return None
     try:
-        report = ingest_lines(batch, client.results(status)).as_dict()
+        ingested = ingest_lines(batch, client.results(status))
+        report = ingested.as_dict()
     except Exception as exc:  # noqa: BLE001 - release the claim; the next poll tries again
         log.exception("ingest of batch %s failed", batch.pk)
         lease.release(error=f"ingest failed: {exc}"[:4000])
@@ -169,6 +176,9 @@ def ingest(batch: ProviderBatch, client, status) -> dict | None:
         lease.release(phase=ProviderBatch.ENDED, ingested_at=timezone.now(), ingest_report=report)
     audit(None, "run.batch_ingest", batch.run, provider_batch=batch.provider_batch_id, state=status.state,
           **{k: v for k, v in report.items() if k != "refused"})
+    stop = pauses.after_ingest(batch, status, ingested)
+    if stop is not None:
+        pauses.pause(batch.run_id, *stop, client)
     return report
 
 
@@ -187,7 +197,7 @@ def step(run_id: int) -> dict:
     try:
         client = client_for(run.provider, run.model_name)
     except ProviderUnavailable as exc:
-        fail_run(run_id, str(exc))
+        pauses.pause(run_id, "unavailable", str(exc))
         return {"run": run_id, "failed": str(exc)}
     Run.objects.filter(pk=run_id).update(heartbeat_at=now)
     if conf.is_offline(run.provider):  # vLLM: the request files go through `batch_export` / `batch_ingest` on a GPU machine

@@ -8,6 +8,7 @@ from annotations.faces.models import AnonymizationJob
 from core.models import AuditEvent
 from tests.support import faces as photos
 from tests.support.dispatch import record_sends
+from tests.conftest import with_submission_token
 
 
 @pytest.fixture
@@ -19,7 +20,7 @@ def test_launch_queues_a_job_and_dispatches_on_commit(astro, client_as, adjudica
     sent = record_sends(monkeypatch)
     client = client_as(adjudicator)
     with django_capture_on_commit_callbacks(execute=True):
-        response = client.post("/faces/", {"split": "test", "method": "fill", "threshold": "0.4", "margin": "0.1"})
+        response = client.post("/faces/", with_submission_token({"split": "test", "method": "fill", "threshold": "0.4", "margin": "0.1"}))
     job = AnonymizationJob.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/faces/jobs/{job.pk}/"
     assert (job.method, job.threshold, job.margin, job.image_ids, job.status) == ("fill", 0.4, 0.1, [astro.pk], "queued")
@@ -36,7 +37,7 @@ def test_launch_queues_a_job_and_dispatches_on_commit(astro, client_as, adjudica
 ])
 def test_bad_launch_is_a_400_with_the_reason_and_changes_nothing(astro, client_as, adjudicator, admin_user, data, message):
     audit_before = AuditEvent.objects.count()
-    response = client_as(admin_user).post("/faces/", data)
+    response = client_as(admin_user).post("/faces/", with_submission_token(data))
     assert response.status_code == 400 and message in response.content
     assert not AnonymizationJob.objects.exists() and AuditEvent.objects.count() == audit_before
 

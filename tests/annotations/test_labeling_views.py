@@ -9,6 +9,7 @@ from annotations import taxonomy
 from annotations.models import Adjudication, Annotator, Batch, Label, Labeling
 from core.models import Profile
 from core.models import AuditEvent
+from inference.models import Run
 from scoring.models import ImageScore, ScoringProfile
 from tests.support.labeling import answers, claim, form_data, labels_of
 
@@ -331,6 +332,26 @@ def test_batch_suggestions_are_marked_and_never_saved_as_answers(client_as, revi
     batch.show_model_suggestions = False
     batch.save()
     assert "Suggest" not in client.get(url("labeling", labeling)).content.decode()
+
+
+@pytest.mark.parametrize("run_fields, origin", [({"stand_in": True}, "stand-in"), ({"selection": {"demo": "seeded"}}, "demo"), ({}, "")])
+def test_suggestions_carry_the_provenance_badge_of_the_runs_that_wrote_them(client_as, reviewer_a, labeling, model_annotators, set_labels,
+                                                                            run_fields, origin):
+    """A model annotator's suggestions are badged "stand-in" or "demo" as its runs are (issue 35); a real
+    model's carry no badge. The badge is on each suggestion row and on the model in the "From:" note."""
+    gpt, _ = model_annotators
+    Run.objects.create(task="annotate", provider="openai", model_name="gpt-5.1", prompt_version="annotate-v1", annotator=gpt,
+                       status=Run.STATUS_FINISHED, total=1, done=1, **run_fields)
+    set_labels(labeling.image, gpt, {"biometrics": 1.0})
+    labeling.image.batch = Batch.objects.create(name="pilot", show_model_suggestions=True)
+    labeling.image.save()
+    body = client_as(reviewer_a).get(url("labeling", labeling)).content.decode()
+    assert body.count("data-suggested-value=") == 22
+    if origin:
+        assert body.count(f'data-provenance="{origin}"') == 22 + 1 and f">{origin}</span>" in body
+        assert 'Suggested: <strong>Yes</strong> <span class="badge' in body
+    else:
+        assert "data-provenance" not in body
 
 
 # --- skip ----------------------------------------------------------------------------------------------------

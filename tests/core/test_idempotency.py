@@ -144,6 +144,23 @@ def test_a_refused_submission_keeps_nothing_and_the_corrected_form_launches(worl
     assert client.post(reverse("inference:run_new"), data).status_code == 302 and launched(Run).count() == 1
 
 
+@pytest.mark.parametrize("name", ["inference:run_new", "scoring:export_sft", "faces:jobs", "scoring:exports"])
+def test_a_form_posted_without_its_token_launches_nothing_and_a_replay_launches_once(world, admin_user, client_as, name):
+    """A script posting the page form (no hidden token) is refused every time; the page's own form,
+    sent twice with its token (a double click, a browser resending it), launches one job."""
+    data, model = page_forms(world)[name]
+    client = client_as(admin_user)
+    for _ in range(3):
+        refused = client.post(reverse(name), data)
+        assert refused.status_code == 400 and "without its submission token" in refused.content.decode()
+    assert not launched(model).exists() and not IdempotencyKey.objects.exists()
+    token = token_form(client, name)
+    first, again = (client.post(reverse(name), {**data, "submission_token": token}) for _ in range(2))
+    job = launched(model).get()
+    assert (first.status_code, again.status_code) == (302, 302) and first["Location"] == again["Location"]
+    assert str(job.pk) in first["Location"]
+
+
 @pytest.mark.parametrize("token", ["short", "x" * 129, "spaces are not allowed in it", "é" * 20])
 def test_a_malformed_token_is_refused_and_launches_nothing(world, admin_user, client_as, token):
     response = client_as(admin_user).post(reverse("inference:run_new"), {**page_forms(world)["inference:run_new"][0], "submission_token": token})

@@ -32,10 +32,12 @@ from annotations.faces import jobs as faces_jobs
 from annotations.faces.api import JobLaunch
 from annotations.faces.models import AnonymizationJob
 from core.api import ApiView, EmptyBody
+from core.idempotency import SUBMISSION_FIELD
 from annotations.models import Annotator, Labeling
 from cprt_site import api_urls
 from inference import dispatching
 from inference.api import RunLaunch
+from tests.conftest import with_submission_token
 from tests.support.permission_cases.scoring import add_results, make_run
 
 from annotations.datasets.api import DatasetLaunch
@@ -380,22 +382,24 @@ FORM_ENDPOINTS = {
     "annotations:labeling_submit": FormEndpoint("reviewer_a", "labeling", lambda: {"version": "1", **{f"value-{k}": "0" for k in taxonomy.active().keys}}),
     "annotations:preferences": FormEndpoint("reviewer_a", None, lambda: {"blur_images_by_default": "on"}),
     "annotations:password_change": FormEndpoint("reviewer_a", None, lambda: {"old_password": "x", "new_password1": "y", "new_password2": "y"}),
-    "inference:run_new": FormEndpoint("admin", None, lambda: {k: str(v) for k, v in LAUNCH.items() if v not in ("", False)}),
+    # Launch forms carry the page's one-time token (a POST without it is refused before the form is read).
+    "inference:run_new": FormEndpoint("admin", None, lambda: with_submission_token({k: str(v) for k, v in LAUNCH.items() if v not in ("", False)})),
     # The estimate is an htmx partial: htmx swaps only 2xx answers, so a refused form comes back with 200.
     "inference:run_estimate": FormEndpoint("admin", None, lambda: {k: str(v) for k, v in LAUNCH.items() if v not in ("", False)}, 200),
     "scoring:adjudicate": FormEndpoint("adjudicator", "image", lambda: {"attribute": "age", "value": "1", "note": "n"}),
-    "faces:jobs": FormEndpoint("adjudicator", None, lambda: {"split": "", "method": "blur", "threshold": "0.5", "margin": "0.2"}),
-    "scoring:export_sft": FormEndpoint("admin", None, lambda: {"sft-format": "hf", "sft-prompt_version": "judge-v1", "sft-split": "train",
-                                                               "sft-faces": "original"}),
+    "faces:jobs": FormEndpoint("adjudicator", None,
+                               lambda: with_submission_token({"split": "", "method": "blur", "threshold": "0.5", "margin": "0.2"})),
+    "scoring:export_sft": FormEndpoint("admin", None, lambda: with_submission_token({"sft-format": "hf", "sft-prompt_version": "judge-v1",
+                                                                                     "sft-split": "train", "sft-faces": "original"})),
 }
 
 
-def _not_utf8(fields: dict) -> bytes:
-    return b"&".join(f"{k}={v}".encode() + b"\xff\xfe" for k, v in fields.items())
+def _not_utf8(fields: dict) -> bytes:  # every value but the page's token, which the browser sends as the page made it
+    return b"&".join(f"{k}={v}".encode() + (b"" if k == SUBMISSION_FIELD else b"\xff\xfe") for k, v in fields.items())
 
 
 def _not_utf8_escaped(fields: dict) -> bytes:
-    return b"&".join(f"{k}={v}%FF%FE".encode() for k, v in fields.items())
+    return b"&".join(f"{k}={v}{'' if k == SUBMISSION_FIELD else '%FF%FE'}".encode() for k, v in fields.items())
 
 
 def _huge(fields: dict) -> bytes:

@@ -5,7 +5,8 @@ GET /v1beta/batches/{id}, POST /v1beta/batches/{id}:cancel, the resumable upload
 (POST /upload/v1beta/files, then the upload URL) and GET /v1beta/files/{id}:download?alt=media.
 A batch is PENDING, then RUNNING, then SUCCEEDED after `batch_polls` gets; requests listed in
 `batch_outcomes` get an error ("fail") or, in an output file, a status object ("status") instead
-of a response.
+of a response. `batch_answer` answers every batch and file request with one reply (a 401, a proxy's
+HTML page).
 """
 from __future__ import annotations
 
@@ -30,11 +31,14 @@ class GeminiBatchesMixin:
         self._gbatches: dict[str, dict] = {}
         self.batch_outcomes: dict[str, str] = {}
         self.batch_calls: list[tuple[str, str]] = []
+        self.batch_answer: Reply | None = None
 
     def route(self, method: str, path: str, headers, raw: bytes) -> Reply | None:
         path = path.split("?", 1)[0]
         with self._lock:
             self.batch_calls.append((method, path))
+        if self.batch_answer is not None and any(p.match(path) for p in (_CREATE, _BATCH, _DOWNLOAD, _UPLOAD)):
+            return self.batch_answer
         upload = _UPLOAD.match(path)
         if method == "POST" and upload:
             if upload.group(1) is None:  # start of a resumable upload

@@ -4,8 +4,11 @@ POST /v1/files (multipart, purpose=batch), GET /v1/files/{id}/content, POST /v1/
 GET /v1/batches/{id}, POST /v1/batches/{id}/cancel. A batch goes validating -> in_progress ->
 completed after `batch_polls` retrieves; its lines are answered by the server's default model
 (the same answers as online). Tests script individual requests by custom_id in `batch_outcomes`
-("fail": a 500 in the error file, "expire": a batch_expired line in the error file), can make the
-whole batch end `expired` (`expire_batches`), and can rewrite the output file (`mangle_output`).
+("fail": a 500 in the error file, "expire": a batch_expired line in the error file, an HTTP status
+such as "404": that status in the error file; `batch_outcome` scripts every request at once), can
+make the whole batch end `expired` (`expire_batches`) or `failed` with a message (`fail_batches`, as
+a batch whose input the provider refused), can rewrite the output file (`mangle_output`), and can
+answer every Files and Batches request with one reply (`batch_answer`: a 401, a proxy's HTML page).
 """
 from __future__ import annotations
 
@@ -40,7 +43,10 @@ class OpenAIBatchesMixin:
         self._files: dict[str, bytes] = {}
         self._batches: dict[str, dict] = {}
         self.batch_outcomes: dict[str, str] = {}
+        self.batch_outcome: str | None = None  # every request's outcome, where batch_outcomes says nothing
+        self.batch_answer: Reply | None = None
         self.expire_batches = False
+        self.fail_batches: str | None = None
         self.cancel_keeps = 0.5  # share of a cancelled batch's lines that completed before the cancel
         self.mangle_output: Callable[[bytes], bytes] | None = None
         self.batch_calls: list[tuple[str, str]] = []
@@ -53,6 +59,8 @@ class OpenAIBatchesMixin:
         batches = self._batch_state()
         with self._lock:
             self.batch_calls.append((method, path))
+        if self.batch_answer is not None and (path.startswith("/v1/files") or path.startswith("/v1/batches")):
+            return self.batch_answer
         if method == "POST" and path == "/v1/files":
             fields = parse_multipart(headers, raw)
             file_id = f"file-{len(self._files) + 1}-{time.time_ns() % 10**6}"
@@ -100,7 +108,10 @@ class OpenAIBatchesMixin:
 
     def _advance(self, batch: dict) -> None:
         batch["_polls"] += 1
-        if batch["status"] == "validating":
+        if batch["status"] == "validating" and self.fail_batches:
+            batch["status"], batch["errors"] = "failed", {"object": "list", "data": [{"code": "invalid_request", "message": self.fail_batches, "line": 1}]}
+            batch["failed_at"] = int(time.time())
+        elif batch["status"] == "validating":
             batch["status"] = "in_progress"
         elif batch["status"] == "cancelling":
             self._finish(batch, "cancelled", keep=self.cancel_keeps)
@@ -113,7 +124,7 @@ class OpenAIBatchesMixin:
         output, errors = [], []
         for index, line in enumerate(lines):
             cid = line["custom_id"]
-            scripted = self.batch_outcomes.get(cid)
+            scripted = self.batch_outcomes.get(cid, self.batch_outcome)
             if index >= done_upto:
                 if status == "expired":
                     errors.append({"id": f"batch_req_{index}", "custom_id": cid, "response": None,
@@ -122,6 +133,12 @@ class OpenAIBatchesMixin:
             if scripted == "fail":
                 errors.append({"id": f"batch_req_{index}", "custom_id": cid, "error": None,
                                "response": {"status_code": 500, "request_id": f"req_{index}", "body": {"error": {"message": "fake server error", "type": "server_error"}}}})
+            elif scripted and scripted.isdigit():
+                status_code = int(scripted)
+                code = {401: "invalid_api_key", 404: "model_not_found"}.get(status_code, "invalid_request_error")
+                errors.append({"id": f"batch_req_{index}", "custom_id": cid, "error": None,
+                               "response": {"status_code": status_code, "request_id": f"req_{index}",
+                                            "body": {"error": {"message": f"fake {status_code}", "type": "invalid_request_error", "code": code}}}})
             elif scripted == "expire":
                 errors.append({"id": f"batch_req_{index}", "custom_id": cid, "response": None,
                                "error": {"code": "batch_expired", "message": "This request could not be executed before the completion window expired."}})

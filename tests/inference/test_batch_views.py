@@ -9,6 +9,7 @@ from inference.batch import lifecycle
 from inference.batch.models import BatchRequest, ProviderBatch
 from inference.models import Run
 from tests.fakes.fixtures import *  # noqa: F401,F403
+from tests.conftest import with_submission_token
 
 VALID = {"task": "judge", "provider": "openai", "model_name": "gpt-5.1", "strategy": "zero_shot", "split": "all", "seed": "0",
          "concurrency": "4", "mode": "batch"}
@@ -28,7 +29,7 @@ def test_launch_in_batch_mode_then_the_run_page_shows_batches_and_retry(admin_cl
                                                                        django_capture_on_commit_callbacks):
     monkeypatch.setattr(dispatching, "start_batch", lambda run_id: None)
     with django_capture_on_commit_callbacks(execute=True):
-        response = admin_client.post(reverse("inference:run_new"), VALID)
+        response = admin_client.post(reverse("inference:run_new"), with_submission_token(VALID))
     run = Run.objects.get()
     assert response.status_code == 302 and run.mode == "batch" and run.estimate["mode"] == "batch"
     assert run.estimate["cost_usd"] == run.estimate["cost_batch_usd"] == pytest.approx(run.estimate["cost_online_usd"] / 2, abs=1e-4)
@@ -48,7 +49,7 @@ def test_launch_in_batch_mode_then_the_run_page_shows_batches_and_retry(admin_cl
 
 
 def test_launch_refuses_an_unknown_mode(admin_client, openai_server, images):
-    response = admin_client.post(reverse("inference:run_new"), {**VALID, "mode": "carrier-pigeon"})
+    response = admin_client.post(reverse("inference:run_new"), with_submission_token({**VALID, "mode": "carrier-pigeon"}))
     assert response.status_code == 400 and "Select a valid choice" in response.content.decode() and not Run.objects.exists()
 
 
@@ -67,5 +68,5 @@ def test_batch_mode_is_refused_for_runs_on_anonymized_images(admin_client, opena
 
     FaceVariant.objects.create(image=images[0], file="variant.png", width=1, height=1, sha256="0" * 64, detector="test",
                                method="blur", threshold=0.5, margin=0.2)
-    response = admin_client.post(reverse("inference:run_new"), {**VALID, "face_variant": "blur:0.5:0.2"})
+    response = admin_client.post(reverse("inference:run_new"), with_submission_token({**VALID, "face_variant": "blur:0.5:0.2"}))
     assert response.status_code == 400 and "online only" in response.content.decode() and not Run.objects.exists()

@@ -9,6 +9,7 @@ from inference.models import Run
 from inference.selection import Selection, select_image_ids
 from tests.fakes.fixtures import *  # noqa: F401,F403
 from tests.support.permission_cases.scoring import add_results, make_images, make_run
+from tests.conftest import with_submission_token
 
 VALID = {
     "task": "judge", "provider": "openai", "model_name": "gpt-5.1", "strategy": "taxonomy",
@@ -48,6 +49,6 @@ def test_bad_run_lists_are_refused_and_nothing_is_stored(admin_client, openai_se
     add_results(first, [(images[0], "ok", 0.9)])
     before, runs = AuditEvent.objects.count(), Run.objects.count()
     data = {**VALID, **{k: (str(first.pk) if v == "FIRST" else v) for k, v in change.items()}}
-    response = admin_client.post(reverse("inference:run_new"), data)
+    response = admin_client.post(reverse("inference:run_new"), with_submission_token(data))
     assert response.status_code == 400 and message in response.content.decode()
     assert Run.objects.count() == runs and AuditEvent.objects.count() == before

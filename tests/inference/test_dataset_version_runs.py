@@ -15,6 +15,7 @@ from inference.selection import Selection, select_image_ids
 from tests.fakes.fixtures import *  # noqa: F401,F403
 from tests.support.dispatch import record_sends
 from tests.support.vispr_world import PAPER_TEST, make_world
+from tests.conftest import with_submission_token
 
 VALID = {"task": "judge", "provider": "openai", "model_name": "gpt-5.1", "strategy": "taxonomy",
          "split": "all", "concurrency": "4", "seed": "0", "action": "launch"}
@@ -49,7 +50,7 @@ def test_the_launch_page_scopes_a_run_to_a_version(version, client_as, admin_use
     client = client_as(admin_user)
     page = client.get(reverse("inference:run_new") + "?dataset_version=paper").content.decode()
     assert '<option value="paper" selected>paper (7 images)</option>' in page
-    response = client.post(reverse("inference:run_new"), {**VALID, "dataset_version": "paper"})
+    response = client.post(reverse("inference:run_new"), with_submission_token({**VALID, "dataset_version": "paper"}))
     assert response.status_code == 302
     run = Run.objects.get()
     assert vispr_ids(run) == set().union(*PAPER_TEST.values()) and run.selection["dataset_version"] == "paper"
@@ -82,6 +83,7 @@ def test_launch_run_takes_a_dataset_version(version, openai_server, monkeypatch)
 
 
 def test_a_version_and_a_split_that_share_no_image_are_refused(version, client_as, admin_user, openai_server):
-    response = client_as(admin_user).post(reverse("inference:run_new"), {**VALID, "dataset_version": "paper", "split": "train"})
+    response = client_as(admin_user).post(reverse("inference:run_new"),
+                                          with_submission_token({**VALID, "dataset_version": "paper", "split": "train"}))
     assert response.status_code == 400 and "The selection matches no images" in response.content.decode()
     assert not Run.objects.exists()

@@ -10,6 +10,7 @@ from core.models import AuditEvent
 from inference import dispatching, execution, launching, prompts
 from inference.models import Run
 from tests.fakes.fixtures import *  # noqa: F401,F403
+from tests.conftest import with_submission_token
 
 VALID = {
     "task": "judge", "provider": "openai", "model_name": "gpt-5.1", "strategy": "taxonomy", "prompt_version": "",
@@ -33,7 +34,8 @@ def test_launch_creates_a_run_and_dispatches_on_commit(admin_client, openai_serv
     sent = []
     monkeypatch.setattr(dispatching, "dispatch", lambda run_id, image_ids=None: sent.append(run_id) or 1)
     with django_capture_on_commit_callbacks(execute=True):
-        response = admin_client.post(reverse("inference:run_new"), {**VALID, "counterfactual_faces": "on", "sample_size": "3", "seed": "5"})
+        response = admin_client.post(reverse("inference:run_new"),
+                                     with_submission_token({**VALID, "counterfactual_faces": "on", "sample_size": "3", "seed": "5"}))
     run = Run.objects.get()
     assert response.status_code == 302 and response["Location"] == reverse("inference:run_detail", args=[run.pk])
     assert sent == [run.pk]
@@ -68,7 +70,7 @@ INVALID = [
 @pytest.mark.parametrize("change,message", INVALID, ids=[m for _, m in INVALID])
 def test_launch_form_refuses_bad_input_and_stores_nothing(admin_client, openai_server, images, change, message):
     before = AuditEvent.objects.count()
-    response = admin_client.post(reverse("inference:run_new"), {**VALID, **change})
+    response = admin_client.post(reverse("inference:run_new"), with_submission_token({**VALID, **change}))
     assert response.status_code == 400
     assert message in response.content.decode()
     assert Run.objects.count() == 0 and AuditEvent.objects.count() == before
@@ -85,7 +87,7 @@ def test_estimate_partial_counts_requests_and_cost(admin_client, openai_server, 
 
 
 def test_estimate_button_without_javascript(admin_client, openai_server, images):
-    body = admin_client.post(reverse("inference:run_new"), {**VALID, "action": "estimate"}).content.decode()
+    body = admin_client.post(reverse("inference:run_new"), with_submission_token({**VALID, "action": "estimate"})).content.decode()
     assert "5 images · 5 requests" in body and Run.objects.count() == 0
 
 

@@ -24,6 +24,7 @@ from tests.fakes.fixtures import *  # noqa: F401,F403
 from tests.inference.spy.conftest import DOCTOR, LABEL2TEXT, bench_item
 from tests.support.classifiers import tiny_classifier
 from tests.support.vispr_release import write_release as write_vispr_release
+from tests.conftest import with_submission_token
 
 pytestmark = pytest.mark.django_db
 
@@ -74,7 +75,7 @@ def test_each_kind_launches_from_the_page_with_its_defaults(key, every_kinds_dat
     form = page.context["form"]
     assert form.kind.key == key and not form.kind_unavailable and not form.no_provider
     assert re.search(rf'<option value="{re.escape(key)}" selected>', page.content.decode())  # ?task= preselects
-    response = client.post(reverse("inference:run_new"), page_defaults(form))
+    response = client.post(reverse("inference:run_new"), with_submission_token(page_defaults(form)))
     assert response.status_code == 302, (response.context["form"].errors, response.context["form"].non_field_errors())
     run = Run.objects.get()
     assert run.task == key and response["Location"] == reverse("inference:run_detail", args=[run.pk])
@@ -110,7 +111,8 @@ def test_a_kind_without_its_data_is_shown_unavailable_and_refused(key, db, opena
     assert "cannot be launched yet" in text and MISSING[key] in text
     assert re.search(r'<button type="submit" name="action" value="launch" disabled', text)
     form = page.context["form"]
-    response = client.post(reverse("inference:run_new"), {**page_defaults(form), "task": key, "provider": "openai", "model_name": "gpt-5.1"})
+    response = client.post(reverse("inference:run_new"),
+                           with_submission_token({**page_defaults(form), "task": key, "provider": "openai", "model_name": "gpt-5.1"}))
     assert response.status_code == 400 and MISSING[key] in response.content.decode() and not Run.objects.exists()
 
 

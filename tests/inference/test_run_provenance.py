@@ -10,6 +10,7 @@ from inference.forms import LaunchForm
 from inference.models import Run
 from inference.providers.base import endpoint_host
 from tests.fakes.fixtures import *  # noqa: F401,F403
+from tests.conftest import with_submission_token
 
 FORM = {"task": "judge", "provider": "openai", "model_name": "gpt-5.1", "strategy": "", "prompt_version": "",
         "split": "all", "concurrency": "4", "seed": "0", "action": "launch"}
@@ -36,7 +37,7 @@ def test_endpoint_is_the_host_only(url, host):
 def test_form_launch_takes_the_default_strategy_and_records_the_endpoint(client_as, admin_user, openai_server, images, no_dispatch,
                                                                        django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        response = client_as(admin_user).post(reverse("inference:run_new"), FORM)
+        response = client_as(admin_user).post(reverse("inference:run_new"), with_submission_token(FORM))
     run = Run.objects.get()
     assert response.status_code == 302 and run.strategy == "taxonomy"
     assert run.endpoint == endpoint_host(openai_server.url) and run.endpoint.startswith("127.0.0.1:")

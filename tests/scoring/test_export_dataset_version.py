@@ -157,10 +157,10 @@ def test_the_sft_form_scopes_its_job(sft_version, client_as, admin_user, export_
             "sft-faces": "original", "sft-dataset_version": "gone"}
     from inference import prompts
     data["sft-prompt_version"] = prompts.DEFAULT_VERSION["judge"]
-    refused = client.post(reverse("scoring:export_sft"), data)
+    refused = client.post(reverse("scoring:export_sft"), with_submission_token(data))
     assert refused.status_code == 400 and "There is no dataset version named gone." in refused.content.decode()
     assert not ExportJob.objects.exists()
-    assert client.post(reverse("scoring:export_sft"), {**data, "sft-dataset_version": "sft-v"}).status_code == 302
+    assert client.post(reverse("scoring:export_sft"), with_submission_token({**data, "sft-dataset_version": "sft-v"})).status_code == 302
     job = ExportJob.objects.get()
     assert job.kind == "sft" and job.dataset_version.name == "sft-v" and job.options["dataset_version"] == "sft-v"
     assert exports.run_export(job.pk)["status"] == "finished"

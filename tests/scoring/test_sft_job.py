@@ -17,6 +17,7 @@ from scoring.tasks import run_export as run_export_task
 from tests.scoring.conftest import SFT_TEST, SFT_TRAIN
 from tests.support.workers import celery_worker, purge_broker, wait_for
 from tests.support.dispatch import record_sends
+from tests.conftest import with_submission_token
 
 DEFAULTS = {"sft-format": "hf", "sft-prompt_version": "judge-v1", "sft-split": "train", "sft-faces": "original"}
 
@@ -43,7 +44,8 @@ def test_a_valid_launch_stores_audits_and_dispatches_an_sft_job_on_commit(client
                                                                           django_capture_on_commit_callbacks):
     sent = record_sends(monkeypatch)
     with django_capture_on_commit_callbacks(execute=True):
-        response = client_as(admin_user).post(reverse("scoring:export_sft"), {**DEFAULTS, "sft-profile": sft_world.pk, "sft-annotation_stages": "on"})
+        response = client_as(admin_user).post(reverse("scoring:export_sft"),
+                                              with_submission_token({**DEFAULTS, "sft-profile": sft_world.pk, "sft-annotation_stages": "on"}))
     job = ExportJob.objects.get()
     assert response.status_code == 302 and response["Location"] == reverse("scoring:export", kwargs={"job_id": job.pk})
     assert (job.kind, job.status, job.splits, job.include_images, job.destination) == ("sft", "queued", ["train", "test"], False, "zip")
@@ -69,7 +71,8 @@ def test_bad_input_is_refused_on_the_page_and_stores_nothing(client_as, admin_us
     from scoring.sft import images as sft_images
 
     monkeypatch.setattr(sft_images, "face_variants", lambda: None)
-    response = client_as(admin_user).post(reverse("scoring:export_sft"), {**DEFAULTS, "sft-profile": sft_world.pk, **overrides})
+    response = client_as(admin_user).post(reverse("scoring:export_sft"),
+                                          with_submission_token({**DEFAULTS, "sft-profile": sft_world.pk, **overrides}))
     assert response.status_code == 400
     assert message in response.content.decode().replace("&#x27;", "'")
     assert not ExportJob.objects.exists() and not AuditEvent.objects.filter(action="export.launch").exists()
@@ -78,7 +81,8 @@ def test_bad_input_is_refused_on_the_page_and_stores_nothing(client_as, admin_us
 @pytest.mark.django_db
 def test_only_admins_may_launch_and_only_by_post(client_as, reviewer_a, adjudicator, admin_user, sft_world):
     for user in (reviewer_a, adjudicator):
-        assert client_as(user).post(reverse("scoring:export_sft"), {**DEFAULTS, "sft-profile": sft_world.pk}).status_code == 403
+        assert client_as(user).post(reverse("scoring:export_sft"),
+                                    with_submission_token({**DEFAULTS, "sft-profile": sft_world.pk})).status_code == 403
     assert client_as(admin_user).get(reverse("scoring:export_sft")).status_code == 405
     assert not ExportJob.objects.exists()
 
@@ -143,7 +147,9 @@ def test_an_sft_export_launched_from_the_page_is_built_by_a_real_worker(client, 
     purge_broker()
     client.force_login(admin_user)
     with celery_worker(queues="default", concurrency=1):
-        response = client.post(reverse("scoring:export_sft"), {**DEFAULTS, "sft-format": "openai", "sft-profile": profile.pk, "sft-include_images": "on"})
+        response = client.post(reverse("scoring:export_sft"),
+                               with_submission_token({**DEFAULTS, "sft-format": "openai", "sft-profile": profile.pk,
+                                                      "sft-include_images": "on"}))
         assert response.status_code == 302
         job = ExportJob.objects.get()
         assert job.status == "queued"
@@ -169,10 +175,12 @@ def test_the_form_offers_the_anonymization_settings_that_have_variants(client_as
     client = client_as(admin_user)
     page = client.get(reverse("scoring:exports")).content.decode()
     assert '<option value="blur:0.5:0.2">face-anonymized variants: faces blur, threshold 0.5, margin 0.2 (4 images)</option>' in page
-    refused = client.post(reverse("scoring:export_sft"), {**DEFAULTS, "sft-profile": sft_world.pk, "sft-faces": "blur:0.5:0.2"})
+    refused = client.post(reverse("scoring:export_sft"),
+                          with_submission_token({**DEFAULTS, "sft-profile": sft_world.pk, "sft-faces": "blur:0.5:0.2"}))
     assert refused.status_code == 400 and "Face-anonymized images only make sense with the images included." in refused.content.decode()
     with django_capture_on_commit_callbacks(execute=True):
-        client.post(reverse("scoring:export_sft"), {**DEFAULTS, "sft-profile": sft_world.pk, "sft-faces": "blur:0.5:0.2", "sft-include_images": "on"})
+        client.post(reverse("scoring:export_sft"),
+                    with_submission_token({**DEFAULTS, "sft-profile": sft_world.pk, "sft-faces": "blur:0.5:0.2", "sft-include_images": "on"}))
     job = ExportJob.objects.get()
     assert job.options["faces"] == "blur:0.5:0.2" and job.include_images
     assert job.face_variant == {"method": "blur", "threshold": 0.5, "margin": 0.2}

@@ -13,9 +13,9 @@ from typing import Iterator
 
 from core.lazy import lazy_module
 
-from ..base import ModelRequest, ProviderError
+from ..base import FatalProviderError, ModelRequest, NotTheAPI, ProviderError
 from ..batch_types import BatchStatus, ResultLine, iter_jsonl
-from .provider import GeminiProvider, reply_from_response
+from .provider import GeminiProvider, _api_error, reply_from_response
 
 genai_errors = lazy_module("google.genai.errors")
 types = lazy_module("google.genai.types")
@@ -66,17 +66,24 @@ class GeminiBatchClient:
 
         client = self.provider.client()
         name = f"cprt-{metadata.get('cprt_batch', '')}"
+        inline = os.path.getsize(path) <= self.inline_max_bytes
+        if inline:
+            with open(path, encoding="utf-8") as fh:
+                src, file_name = [inline_request(self.provider.model_name, json.loads(text)) for text in fh if text.strip()], ""
         try:
-            if os.path.getsize(path) <= self.inline_max_bytes:
-                with open(path, encoding="utf-8") as fh:
-                    src = [inline_request(self.provider.model_name, json.loads(text)) for text in fh if text.strip()]
-                file_name = ""
-            else:
+            if not inline:
                 uploaded = client.files.upload(file=path, config=types.UploadFileConfig(display_name=name, mime_type="jsonl"))
                 src, file_name = uploaded.name, uploaded.name
             job = client.batches.create(model=self.provider.model_name, src=src, config=types.CreateBatchJobConfig(display_name=name))
         except genai_errors.APIError as exc:
+            error = _api_error(exc)
+            if isinstance(error, FatalProviderError):  # 401/403, 404: every submission would get the same; the run pauses
+                raise FatalProviderError(f"batch submission refused: {error}", error.raw, error.status) from None
             raise ProviderError(f"batch submission refused: {exc}") from None
+        except ValueError as exc:  # the SDK could not read a 2xx body as JSON (a proxy's HTML page)
+            raise NotTheAPI(f"batch submission: the answer is not the API's JSON: {exc}", {"error": str(exc)}) from None
+        if not isinstance(getattr(job, "name", None), str):
+            raise NotTheAPI("batch submission: the answer is not a batch job (no name)", {"body": repr(job)[:4000]})
         return job.name, file_name, _status(job)
 
     def retrieve(self, batch_id: str) -> BatchStatus:

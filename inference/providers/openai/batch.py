@@ -11,9 +11,9 @@ from typing import Iterator
 
 from core.lazy import lazy_module
 
-from ..base import ModelRequest, ProviderError
+from ..base import FatalProviderError, ModelRequest, NotTheAPI, ProviderError
 from ..batch_types import BatchStatus, ResultLine, iter_jsonl
-from .provider import OpenAICompatibleProvider, reply_from_body
+from .provider import OpenAICompatibleProvider, _status_error, reply_from_body
 
 openai = lazy_module("openai")
 
@@ -36,13 +36,20 @@ class OpenAIBatchClient:
         return self.provider.client()
 
     def submit(self, path: str, count: int, metadata: dict) -> tuple[str, str, BatchStatus]:
-        """(provider batch id, input file id, status) of a new batch made of the file at `path`."""
+        """(provider batch id, input file id, status) of a new batch made of the file at `path`.
+        Answers every later submission would get too raise `FatalProviderError` (401/403, 404, a 2xx
+        that is not the API's JSON): the run pauses (docs/background-jobs.md)."""
         try:
             with open(path, "rb") as fh:
-                uploaded = self._client().files.create(file=fh, purpose="batch")
-            batch = self._client().batches.create(
+                uploaded = _api_object(self._client().files.create(file=fh, purpose="batch"), "the file upload")
+            batch = _api_object(self._client().batches.create(
                 input_file_id=uploaded.id, endpoint=ENDPOINT, completion_window="24h", metadata=metadata,
-            )
+            ), "the batch creation")
+        except openai.APIStatusError as exc:
+            error = _status_error(exc)
+            if isinstance(error, FatalProviderError):
+                raise FatalProviderError(f"batch submission refused: {error}", error.raw, error.status) from None
+            raise ProviderError(f"batch submission refused: {exc}") from None
         except openai.APIError as exc:
             raise ProviderError(f"batch submission refused: {exc}") from None
         return batch.id, uploaded.id, _status(batch)
@@ -59,6 +66,15 @@ class OpenAIBatchClient:
                 continue
             with self._client().files.with_streaming_response.content(ref) as response:
                 yield from parse_lines(response.iter_lines(), source)
+
+
+def _api_object(value, what: str):
+    """The SDK returns the body as text when a 2xx is not JSON (a proxy's HTML page), and an object
+    without its id when the JSON is not the API's: every submission would get the same."""
+    if isinstance(getattr(value, "id", None), str):
+        return value
+    text = value if isinstance(value, str) else repr(value)
+    raise NotTheAPI(f"{what} answered 2xx but not with the API's JSON: {text[:120]!r}", {"text": text[:4000]})
 
 
 def _status(batch) -> BatchStatus:

@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from inference.models import Run, RunResult
 from tests.fakes.fixtures import *  # noqa: F401,F403
+from tests.conftest import with_submission_token
 
 LEADERBOARD = "/benchmarks/vispr-attributes/"
 
@@ -115,7 +116,7 @@ def test_launching_before_vispr_is_imported_is_refused_with_what_to_do_and_store
     client = client_as(admin_user)
     data = {"task": "vispr-attributes", "provider": "openai", "model_name": "gpt-5.1", "split": "all", "concurrency": "4", "seed": "0"}
     if how == "page":
-        response = client.post(reverse("inference:run_new"), {**data, "action": "launch"})
+        response = client.post(reverse("inference:run_new"), with_submission_token({**data, "action": "launch"}))
     else:
         response = client.post("/api/runs/", {**data, "concurrency": 4, "seed": 0}, content_type="application/json")
     assert response.status_code == 400

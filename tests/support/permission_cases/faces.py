@@ -3,6 +3,7 @@ like the other review pages (the three-way comparison too); reviewers and outsid
 from __future__ import annotations
 
 from . import STAFF_ONLY, Case, matrix
+from tests.conftest import with_submission_token
 
 NOT_FOUND = matrix(reviewer_a=403, reviewer_b=403, adjudicator=404, admin=404)
 BAD = matrix(reviewer_a=403, reviewer_b=403, adjudicator=400, admin=400)
@@ -37,8 +38,10 @@ def cases(world):
     # cancel/resume of a finished job with nothing left: answered with a message and a redirect, nothing changes
     return [
         Case("faces:jobs", expect=STAFF_ONLY),
-        Case("faces:jobs", method="post", data={"split": "test", "method": "smudge", "threshold": "0.5", "margin": "0.2"}, expect=BAD),
-        Case("faces:jobs", method="post", data={"split": "", "method": "blur", "threshold": "2", "margin": "0.2"}, expect=BAD),
+        Case("faces:jobs", method="post", data=with_submission_token({"split": "test", "method": "smudge", "threshold": "0.5", "margin": "0.2"}),
+             expect=BAD),
+        Case("faces:jobs", method="post", data=with_submission_token({"split": "", "method": "blur", "threshold": "2", "margin": "0.2"}),
+             expect=BAD),
         Case("faces:jobs", method="put", expect=WRONG_METHOD),
         Case("faces:job", kwargs=job, expect=STAFF_ONLY),
         Case("faces:job", kwargs={"job_id": 999999}, expect=NOT_FOUND),

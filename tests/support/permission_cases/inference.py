@@ -1,5 +1,6 @@
 """Permission cases for the model-run pages: admins only (reviewers must not see model outputs)."""
 from . import ADMIN_ONLY, Case, matrix
+from tests.conftest import with_submission_token
 
 ADMIN_404 = matrix(reviewer_a=403, reviewer_b=403, adjudicator=403, admin=404)
 ADMIN_405 = matrix(reviewer_a=403, reviewer_b=403, adjudicator=403, admin=405)
@@ -19,7 +20,7 @@ def setup(world):
 def cases(world):
     run = {"run_id": world["run"].pk}
     missing = {"run_id": 999999}
-    bad_launch = {"task": "judge", "provider": "openai", "model_name": "gpt-5.1", "split": "all", "concurrency": "4"}
+    bad_launch = with_submission_token({"task": "judge", "provider": "openai", "model_name": "gpt-5.1", "split": "all", "concurrency": "4"})
     return [
         Case("inference:run_list", expect=ADMIN_ONLY),
         Case("inference:run_list", method="post", expect=ADMIN_405),
