@@ -101,8 +101,9 @@ def build(first: int, last: int, annotators: dict, runs: list[int]) -> None:
             if name.startswith("human"):
                 cur.execute(
                     f"INSERT INTO {Labeling._meta.db_table} (image_id, annotator_id, status, version, note, flag, created_at, updated_at, "
-                    "submitted_at, draft_values, draft_rationales) "
-                    "SELECT DISTINCT image_id, annotator_id, 'submitted', 1, '', '', now(), now(), now(), '{}'::jsonb, '{}'::jsonb "
+                    "submitted_at, draft_values, draft_rationales, assisted, suggestions_seen, suggested_values) "
+                    "SELECT DISTINCT image_id, annotator_id, 'submitted', 1, '', '', now(), now(), now(), '{}'::jsonb, '{}'::jsonb, "
+                    "false, '[]'::jsonb, '{}'::jsonb "
                     f"FROM {Label._meta.db_table} "
                     "WHERE annotator_id = %s AND image_id BETWEEN %s AND %s",
                     [annotator_id, lo, hi],
@@ -209,7 +210,7 @@ class Worker:
     def run(self, keys: list[str]) -> dict:
         """Run the jobs (and those they send); {"seconds", "jobs", "hwm_mb", "rss_mb"}."""
         if not keys:
-            return {"seconds": 0.0, "jobs": 0, "hwm_mb": 0.0, "rss_mb": 0.0}
+            return {"seconds": 0.0, "cpu_s": 0.0, "jobs": 0, "hwm_mb": 0.0, "rss_mb": 0.0}
         self.proc.stdin.write(json.dumps({"keys": keys}) + "\n")
         self.proc.stdin.flush()
         answer = self._answer()
@@ -286,7 +287,7 @@ def measure_pages(client, urls: dict, worker: Worker, reviewer_client=None) -> d
 def _metrics_current(client, jobs: list[str], worker: Worker) -> dict:
     """Ask /api/metrics/ until every run's figures are current (no 202, nothing "updating"), the worker running
     the jobs each answer sends; returns the requests, the jobs and the worker's time."""
-    asked, ran, worker_s = 0, 0, 0.0
+    asked, ran, worker_s, cpu_s = 0, 0, 0.0, 0.0
     while True:
         asked += 1
         response = client.get("/api/metrics/", {"page_size": 100})
@@ -294,10 +295,10 @@ def _metrics_current(client, jobs: list[str], worker: Worker) -> dict:
             raise RuntimeError(f"/api/metrics/: {response.status_code} {response.content[:300]!r}")
         current = response.status_code == 200 and not any(row["updating"] for row in response.json()["results"])
         if current and not jobs:
-            return {"requests": asked, "jobs": ran, "worker_s": worker_s}
+            return {"requests": asked, "jobs": ran, "worker_s": worker_s, "worker_cpu_s": cpu_s}
         done = worker.run(list(jobs))
         jobs.clear()
-        ran, worker_s = ran + done["jobs"], worker_s + done["seconds"]
+        ran, worker_s, cpu_s = ran + done["jobs"], worker_s + done["seconds"], cpu_s + done["cpu_s"]
         if asked > 20:
             raise RuntimeError("/api/metrics/ did not become current after 20 requests")
 
@@ -336,16 +337,16 @@ def _label_of(binary_labels: dict, key: str):
 def print_pages(by_scale: dict) -> None:
     scales = list(by_scale)
     print("\ncold: the first request with the metrics cache emptied (its status: 202 while jobs compute); jobs: their time in the "
-          "worker process, run one after the other, and its peak RSS (VmHWM); warm: the next request; figures: cold + jobs + warm")
-    print(f"{'page':<16}" + "".join(f"{f'{s:,} cold ms':>18}{'jobs s':>8}{'worker MB':>10}{'figures s':>10}{f'{s:,} warm ms':>16}"
+          "worker process, run one after the other, their CPU time, and its peak RSS (VmHWM); warm: the next request; figures: cold + jobs + warm")
+    print(f"{'page':<16}" + "".join(f"{f'{s:,} cold ms':>18}{'jobs s':>8}{'CPU s':>7}{'worker MB':>10}{'figures s':>10}{f'{s:,} warm ms':>16}"
                                    f"{'queries c/w':>14}" for s in scales) + f"{'warm evaluate() calls':>24}")
     for name in by_scale[scales[0]]:
         line = f"{name:<16}"
         for s in scales:
             r = by_scale[s][name]
             worker_mb = f"{r['jobs']['hwm_mb']:.0f}" if r["jobs"]["jobs"] else "-"
-            line += (f"{r['cold']['ms']:>12.0f} ({r['cold']['status']}){r['jobs_s']:>8.1f}{worker_mb:>10}{r['figures_s']:>10.1f}"
-                     f"{r['warm']['ms']:>16.0f}{r['cold']['queries']:>8}/{r['warm']['queries']:<5}")
+            line += (f"{r['cold']['ms']:>12.0f} ({r['cold']['status']}){r['jobs_s']:>8.1f}{r['jobs']['cpu_s']:>7.1f}{worker_mb:>10}"
+                     f"{r['figures_s']:>10.1f}{r['warm']['ms']:>16.0f}{r['cold']['queries']:>8}/{r['warm']['queries']:<5}")
         line += f"{'/'.join(str(by_scale[s][name]['warm']['evaluate_calls']) for s in scales):>24}"
         print(line)
 
@@ -356,7 +357,7 @@ def print_adjudications(by_scale: dict) -> None:
     for scale, cases in by_scale.items():
         for case, r in cases.items():
             print(f"{scale:>9,} {case:<28} {r['seconds']:>7.2f} s  (decision {r['adjudicate_s']:.2f} s, {r['requests']} requests, "
-                  f"{r['jobs']} jobs, worker {r['worker_s']:.2f} s)")
+                  f"{r['jobs']} jobs, worker {r['worker_s']:.2f} s, its CPU {r['worker_cpu_s']:.2f} s)")
 
 
 def main() -> None:

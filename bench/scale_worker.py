@@ -3,12 +3,14 @@ process of its own, so that its peak memory (VmHWM) is the worker's, not the ben
 
 Started by bench/scale.py with the bench's environment (DATABASE_URL, CPRT_DATA_DIR). It reads one JSON
 line per batch, {"keys": [...]}, resets its peak RSS (`/proc/self/clear_refs` 5), runs every job of the
-batch one after the other (and any job a job sends), and answers one JSON line: {"seconds", "jobs",
+batch one after the other (and any job a job sends), and answers one JSON line: {"seconds", "cpu_s" (its CPU
+time during the batch), "jobs",
 "hwm_mb" (the peak RSS during the batch), "rss_mb" (after it)}. An empty line ends it.
 """
 from __future__ import annotations
 
 import json
+import resource
 import sys
 import time
 from pathlib import Path
@@ -31,6 +33,12 @@ def reset_peak() -> None:
         pass
 
 
+def _cpu_s() -> float:
+    """This process's CPU time (user + system): on a shared, loaded machine steadier than the wall time."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def main() -> None:
     import django
 
@@ -46,11 +54,11 @@ def main() -> None:
             break
         queue[:] = json.loads(line)["keys"]
         reset_peak()
-        started, done = time.perf_counter(), 0
+        started, cpu, done = time.perf_counter(), _cpu_s(), 0
         while queue:
             cache.refresh(queue.pop(0))
             done += 1
-        print(json.dumps({"seconds": time.perf_counter() - started, "jobs": done, "hwm_mb": status_mb("VmHWM"),
+        print(json.dumps({"seconds": time.perf_counter() - started, "cpu_s": _cpu_s() - cpu, "jobs": done, "hwm_mb": status_mb("VmHWM"),
                           "rss_mb": status_mb("VmRSS")}), flush=True)
 
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
 
 import numpy as np
+from django.db import connection
 from django.db.models import BigIntegerField, Count, Exists, F, FloatField, Func, Max, OuterRef, Q, Sum
 from django.db.models.functions import Cast
 
@@ -59,17 +60,56 @@ class GroundTruth:
     score: dict[int, float]
     level: dict[int, int]
     source: dict[int, str]
+    _arrays: tuple | None = field(default=None, repr=False, compare=False)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(image ids ascending, their scores, their levels) as numpy arrays, made once (for `align`)."""
+        if self._arrays is None:
+            ids = np.fromiter(self.score, dtype=np.int64, count=len(self.score))
+            order = np.argsort(ids, kind="stable")
+            scores = np.array([self.score[i] for i in ids.tolist()], dtype=float)
+            levels = np.array([self.level[i] for i in ids.tolist()], dtype=np.int64)
+            self._arrays = (ids[order], scores[order], levels[order])
+        return self._arrays
 
 
-def ground_truth(profile: ScoringProfile) -> GroundTruth:
-    """Two queries: the published values, then the active profile's scores for the other images."""
+# The last ground truth read per profile in this process, under its fingerprint (profile id -> (fingerprint,
+# GroundTruth)): the refresh jobs of one change (a run's figures each, then the leaderboard's) read it once.
+_last_truth: dict[int, tuple[str, GroundTruth]] = {}
+
+
+def ground_truth(profile: ScoringProfile, fingerprint: str | None = None) -> GroundTruth:
+    """Two queries: the published values, then the active profile's scores for the other images.
+
+    [decision] (issue 37) With `fingerprint` (the caller's `ground_truth_fingerprint(profile)`), the ground
+    truth read last in this process under that same fingerprint is reused instead of read again. What is read
+    is kept under a fingerprint only when the fingerprint taken again after the read still equals it (nothing
+    changed in between), so a kept ground truth is always the one its key describes."""
+    if fingerprint is not None:
+        kept = _last_truth.get(profile.pk)
+        if kept is not None and kept[0] == fingerprint:
+            return kept[1]
+    truth = _read_ground_truth(profile)
+    if fingerprint is not None:
+        if ground_truth_fingerprint(profile) == fingerprint:
+            _last_truth[profile.pk] = (fingerprint, truth)
+        else:
+            _last_truth.pop(profile.pk, None)
+    return truth
+
+
+def _read_ground_truth(profile: ScoringProfile) -> GroundTruth:
     score, level, source = {}, {}, {}
-    for image_id, s, lv in ImageScore.objects.filter(profile=profile).values_list("image_id", "score", "level"):
-        score[image_id], level[image_id], source[image_id] = s, lv, "consensus"
-    for image_id, s, lv in Image.objects.filter(published_score__isnull=False, published_level__isnull=False).values_list(
-        "id", "published_score", "published_level"
-    ):
-        score[image_id], level[image_id], source[image_id] = s, lv, "published"
+    with connection.chunked_cursor() as cursor:  # plain rows (values_list costs about as much again per row), server-side on PostgreSQL
+        cursor.execute(f"SELECT image_id, score, level FROM {ImageScore._meta.db_table} WHERE profile_id = %s", [profile.pk])
+        while rows := cursor.fetchmany(ROW_CHUNK):
+            for image_id, s, lv in rows:
+                score[image_id], level[image_id], source[image_id] = s, lv, "consensus"
+        cursor.execute(f"SELECT id, published_score, published_level FROM {Image._meta.db_table} "
+                       "WHERE published_score IS NOT NULL AND published_level IS NOT NULL")
+        while rows := cursor.fetchmany(ROW_CHUNK):
+            for image_id, s, lv in rows:
+                score[image_id], level[image_id], source[image_id] = s, lv, "published"
     return GroundTruth(score, level, source)
 
 
@@ -146,14 +186,25 @@ def run_fingerprints(runs) -> dict[int, str]:
 def judge_results(run_ids: list[int]) -> dict[int, dict[str, np.ndarray]]:
     """run id -> arrays image_id, outcome, score (NaN where none), in one query, read a chunk at a time into
     numpy columns (`_columns`), never a Python tuple per result held at once (issue 37: bounded memory)."""
-    rows = RunResult.objects.filter(run_id__in=run_ids).order_by("run_id", "image_id").values_list("run_id", "image_id", "outcome", "score")
-    run, image, outcome, score = _columns(rows, (np.int64, np.int64, object, float))
     out = {}
+    if not run_ids:
+        return out
+    marks = ", ".join(["%s"] * len(run_ids))
+    with connection.chunked_cursor() as cursor:  # plain rows (values_list costs about as much again per row), server-side on PostgreSQL
+        cursor.execute(f"SELECT run_id, image_id, outcome, score FROM {RunResult._meta.db_table} WHERE run_id IN ({marks}) "
+                       "ORDER BY run_id, image_id", list(run_ids))
+        run, image, outcome, score = _columns(_fetched(cursor), (np.int64, np.int64, object, float))
     starts = np.searchsorted(run, np.asarray(run_ids, dtype=np.int64), side="left")
     ends = np.searchsorted(run, np.asarray(run_ids, dtype=np.int64), side="right")
     for run_id, lo, hi in zip(run_ids, starts.tolist(), ends.tolist()):
         out[run_id] = {"image_id": image[lo:hi].copy(), "outcome": outcome[lo:hi].copy(), "score": score[lo:hi].copy()}
     return out
+
+
+def _fetched(cursor):
+    """The rows of an executed cursor, fetched ROW_CHUNK at a time."""
+    while rows := cursor.fetchmany(ROW_CHUNK):
+        yield from rows
 
 
 ROW_CHUNK = 50_000  # rows turned into numpy columns at a time (load_labels, judge_results)
@@ -164,7 +215,7 @@ def _columns(rows, dtypes: tuple) -> tuple[np.ndarray, ...]:
     read through a server-side cursor ROW_CHUNK rows at a time (issue 37): what is held is the arrays,
     about 8 to 16 bytes a value, not a Python tuple per row (about 200 bytes a row with its values)."""
     parts: list[list[np.ndarray]] = [[] for _ in dtypes]
-    iterator = rows.iterator(chunk_size=ROW_CHUNK)
+    iterator = rows.iterator(chunk_size=ROW_CHUNK) if hasattr(rows, "iterator") else iter(rows)
     while chunk := list(islice(iterator, ROW_CHUNK)):
         for k, (column, dtype) in enumerate(zip(zip(*chunk), dtypes)):
             if dtype is float:
@@ -177,14 +228,16 @@ def _columns(rows, dtypes: tuple) -> tuple[np.ndarray, ...]:
 def align(results: dict[str, np.ndarray], gt: GroundTruth) -> dict[str, np.ndarray]:
     """Keep the results whose image has ground truth; attach its score and level."""
     ids = results["image_id"]
-    has = np.array([i in gt.score for i in ids.tolist()], dtype=bool)
+    gt_ids, gt_scores, gt_levels = gt.arrays()
+    at = np.minimum(np.searchsorted(gt_ids, ids), max(gt_ids.size - 1, 0))
+    has = (gt_ids[at] == ids) if gt_ids.size else np.zeros(ids.shape, dtype=bool)
     kept = ids[has]
     return {
         "image_id": kept,
         "outcome": results["outcome"][has],
         "pred": results["score"][has],
-        "gt": np.array([gt.score[i] for i in kept.tolist()], dtype=float),
-        "gt_level": np.array([gt.level[i] for i in kept.tolist()], dtype=np.int64),
+        "gt": gt_scores[at[has]],
+        "gt_level": gt_levels[at[has]],
         "without_gt": int((~has).sum()),
     }
 

@@ -78,6 +78,18 @@ def _convolve(a: Counter, b: Counter) -> Counter:
     return out
 
 
+def _permutations(sizes, limit: int = EXACT_LIMIT) -> int:
+    """The product of the factorials of `sizes` where it is at most `limit`, else limit + 1: the exact-test
+    check without the factorial of a level's thousands of images (a number of some 100,000 digits)."""
+    total = 1
+    for size in sizes:
+        for k in range(2, int(size) + 1):
+            total *= k
+            if total > limit:
+                return limit + 1
+    return total
+
+
 def intra_level_test(gt: np.ndarray, pred: np.ndarray, level: np.ndarray, intra_counts=None) -> dict:
     """Stratified permutation test of intra-level ranking (see the module doc). `intra_counts`: the
     run's intra-level PairCounts when already computed."""
@@ -94,7 +106,7 @@ def intra_level_test(gt: np.ndarray, pred: np.ndarray, level: np.ndarray, intra_
             s_obs += c.concordant - c.discordant
     if intra_counts is not None:
         s_obs = intra_counts.concordant - intra_counts.discordant
-    total_perms = math.prod(math.factorial(g.size) for g in groups) if groups else 1
+    total_perms = _permutations([g.size for g in groups])
     variance = sum(s_variance(gt[g], pred[g]) for g in groups)
     if not groups or variance <= 1e-9:
         return {"method": "none", "statistic": int(s_obs), "p_value": None, "significant": None,
@@ -130,7 +142,7 @@ def inter_level_test(pred: np.ndarray, level: np.ndarray) -> dict:
     if variance <= 1e-9:
         return {"method": "none", "statistic": int(s_obs), "p_value": None, "significant": None,
                 "note": "the predictions are constant: no order to test"}
-    if math.factorial(n) <= EXACT_LIMIT:
+    if _permutations([n]) <= EXACT_LIMIT:
         dist = _exact_distribution(severity, pred)
         p = sum(c for s_, c in dist.items() if s_ >= s_obs) / sum(dist.values())
         method = f"exact permutation test ({math.factorial(n):,} permutations of the predictions)"

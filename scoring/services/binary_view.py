@@ -57,7 +57,7 @@ def binary_reports(runs: list[Run], profile: ScoringProfile, threshold: int) -> 
 
     def load():
         if not state:
-            state["gt"] = queries.ground_truth(profile)
+            state["gt"] = queries.ground_truth(profile, gt_print)
             state["results"] = queries.judge_results([r.pk for r in runs])
         return state
 

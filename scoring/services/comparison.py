@@ -24,7 +24,7 @@ def compare_runs(run_a: Run, run_b: Run, profile: ScoringProfile) -> dict:
     fingerprint = queries.digest(gt_print, prints[run_a.pk], prints[run_b.pk])
 
     def compute():
-        gt = queries.ground_truth(profile)
+        gt = queries.ground_truth(profile, gt_print)
         results = queries.judge_results([run_a.pk, run_b.pk])
         a, b = predictions(results[run_a.pk], gt), predictions(results[run_b.pk], gt)
         common = np.intersect1d(a.image_id[a.valid], b.image_id[b.valid])

@@ -64,7 +64,7 @@ def leaderboard_ranking(runs: list[Run], profile: ScoringProfile, floor: float, 
     key = f"leaderboard:{queries.digest(ids, scope, sort)}:profile:{profile.pk}"
 
     def compute():
-        gt = queries.ground_truth(profile)
+        gt = queries.ground_truth(profile, gt_print)
         results = queries.judge_results(ids)
         chosen = comparison_images(profile, version, split, gt)
         data = ranking.comparison_ranking({rid: predictions(results[rid], gt) for rid in ids}, profile.bounds, floor,

@@ -49,7 +49,7 @@ def run_metrics(runs: list[Run], profile: ScoringProfile, gt_print: str | None =
     if new and first_in_background(spec, lambda: sum(r.total or 0 for r in runs if r.pk in missing)):
         start_pending({keys[rid]: {**spec, "run_id": rid} for rid in new})  # raises Pending: a job computes them
     if missing:
-        gt = queries.ground_truth(profile)
+        gt = queries.ground_truth(profile, gt_print)
         results = queries.judge_results(missing)
         rows = []
         for rid in missing:

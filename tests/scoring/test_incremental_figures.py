@@ -156,3 +156,52 @@ def test_the_agreement_studys_draws_made_block_by_block_give_the_same_report(db,
     assert all((block == drawn[s:s + 5]).all() for s, block in resample.LazyDraw(1001, 37, 3).blocks(5))
     assert sum(block.shape[0] for _, block in resample.LazyDraw(1001, 37, 3).blocks(5)) == 37
     assert agreement_ci.CHUNK < resample.LazyDraw(1001, 500, 3).resamples
+
+
+def test_the_ground_truth_read_once_per_fingerprint_and_never_kept_across_a_change(world):
+    """queries.ground_truth(profile, fingerprint) (issue 37): the refresh jobs of one change read the ground truth
+    once per process; a change makes a new fingerprint and a new read; a read whose data changed after the
+    caller took its fingerprint is not kept under that (stale) fingerprint."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from scoring import queries
+
+    profile, image = world["profile"], world["consensus"][3]
+    first_print = queries.ground_truth_fingerprint(profile)
+    first = queries.ground_truth(profile, first_print)
+    with CaptureQueriesContext(connection) as ctx:
+        assert queries.ground_truth(profile, first_print) is first
+    assert len(ctx) == 0
+    assert first == queries.ground_truth(profile)  # what was kept is what a fresh read gives
+
+    ImageScore.objects.filter(image=image, profile=profile).update(score=0.123, level=4)  # a change: a new fingerprint
+    second_print = queries.ground_truth_fingerprint(profile)
+    assert second_print != first_print
+    ImageScore.objects.filter(image=image, profile=profile).update(score=0.456)  # changed again after the caller's print
+    racing = queries.ground_truth(profile, second_print)
+    assert racing.score[image.pk] == 0.456  # a fresh read: the data as it is now
+    with CaptureQueriesContext(connection) as ctx:
+        again = queries.ground_truth(profile, second_print)
+    assert len(ctx) > 0 and again.score[image.pk] == 0.456  # not kept under the print it no longer matches: read again
+    third_print = queries.ground_truth_fingerprint(profile)
+    assert queries.ground_truth(profile, third_print).score[image.pk] == 0.456
+    with CaptureQueriesContext(connection) as ctx:
+        assert queries.ground_truth(profile, third_print).score[image.pk] == 0.456
+    assert len(ctx) == 0
+
+
+def test_aligned_arrays_are_the_ground_truth_of_each_result(world):
+    """queries.align by sorted arrays: each kept result carries its image's ground truth; results without one are counted."""
+    from scoring import queries
+
+    run = world["runs"][0]
+    gt = queries.ground_truth(world["profile"])
+    results = queries.judge_results([run.pk])[run.pk]
+    stray = {"image_id": np.append(results["image_id"], 10**9), "outcome": np.append(results["outcome"], "ok"),
+             "score": np.append(results["score"], 0.5)}
+    aligned = queries.align(stray, gt)
+    assert aligned["without_gt"] == 1 and aligned["image_id"].tolist() == results["image_id"].tolist()
+    assert aligned["gt"].tolist() == [gt.score[i] for i in results["image_id"].tolist()]
+    assert aligned["gt_level"].tolist() == [gt.level[i] for i in results["image_id"].tolist()]
+    assert aligned["gt"].dtype == np.float64 and aligned["gt_level"].dtype == np.int64
