@@ -89,13 +89,14 @@ class Cells:
         self._plan = None
         self._gt_sums = None
 
-    def from_indices(self, idx: np.ndarray, chunk: int = 50) -> np.ndarray:
-        """(resamples, cells) counts straight from bootstrap indices, a few resamples at a time (cache-sized)."""
-        B = idx.shape[0]
-        out = np.empty((B, self.size), dtype=np.int32)
-        for s in range(0, B, chunk):
-            block = idx[s:s + chunk]
-            out[s:s + block.shape[0]] = multiplicities(block, self.size, of=self.of)
+    def from_indices(self, idx: np.ndarray) -> np.ndarray:
+        """(resamples, cells) counts straight from bootstrap indices, one resample at a time: its counts
+        (one row of cells) stay in the CPU cache while they are counted, where a block of resamples'
+        (multiplicities) is written all over an array of resamples x cells (issue 37: 100,000 cells
+        with continuous scores)."""
+        out = np.empty((idx.shape[0], self.size), dtype=np.int32)
+        for b in range(idx.shape[0]):
+            out[b] = np.bincount(np.take(self.of, idx[b]), minlength=self.size)
         return out
 
     @property

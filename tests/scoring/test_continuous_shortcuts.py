@@ -61,3 +61,13 @@ def test_evaluate_on_continuous_scores_equals_the_originals(monkeypatch):
     monkeypatch.setattr(resample, "distinct_rows", lambda k: np.unique(k, axis=0, return_inverse=True))
     monkeypatch.setattr(significance, "_tie_sizes", lambda v: np.array(list(Counter(np.asarray(v).tolist()).values()), dtype=float))
     assert json.dumps(fast, sort_keys=True) == json.dumps(metrics.evaluate(gt, lv, pred, outcome, engine.PROVISIONAL, n_boot=60), sort_keys=True)
+
+
+@pytest.mark.parametrize("n, distinct", [(1, True), (500, False), (30_000, True)])
+def test_cell_counts_one_resample_at_a_time_equal_the_multiplicities(n, distinct):
+    k = keys(n, 11, distinct=distinct)
+    cells = resample.Cells(k[:, 0], k[:, 1], k[:, 2].astype(np.int64))
+    idx = resample.draw(n, 70, 12)
+    got = cells.from_indices(idx)
+    assert got.dtype == np.int32
+    assert np.array_equal(got, resample.multiplicities(idx, cells.size, of=cells.of))
