@@ -59,25 +59,44 @@ def multiplicities(idx: np.ndarray, n: int, of: np.ndarray | None = None) -> np.
     return np.bincount(flat.ravel(), minlength=k * n).reshape(k, n)
 
 
+def distinct_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(keys, axis=0, return_inverse=True) of a 2-D float array: the same rows, order and
+    inverse, from one lexsort of the columns (np.unique sorts the rows as records, several times slower
+    with many distinct rows: continuous scores). Rows holding NaN or -0.0, whose representative or
+    order could depend on the sort, go to np.unique itself."""
+    if not keys.size or np.isnan(keys).any() or (np.signbit(keys) & (keys == 0)).any():
+        uniq, of = np.unique(keys, axis=0, return_inverse=True)
+        return uniq, of.ravel()
+    order = np.lexsort(keys.T[::-1])
+    rows = keys[order]
+    new = np.empty(order.size, dtype=bool)
+    new[0] = True
+    np.any(rows[1:] != rows[:-1], axis=1, out=new[1:])
+    of = np.empty(order.size, dtype=np.intp)
+    of[order] = np.cumsum(new) - 1
+    return rows[new], of
+
+
 class Cells:
     """Items merged into distinct (gt, pred, level) cells: every metric is a function of cell counts."""
 
     def __init__(self, gt: np.ndarray, pred: np.ndarray, level: np.ndarray):
         keys = np.stack([gt, pred, level.astype(float)], axis=1)
-        uniq, of = np.unique(keys, axis=0, return_inverse=True)
+        uniq, of = distinct_rows(keys)
         self.of = of.ravel().astype(np.intp, copy=False)  # cell of each item (bincount's index type)
         self.gt, self.pred, self.level = uniq[:, 0], uniq[:, 1], uniq[:, 2].astype(np.int64)
         self.size = uniq.shape[0]
         self._plan = None
         self._gt_sums = None
 
-    def from_indices(self, idx: np.ndarray, chunk: int = 50) -> np.ndarray:
-        """(resamples, cells) counts straight from bootstrap indices, a few resamples at a time (cache-sized)."""
-        B = idx.shape[0]
-        out = np.empty((B, self.size), dtype=np.int32)
-        for s in range(0, B, chunk):
-            block = idx[s:s + chunk]
-            out[s:s + block.shape[0]] = multiplicities(block, self.size, of=self.of)
+    def from_indices(self, idx: np.ndarray) -> np.ndarray:
+        """(resamples, cells) counts straight from bootstrap indices, one resample at a time: its counts
+        (one row of cells) stay in the CPU cache while they are counted, where a block of resamples'
+        (multiplicities) is written all over an array of resamples x cells (issue 37: 100,000 cells
+        with continuous scores)."""
+        out = np.empty((idx.shape[0], self.size), dtype=np.int32)
+        for b in range(idx.shape[0]):
+            out[b] = np.bincount(np.take(self.of, idx[b]), minlength=self.size)
         return out
 
     @property

@@ -14,8 +14,7 @@ Where upstream differs (documented in docs/spy-bench.md):
 """
 from __future__ import annotations
 
-from collections import defaultdict
-from itertools import chain, compress, repeat
+from itertools import chain, compress, count, repeat
 from operator import is_not, itemgetter
 
 import numpy as np
@@ -31,11 +30,6 @@ INTERVAL_KEYS = (
 
 class MetricsError(ValueError):
     """Evaluated rows the metrics cannot count (a bad file), with the row and the reason."""
-
-
-def _check(rows: list[dict], k: str) -> None:
-    """Every row checked before anything is counted (see `validate_rows`)."""
-    validate_rows(rows, k)
 
 
 def _is_key(value) -> bool:
@@ -98,11 +92,12 @@ def _score(expected: int, total: int):
 
 
 # --- the counts, over columns (issue 37) -----------------------------------------------------------
-# Each row is read once into a few numpy columns (its verdict, whether its label is absolutely private,
-# its instruction, its scenario's kind, its item); every count is then a sum over boolean columns, and a
-# pair is two row numbers in a slot array. Per item, the same columns are summed by item (np.bincount),
-# which is what the bootstrap draws from. 20-30x faster than a loop over rows; the counts, hence every
-# score, are the same integers as upstream's lists' lengths.
+# Each row is read once into a few numpy columns (its verdict, its label, its instruction, its scenario's
+# kind, its item, its pair); every count is then a sum over boolean columns, and a pair is two row numbers
+# in a slot array. Per item, the same columns are summed by item (np.bincount), which is what the
+# bootstrap draws from. The counts, hence every score, are the same integers as upstream's lists' lengths.
+# The columns are also the check: every column's types and values are checked in bulk, and only when
+# something is off are the rows checked one by one (`validate_rows`), which names the first bad row.
 
 _VERDICT = {RESPOND: 0, REJECT: 1}  # anything else: 2, an exception
 _ABSOLUTE = frozenset(ABS_PRIV_LABELS)
@@ -110,59 +105,123 @@ ROW_COUNTS = ("total", "exception", "abs_all", "abs_exp", "acc_all", "acc_exp", 
               "comp1_all", "comp1_exp", "comp0_all", "comp0_exp")
 PAIR_COUNTS = ("n1", "n2", "n3", "n4", "ics_exp", "ics_all", "abs_ics_all", "abs_ics_exp")
 SCENE_PAIR_COUNTS = ("sc1", "sc2", "sc3", "sc4", "sc_exp", "sc_all")
+_PER_ROW = ("row", "verdict", "label", "absolute", "is_privacy", "item", "has_scenario", "scenario_is_privacy", "scenario", "pair")
 
 
-def _codes(values: tuple, table: dict, default: int) -> list:
+class _Unusual(Exception):
+    """Rows the bulk check does not vouch for: `validate_rows` then names the bad row (or reads them one by one)."""
+
+
+def _codes(values: list, table: dict, default: int) -> np.ndarray:
     """`table[value]` for each value (`default` when absent), by == as upstream compares (a value that
     is a JSON list or object, unhashable, is simply not in the table)."""
     try:
-        return list(map(table.get, values, repeat(default)))
+        return np.fromiter(map(table.get, values, repeat(default)), dtype=np.int8, count=len(values))
     except TypeError:
-        return [next((c for key, c in table.items() if v == key), default) for v in values]
+        return np.array([next((c for key, c in table.items() if v == key), default) for v in values], dtype=np.int8)
 
 
-def _absolute(labels: tuple) -> list:
-    try:
-        return list(map(_ABSOLUTE.__contains__, labels))
-    except TypeError:
-        return [label in ABS_PRIV_LABELS for label in labels]
+def _first_codes(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dense codes 0.. of the integers `v` in order of first appearance, and the distinct values."""
+    if not v.size:
+        return np.zeros(0, dtype=np.int64), v
+    low, high = int(v.min()), int(v.max())
+    if high - low < 4 * v.size + 1024:  # a slot per value: no sort of the rows
+        dense, distinct = v - low, np.arange(low, high + 1)
+    else:
+        distinct, dense = np.unique(v, return_inverse=True)
+        dense = dense.reshape(-1)
+    first = np.full(distinct.size, v.size, dtype=np.int64)
+    np.minimum.at(first, dense, np.arange(v.size))
+    present = np.flatnonzero(first < v.size)
+    order = present[np.argsort(first[present])]
+    rank = np.empty(distinct.size, dtype=np.int64)
+    rank[order] = np.arange(order.size)
+    return rank[dense], distinct[order]
 
 
-def _factorize(values: list) -> tuple[np.ndarray, list]:
+def _factorize(values: list, types: set | None = None) -> tuple[np.ndarray, list]:
     """Dense codes 0.. of `values` in order of first appearance (equal values by ==, as dict keys), and
     the distinct values."""
-    if values and set(map(type, values)) == {int} and -2**63 <= min(values) and max(values) < 2**63:
-        distinct, first, inverse = np.unique(np.array(values, dtype=np.int64), return_index=True, return_inverse=True)
-        order = np.argsort(first, kind="stable")  # numpy sorts; the codes follow first appearance
-        rank = np.empty(len(order), dtype=np.int64)
-        rank[order] = np.arange(len(order))
-        return rank[inverse.reshape(-1)], distinct[order].tolist()
-    distinct = list(dict.fromkeys(values))
-    code = dict(zip(distinct, range(len(distinct))))
-    return np.fromiter(map(code.__getitem__, values), dtype=np.int64, count=len(values)), distinct
+    if values and (set(map(type, values)) if types is None else types) == {int}:
+        try:
+            codes, distinct = _first_codes(np.fromiter(values, dtype=np.int64, count=len(values)))
+            return codes, distinct.tolist()
+        except OverflowError:
+            pass
+    seen: dict = {}  # value -> the row it first appears at: one pass
+    first = np.fromiter(map(seen.setdefault, values, count()), dtype=np.int64, count=len(values))
+    return np.searchsorted(np.fromiter(seen.values(), dtype=np.int64, count=len(seen)), first), list(seen)
 
 
 class _Columns:
-    """The rows as numpy columns (after `_check`): what the counts read. Every pass over the rows is a
-    `map` of a C-level getter, flattened with `chain` (a comprehension costs several times as much a row,
-    and a list of 100,000 live tuples sets the garbage collector walking every row again)."""
+    """The rows as numpy columns, checked in bulk unless `check` is False (rows `validate_rows` passed):
+    _Unusual (or the TypeError, KeyError, ValueError of a conversion) for anything `validate_rows` might
+    refuse. Every pass over the rows is a `map` of a C-level getter, flattened with `chain` (a
+    comprehension costs several times as much a row). `pair`: the pair of a row without a scenario (its
+    item) or in a privacy scenario (its item and scenario), -1 for a row in a non-privacy scenario."""
 
-    def __init__(self, rows: list[dict], k: str):
+    def __init__(self, rows: list[dict], k: str, check: bool = True):
         n = len(rows)
+        self.row = np.arange(n)  # the rows' numbers in the whole file (a group keeps them)
+        scenarios = list(map(dict.get, rows, repeat("scenario")))  # TypeError: a row that is not an object
         flat = list(chain.from_iterable(map(itemgetter("benchmark_id", "label", "is_privacy", k), rows)))
-        self.verdict = np.array(_codes(flat[3::4], _VERDICT, 2), dtype=np.int8)
-        self.absolute = np.array(_absolute(flat[1::4]), dtype=bool)
-        self.is_privacy = np.array(flat[2::4], dtype=np.int8)
-        self.item, items = _factorize(flat[0::4])
+        ids, labels, is_privacy = flat[0::4], flat[1::4], flat[2::4]
+        id_types = set(map(type, ids))
+        self.verdict = _codes(flat[3::4], _VERDICT, 2)
+        self.label, self.labels = _factorize(labels, set())
+        self.absolute = np.array([label in _ABSOLUTE for label in self.labels], dtype=bool)[self.label]
+        self.is_privacy = np.fromiter(is_privacy, dtype=np.int8, count=n)
+        self.item, items = _factorize(ids, id_types)
         self.n_items = len(items)
-        scenarios = list(map(dict.get, rows, repeat("scenario")))
         self.has_scenario = np.fromiter(map(is_not, scenarios, repeat(None)), dtype=bool, count=n)
         with_scenario = list(compress(scenarios, self.has_scenario))
-        scenario_fields = list(chain.from_iterable(map(itemgetter("is_privacy", "id"), with_scenario)))
+        fields = list(chain.from_iterable(map(itemgetter("is_privacy", "id"), with_scenario)))
         self.scenario_is_privacy = np.full(n, -1, dtype=np.int8)
-        self.scenario_is_privacy[self.has_scenario] = scenario_fields[0::2]
+        self.scenario_is_privacy[self.has_scenario] = np.fromiter(fields[0::2], dtype=np.int8, count=len(with_scenario))
         self.scenario = np.full(n, -1, dtype=np.int64)
-        self.scenario[self.has_scenario], self.scenario_ids = _factorize(scenario_fields[1::2])
+        self.scenario[self.has_scenario], self.scenario_ids = _factorize(fields[1::2])
+        if check and not (id_types <= {int, str} and set(map(type, labels)) <= {str} and set(map(type, is_privacy)) <= {int}
+                          and all(label.strip() and label != "a0_safe" for label in self.labels)
+                          and set(map(type, with_scenario)) <= {dict} and set(map(type, fields[0::2])) <= {int}
+                          and set(map(type, fields[1::2])) <= {int, str}
+                          and not np.any((self.is_privacy != 0) & (self.is_privacy != 1))
+                          and not np.any(self.has_scenario & (self.scenario_is_privacy != 0) & (self.scenario_is_privacy != 1))
+                          and not np.any((self.scenario_is_privacy == 0) & (self.is_privacy == 0))):
+            raise _Unusual
+        width = max(len(self.scenario_ids), 1)
+        self.pair = np.where(self.has_scenario, -1, self.item)
+        in_scene = self.scenario_is_privacy == 1
+        self.pair[in_scene] = self.n_items + self.item[in_scene] * width + self.scenario[in_scene]
+        self.n_pairs = self.n_items * (width + 1)
+        if self.n_pairs > 4 * n + 1024:  # many scenarios: number the pairs there are
+            paired = self.pair >= 0
+            self.pair[paired], self.n_pairs = _first_codes(self.pair[paired])[0], int(paired.sum())
+        if check:  # the two rows of a pair carry one label
+            paired = np.flatnonzero(self.pair >= 0)
+            label_of = np.zeros(self.n_pairs, dtype=np.int64)
+            label_of[self.pair[paired]] = self.label[paired]
+            if np.any(label_of[self.pair[paired]] != self.label[paired]):
+                raise _Unusual
+
+    def group(self, mask: np.ndarray) -> _Columns:
+        """The rows `mask` picks, their items numbered again in order of first appearance."""
+        g = object.__new__(_Columns)
+        g.__dict__.update(self.__dict__)
+        for name in _PER_ROW:
+            setattr(g, name, getattr(self, name)[mask])
+        g.item, items = _first_codes(g.item)
+        g.n_items = items.size
+        return g
+
+
+def _columns(rows: list[dict], k: str) -> _Columns:
+    """The rows checked (as `validate_rows` checks them) and read into columns."""
+    try:
+        return _Columns(rows, k)
+    except (_Unusual, TypeError, KeyError, ValueError, OverflowError):
+        validate_rows(rows, k)  # names the first bad row
+        return _Columns(rows, k, check=False)
 
 
 def _row_indicators(c: _Columns) -> dict[str, np.ndarray]:
@@ -186,14 +245,14 @@ def _row_indicators(c: _Columns) -> dict[str, np.ndarray]:
     }
 
 
-def _slots(c: _Columns, members: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.ndarray, int | None]:
-    """The rows `members` (row numbers, in order) put in pairs by `key` and instruction: the row of
-    instruction 0 and of instruction 1 of each key (-1: none), and the first row that repeats a slot."""
+def _slots(c: _Columns, members: np.ndarray) -> tuple[np.ndarray, np.ndarray, int | None]:
+    """The rows `members` (row numbers, in order) put in their pairs by instruction: the row of
+    instruction 0 and of instruction 1 of each pair (-1: none), and the first row that repeats a slot."""
+    key = c.pair[members]
     slot = key * 2 + c.is_privacy[members]
     order = np.argsort(slot, kind="stable")
     repeats = members[order][1:][slot[order][1:] == slot[order][:-1]]
-    n_keys = int(key.max()) + 1 if key.size else 0
-    rows = np.full((n_keys, 2), -1, dtype=np.int64)
+    rows = np.full((c.n_pairs, 2), -1, dtype=np.int64)
     rows[key, c.is_privacy[members]] = members  # a repeated slot is refused before these are read
     return rows[:, 0], rows[:, 1], (int(repeats.min()) if repeats.size else None)
 
@@ -210,32 +269,25 @@ def _pair_indicators(c: _Columns, res_0: np.ndarray, res_1: np.ndarray, names: t
     return c.item[r0], dict(zip(names, values))
 
 
-def _indicators(rows: list[dict], k: str) -> tuple[_Columns, list[tuple[np.ndarray | None, dict]]]:
+def _indicators(c: _Columns, rows: list[dict]) -> list[tuple[np.ndarray | None, dict]]:
     """Every count as indicators: (None: per row | the items of the pairs, {name: indicator})."""
-    c = _Columns(rows, k)
     valid = c.verdict < 2
-    plain = np.flatnonzero(valid & ~c.has_scenario)
-    scened = np.flatnonzero(valid & (c.scenario_is_privacy == 1))
-    plain_0, plain_1, plain_repeat = _slots(c, plain, c.item[plain])
-    scene_key = c.item[scened] * max(len(c.scenario_ids), 1) + c.scenario[scened]
-    _, scene_key = np.unique(scene_key, return_inverse=True)
-    scene_0, scene_1, scene_repeat = _slots(c, scened, scene_key.reshape(-1))
+    plain_0, plain_1, plain_repeat = _slots(c, np.flatnonzero(valid & ~c.has_scenario))
+    scene_0, scene_1, scene_repeat = _slots(c, np.flatnonzero(valid & (c.scenario_is_privacy == 1)))
     repeats = [r for r in (plain_repeat, scene_repeat) if r is not None]
     if repeats:
-        n = min(repeats)
+        n = int(c.row[min(repeats)])
         row = rows[n]
         where = f" in scenario {row['scenario']['id']!r}" if row.get("scenario") is not None else " without a scenario"
         raise MetricsError(f"row {n + 1}: a second row for benchmark_id {row['benchmark_id']!r} with is_privacy {row['is_privacy']}{where}.")
     plain_items, plain_counts = _pair_indicators(c, plain_0, plain_1, PAIR_COUNTS)
     scene_items, scene_counts = _pair_indicators(c, scene_0, scene_1, SCENE_PAIR_COUNTS)
-    return c, [(None, _row_indicators(c)), (plain_items, plain_counts), (scene_items, scene_counts)]
+    return [(None, _row_indicators(c)), (plain_items, plain_counts), (scene_items, scene_counts)]
 
 
 def counts(rows: list[dict], k: str = "eval_resp") -> dict:
     """The raw counts behind `cal_metrics` (every (expected, all) pair and n1-n4), additive over items."""
-    _check(rows, k)
-    _, groups = _indicators(rows, k)
-    return _totals(groups)
+    return _totals(_indicators(_columns(rows, k), rows))
 
 
 def _totals(groups) -> dict:
@@ -244,8 +296,8 @@ def _totals(groups) -> dict:
 
 def item_counts(rows: list[dict], k: str = "eval_resp") -> tuple[list[str], np.ndarray]:
     """The counts of each benchmark item (rows: items in order of first appearance; columns: names)."""
-    _check(rows, k)
-    return _item_table(*_indicators(rows, k))
+    c = _columns(rows, k)
+    return _item_table(c, _indicators(c, rows))
 
 
 def _item_table(c: _Columns, groups) -> tuple[list[str], np.ndarray]:
@@ -294,20 +346,18 @@ def _label_order(label: str):
 
 
 def by_label(rows: list[dict], k: str = "eval_resp") -> dict:
-    """Upstream's `cal_metrics_group_by_label`: label -> metrics, labels in upstream's numeric order."""
-    groups: dict = defaultdict(list)
-    for row in rows:
-        groups[row["label"]].append(row)
-    return {label: cal_metrics(groups[label], k) for label in sorted(groups, key=_label_order)}
+    """Upstream's `cal_metrics_group_by_label`: label -> metrics, labels in upstream's numeric order (the
+    rows checked and read once; each label's rows are a group of the columns)."""
+    c = _columns(rows, k)
+    order = sorted(range(len(c.labels)), key=lambda i: _label_order(c.labels[i]))
+    return {c.labels[i]: from_counts(_totals(_indicators(c.group(c.label == i), rows))) for i in order}
 
 
 def by_scenario(rows: list[dict], k: str = "eval_resp") -> dict:
     """Scenario id -> metrics over that scenario's rows (an addition: upstream has no such table)."""
-    groups: dict = defaultdict(list)
-    for row in rows:
-        if row.get("scenario") is not None:
-            groups[row["scenario"]["id"]].append(row)
-    return {sid: cal_metrics(groups[sid], k) for sid in sorted(groups)}
+    c = _columns(rows, k)
+    code = dict(zip(c.scenario_ids, range(len(c.scenario_ids))))
+    return {sid: from_counts(_totals(_indicators(c.group(c.scenario == code[sid]), rows))) for sid in sorted(code)}
 
 
 def intervals(rows: list[dict], k: str = "eval_resp", replicates: int = 1000, seed: int = 0) -> dict:
@@ -347,15 +397,20 @@ BLOCK = 64  # replicates drawn at once: 64 x items ids and weights in memory, wh
 
 
 def _bootstrap_sums(table: np.ndarray, replicates: int, rng: np.random.Generator) -> np.ndarray:
-    """Per replicate, the summed counts of `table`'s rows drawn with replacement (int64)."""
+    """Per replicate, the summed counts of `table`'s rows drawn with replacement (int64). Items with the
+    same counts are one pattern: a block's draws become pattern numbers (a lookup), counted per replicate
+    (np.bincount over replicates x patterns) and multiplied by the patterns' counts; a few hundred
+    patterns, however many items, so the counting stays in cache."""
     n_items = table.shape[0]
+    patterns, of_item = np.unique(table, axis=0, return_inverse=True)
+    of_item, n_patterns = of_item.reshape(-1), patterns.shape[0]
     sums = np.empty((replicates, table.shape[1]), dtype=np.int64)
     for start in range(0, replicates, BLOCK):
         b = min(BLOCK, replicates - start)
-        draws = rng.integers(0, n_items, size=(b, n_items))
-        draws += (np.arange(b, dtype=draws.dtype) * n_items)[:, None]
-        weights = np.bincount(draws.ravel(), minlength=b * n_items).reshape(b, n_items).astype(np.float64)
-        sums[start:start + b] = np.rint(weights @ table)
+        drawn = of_item[rng.integers(0, n_items, size=(b, n_items))]
+        drawn += (np.arange(b, dtype=drawn.dtype) * n_patterns)[:, None]
+        weights = np.bincount(drawn.ravel(), minlength=b * n_patterns).reshape(b, n_patterns).astype(np.float64)
+        sums[start:start + b] = np.rint(weights @ patterns)
     return sums
 
 
@@ -369,24 +424,17 @@ _SCORE_COUNTS = {
 
 def report(rows: list[dict], k: str = "eval_resp", replicates: int = 1000) -> dict:
     """Everything the pages show: overall metrics, per label, per scenario, and intervals. The rows are
-    checked once, and each group (all, a label, a scenario) read into columns once for its metrics and
-    its intervals."""
-    _check(rows, k)
-    labels: dict = defaultdict(list)
-    scenarios: dict = defaultdict(list)
-    for row in rows:
-        labels[row["label"]].append(row)
-        if row.get("scenario") is not None:
-            scenarios[row["scenario"]["id"]].append(row)
+    checked and read into columns once; a label's or a scenario's rows are a group of those columns."""
+    c = _columns(rows, k)
 
-    def both(group: list[dict]) -> tuple[dict, dict]:
-        c, indicators = _indicators(group, k)
-        return from_counts(_totals(indicators)), _intervals_of(*_item_table(c, indicators), replicates, 0)
+    def both(g: _Columns) -> tuple[dict, dict]:
+        indicators = _indicators(g, rows)
+        return from_counts(_totals(indicators)), _intervals_of(*_item_table(g, indicators), replicates, 0)
 
-    overall = both(rows)
-    per_label = {label: both(group) for label, group in labels.items()}
-    per_scenario = {sid: both(group) for sid, group in scenarios.items()}
-    return {"metrics": overall[0], "metrics group by label": {label: per_label[label][0] for label in sorted(labels, key=_label_order)},
-            "metrics group by scenario": {sid: per_scenario[sid][0] for sid in sorted(scenarios)}, "intervals": overall[1],
+    overall = both(c)
+    per_label = {label: both(c.group(c.label == i)) for i, label in enumerate(c.labels)}
+    per_scenario = {sid: both(c.group(c.scenario == i)) for i, sid in enumerate(c.scenario_ids)}
+    return {"metrics": overall[0], "metrics group by label": {label: per_label[label][0] for label in sorted(per_label, key=_label_order)},
+            "metrics group by scenario": {sid: per_scenario[sid][0] for sid in sorted(per_scenario)}, "intervals": overall[1],
             "intervals group by label": {label: r[1] for label, r in per_label.items()},
             "intervals group by scenario": {sid: r[1] for sid, r in per_scenario.items()}}
