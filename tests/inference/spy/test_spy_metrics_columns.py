@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from inference.kinds.spy_bench import metrics
+from benchmarks.spy_bench import metrics
 from tests.inference.spy.test_spy_metrics_upstream import reference_intervals_sums
 from tests.support import spy_upstream as upstream
 
