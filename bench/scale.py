@@ -32,6 +32,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -440,6 +441,7 @@ def main() -> None:
         django.db.connections.close_all()
         if not args.keep:
             recreate_database(args.database_url, drop_only=True)
+        shutil.rmtree(data_dir, ignore_errors=True)  # its data folder goes, also when it ends on SIGTERM (bench/common.py)
 
 
 if __name__ == "__main__":
