@@ -196,7 +196,8 @@ class _Columns:
         self.n_pairs = self.n_items * (width + 1)
         if self.n_pairs > 4 * n + 1024:  # many scenarios: number the pairs there are
             paired = self.pair >= 0
-            self.pair[paired], self.n_pairs = _first_codes(self.pair[paired])[0], int(paired.sum())
+            self.pair[paired], distinct = _first_codes(self.pair[paired])
+            self.n_pairs = distinct.size
         if check:  # the two rows of a pair carry one label
             paired = np.flatnonzero(self.pair >= 0)
             label_of = np.zeros(self.n_pairs, dtype=np.int64)
