@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from .annotate import AnnotateKind
 from .base import Item, Kind
-from .binary import BinaryKind
 from .judge import JudgeKind
 from .multipriv_profile import MultiprivProfileKind
 from .multipriv_reid import MultiprivReidKind
@@ -17,7 +16,6 @@ KINDS: dict[str, type[Kind]] = {
     JudgeKind.key: JudgeKind,
     MultiprivReidKind.key: MultiprivReidKind,
     MultiprivProfileKind.key: MultiprivProfileKind,
-    BinaryKind.key: BinaryKind,
     SpyBenchKind.key: SpyBenchKind,
 }
 

@@ -28,7 +28,7 @@ from tests.support.vispr_release import write_release as write_vispr_release
 pytestmark = pytest.mark.django_db
 
 FIGURES = {"annotate": "/scoring/runs/{}/", "judge": "/scoring/runs/{}/", "multipriv-reid": "/scoring/multipriv/runs/{}/",
-           "multipriv-profile": "/scoring/multipriv/runs/{}/", "binary": "/scoring/runs/{}/binary/",
+           "multipriv-profile": "/scoring/multipriv/runs/{}/", "binary": "/benchmarks/local-classifiers/runs/{}/",
            "spy-bench": "/runs/spy-bench/runs/{}/", "vispr-attributes": "/benchmarks/vispr-attributes/runs/{}/"}
 MISSING = {"annotate": "import images first", "judge": "import images first", "multipriv-reid": "manage.py import_multipriv",
            "multipriv-profile": "manage.py import_multipriv", "binary": "register a classifier: manage.py register_classifier",

@@ -65,7 +65,7 @@ def test_a_binary_run_launched_from_the_page_and_its_metrics(journey, make_image
 
     with page.expect_navigation():
         page.click("text=Metrics of this run")
-    assert f"/scoring/runs/{run.pk}/binary/" in page.url
+    assert f"/benchmarks/local-classifiers/runs/{run.pk}/" in page.url
     table = page.inner_text("#table-binary")
     assert "AUC" in table and "balanced accuracy" in table and "recall (private)" in table
     journey.shot(page, "classifier-run-metrics")
