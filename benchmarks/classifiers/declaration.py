@@ -4,8 +4,8 @@ from __future__ import annotations
 from django.urls import reverse
 
 from inference.benchmarks import Benchmark, DataStatus, Figure
+from inference.models import Run
 from inference.providers.onnx.models import ClassifierModel
-from scoring.models import ImageScore, ScoringProfile
 
 from . import demo, metrics
 from .kind import REGISTER_HINT, BinaryKind
@@ -29,8 +29,9 @@ class LocalClassifiers(Benchmark):
 
     def data_status(self) -> DataStatus:
         n_classifiers = ClassifierModel.objects.count()
-        scored = ImageScore.objects.filter(profile=ScoringProfile.active()).count()
-        summary = f"{n_classifiers} local classifier{'' if n_classifiers == 1 else 's'} registered, {scored:,} images with a consensus score"
+        n_runs = Run.objects.filter(task=BinaryKind.key, status=Run.STATUS_FINISHED).count()
+        summary = (f"{n_classifiers} local classifier{'' if n_classifiers == 1 else 's'} registered, "
+                   f"{n_runs} finished classifier run{'' if n_runs == 1 else 's'}")
         if not n_classifiers:
             return DataStatus(False, summary, REGISTER_HINT[:1].upper() + REGISTER_HINT[1:] + ".", reverse("classifiers:list"))
         return DataStatus(True, summary, "Launch a run of a registered classifier over a split or a dataset version.",

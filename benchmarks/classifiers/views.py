@@ -84,7 +84,7 @@ def figures(request, run_id: int):
                                               x_label=f"P(private) (GT level {level})", colour=svg.LEVEL_COLOURS[level], width=300, height=180)))
     context = {"run": run, "form": form, "profile": profile, "report": report, "threshold": threshold, "charts": charts,
                "classifier": run.request_params or {}, "leaderboard": reverse("classifiers:leaderboard")}
-    meta = {"run": run.pk, "task": run.task, "profile": profile.label, "threshold": threshold}
+    meta = {"run": run.pk, "task": run.task, "profile": profile.label, "threshold": threshold, "provenance": run.provenance}
     return _respond(request, form, f"binary-run-{run.pk}", "classifiers/figures.html", context, tables, meta)
 
 
