@@ -62,6 +62,7 @@ class Benchmark:
     home_url_name: ClassVar[str] = ""  # its own page (leaderboard), a URL name without arguments
     # Addresses it had before it became a folder: (old prefix, new prefix under benchmarks/<key>/), each
     # answered with a 301 to the same rest of the path and query (bookmarks and scripts keep working).
+    # "<id>" in an old prefix stands for a number, put where "<id>" is in the new one (runs/<id>/).
     old_paths: ClassVar[tuple[tuple[str, str], ...]] = ()
 
     def home_url(self) -> str:
@@ -155,16 +156,17 @@ def url_patterns() -> list:
     patterns = [path(f"benchmarks/{b.key}/", include(b.urls)) for b in all_benchmarks() if b.urls]
     for b in all_benchmarks():
         for old, new in b.old_paths:
-            patterns.append(re_path(rf"^{re.escape(old)}(?P<rest>.*)$", _moved_to(f"/benchmarks/{b.key}/{new}")))
+            old_re = re.escape(old).replace(re.escape("<id>"), "(?P<id>[0-9]+)")
+            patterns.append(re_path(rf"^{old_re}(?P<rest>.*)$", _moved_to(f"/benchmarks/{b.key}/{new}")))
     return patterns
 
 
 def _moved_to(prefix: str):
-    def moved(request, rest: str):
+    def moved(request, rest: str, id: str = ""):
         from django.http import HttpResponsePermanentRedirect
 
         query = request.META.get("QUERY_STRING", "")
-        return HttpResponsePermanentRedirect(prefix + rest + (f"?{query}" if query else ""))
+        return HttpResponsePermanentRedirect(prefix.replace("<id>", id) + rest + (f"?{query}" if query else ""))
 
     return moved
 

@@ -60,8 +60,7 @@ def shown_fields(kind) -> frozenset[str]:
 
 def serving(kind) -> list[str]:
     """The providers that run this kind, in PROVIDERS order."""
-    return [name for name, cls in PROVIDERS.items()
-            if (not cls.kinds or kind.key in cls.kinds) and (not kind.providers or name in kind.providers)]
+    return [name for name, cls in PROVIDERS.items() if name in kind.providers or not (cls.exclusive or kind.providers)]
 
 
 def default_provider(kind, found: dict) -> str:
@@ -195,7 +194,7 @@ class LaunchForm(forms.Form):
             self.add_error("provider", f"{PROVIDERS[provider].label} is unavailable: {self.availability[provider].reason}")
         task = data["task"]
         kind = kinds.get(task)
-        only = PROVIDERS[provider].kinds  # a provider for some kinds only (onnx: binary)
+        only = [key for key, cls in kinds.KINDS.items() if provider in cls.providers] if PROVIDERS[provider].exclusive else []
         if only and task not in only:
             self.add_error("provider", f"{PROVIDERS[provider].label} runs only {', '.join(only)} runs, not {task} runs.")
         for field, message in kind.launch_errors(data).items():

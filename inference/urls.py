@@ -1,7 +1,6 @@
 from django.urls import path
 
 from . import views
-from .providers.onnx import views as classifier_views
 
 app_name = "inference"
 urlpatterns = [
@@ -10,7 +9,6 @@ urlpatterns = [
     path("new/", views.run_new, name="run_new"),
     path("estimate/", views.run_estimate, name="run_estimate"),
     path("prompts/", views.prompt_catalogue, name="prompts"),
-    path("classifiers/", classifier_views.classifier_list, name="classifiers"),
     path("<int:run_id>/", views.run_detail, name="run_detail"),
     path("<int:run_id>/progress/", views.run_progress, name="run_progress"),
     path("<int:run_id>/cancel/", views.run_cancel, name="run_cancel"),

@@ -2,12 +2,12 @@
 
 Truth: an image is private when its ground-truth level is at or below the threshold (levels 1..T;
 level 1 is the most severe), as in the judge runs' binary table (scoring.metrics.binary_counts).
-What a run says [decision, docs/scoring.md "Binary view"]:
-- a local classifier (binary run): private when P(private) >= 0.5 (the argmax of two classes); its
-  ranking score for the AUC is P(private);
-- a VLM judge run: private when its predicted level (its score under the profile's boundaries) is at
-  or below the same threshold, exactly the judge page's binary table; its ranking score for the AUC
-  is the predicted severity score.
+What a run says is its caller's decision rule [decision, docs/scoring.md "Binary view"]
+(scoring/services/binary_view.py): a VLM judge run is private when its predicted level (its score
+under the profile's boundaries) is at or below the same threshold, exactly the judge page's binary
+table, its ranking score for the AUC being the predicted severity score; a run whose score is
+P(private) (the local-classifier benchmark's, benchmarks/classifiers/) is private from a cut on it,
+its ranking score being P(private).
 Precision, recall and F1 are those of the private class. Every metric has a 95% percentile bootstrap
 interval (images resampled, one draw of indices per run shared by every metric) and the count of
 resamples in which it was defined (AUC needs both classes in a resample).
@@ -18,7 +18,6 @@ import numpy as np
 
 from .metrics import _with_interval, binary_from_counts
 
-P_THRESHOLD = 0.5
 N_BOOT = 500
 SEED = 20260326
 METRICS = ("precision_private", "recall_private", "f1_private", "balanced_accuracy", "auc", "accuracy")
@@ -74,6 +73,3 @@ def evaluate(truth: np.ndarray, guess: np.ndarray, score: np.ndarray, *, n_boot:
         "bootstrap": {"resamples": n_boot if n >= 2 else 0, "seed": seed, "method": "percentile, 95%"},
     }
 
-
-def classifier_decisions(p_private: np.ndarray) -> np.ndarray:
-    return np.asarray(p_private, dtype=float) >= P_THRESHOLD

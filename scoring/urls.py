@@ -8,7 +8,6 @@ urlpatterns = [
     path("", views.leaderboard, name="leaderboard"),
     path("runs/<int:run_id>/", views.run_detail, name="run"),
     path("runs/<int:run_id>/calibration/", views.calibration, name="calibration"),
-    path("runs/<int:run_id>/binary/", binary_views.binary_run, name="binary_run"),
     path("binary/", binary_views.binary_view, name="binary"),
     path("compare/", views.compare, name="compare"),
     path("agreement/", views.agreement, name="agreement"),

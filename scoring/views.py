@@ -25,6 +25,7 @@ from core.files import protected_file_response
 from core.idempotency import once_per_submission
 from core.roles import ROLE_ADMIN, STAFF_ROLES, require_role
 from core.audit import audit
+from inference import benchmarks
 
 from . import exports, leaderboard_tables, queries, study_tables, svg
 from . import tables as T
@@ -193,9 +194,10 @@ def run_detail(request, run_id: int):
     profile = ScoringProfile.active()
     context = {"run": run, "profile": profile, "form": form, "prompt": json.dumps(run.prompt_text, indent=2, ensure_ascii=False)}
     meta = {"run": run.pk, "task": run.task, "profile": profile.label, "profile_id": profile.pk, "profile_version": profile.version}
-    if run.task == "binary":  # a local classifier: its own page (scoring/binary_views.py), never severity metrics
+    benchmark = benchmarks.of_kind(run.task)
+    if benchmark is not None:  # a benchmark folder's run: its own figures page (inference.benchmarks), never severity metrics
         query = request.GET.urlencode()
-        return redirect(reverse("scoring:binary_run", args=[run.pk]) + (f"?{query}" if query else ""))
+        return redirect(benchmark.figures_url(run) + (f"?{query}" if query else ""))
     if run.task != run.TASK_JUDGE:
         data = annotate_run_agreement(run)
         context["annotate"] = data

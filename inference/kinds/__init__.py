@@ -6,13 +6,11 @@ from __future__ import annotations
 
 from .annotate import AnnotateKind
 from .base import Item, Kind
-from .binary import BinaryKind
 from .judge import JudgeKind
 
 KINDS: dict[str, type[Kind]] = {
     AnnotateKind.key: AnnotateKind,
     JudgeKind.key: JudgeKind,
-    BinaryKind.key: BinaryKind,
 }
 
 __all__ = ["KINDS", "Item", "Kind", "bind", "catalogue", "choices", "get", "render"]

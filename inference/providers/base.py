@@ -211,7 +211,7 @@ class Provider:
     name: str = ""
     label: str = ""
     queue: str = "api"
-    kinds: tuple[str, ...] = ()  # the run kinds it serves; empty: every kind (the launch form refuses the others)
+    exclusive: bool = False  # True: it serves only the run kinds that name it in `Kind.providers` (the launch form refuses the others)
     default_base_url: str = ""  # where the SDK goes when no base URL is configured
     default_model: str = ""  # what the launch form offers first (the admin may name any model)
 

@@ -48,7 +48,7 @@ def test_demo_pages_show_the_runs(seeded, client):
     run = Run.objects.filter(task="judge").first()
     annotate = Run.objects.get(task="annotate")
     page = client.get(reverse("inference:run_list")).content.decode()
-    assert page.count(">demo</span>") == 10  # 4 judge, 1 annotate, 1 SPY-Bench, 2 MultiPriv, 2 VISPR attribute runs
+    assert page.count(">demo</span>") == 12  # 4 judge, 1 annotate, 1 SPY-Bench, 2 MultiPriv, 2 VISPR attribute, 2 local-classifier runs
     page = client.get(reverse("inference:run_detail", args=[run.pk])).content.decode()
     assert "demo data" in page and reverse("scoring:run", args=[run.pk]) in page and "None yet" not in page
     page = client.get(reverse("scoring:run", args=[run.pk])).content.decode()

@@ -263,6 +263,6 @@ def test_launches_the_classifier_cannot_serve_are_refused_with_the_field_named(t
 
 
 def test_the_classifiers_page_lists_registered_models(tiny, admin_user, client_as):
-    page = client_as(admin_user).get("/runs/classifiers/")
+    page = client_as(admin_user).get("/benchmarks/local-classifiers/classifiers/")
     text = page.content.decode()
     assert page.status_code == 200 and "tiny-s2p" in text and tiny.sha256[:12] in text and "private, public" in text

@@ -29,7 +29,7 @@ from tests.conftest import with_submission_token
 pytestmark = pytest.mark.django_db
 
 FIGURES = {"annotate": "/scoring/runs/{}/", "judge": "/scoring/runs/{}/", "multipriv-reid": "/benchmarks/multipriv/runs/{}/",
-           "multipriv-profile": "/benchmarks/multipriv/runs/{}/", "binary": "/scoring/runs/{}/binary/",
+           "multipriv-profile": "/benchmarks/multipriv/runs/{}/", "binary": "/benchmarks/local-classifiers/runs/{}/",
            "spy-bench": "/benchmarks/spy-bench/runs/{}/", "vispr-attributes": "/benchmarks/vispr-attributes/runs/{}/"}
 MISSING = {"annotate": "import images first", "judge": "import images first", "multipriv-reid": "manage.py import_multipriv",
            "multipriv-profile": "manage.py import_multipriv", "binary": "register a classifier: manage.py register_classifier",

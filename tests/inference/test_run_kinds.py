@@ -16,7 +16,7 @@ from tests.support.same_kind import same_kind  # noqa: F401
 def test_production_registers_every_kind_under_its_run_task_key():
     from inference import benchmarks
 
-    core = ["annotate", "judge", "binary"]
+    core = ["annotate", "judge"]
     # then every benchmark folder's kinds, registered at start-up (inference.benchmarks)
     assert list(kinds.KINDS) == core + [k.key for b in benchmarks.all_benchmarks() for k in b.kinds]
     assert kinds.get("judge").stages == ("judge",) and kinds.get("annotate").stages == ("stage1", "stage2")

@@ -48,7 +48,7 @@ def test_the_tag_renders_one_badge_per_provenance():
     ("judge", "inference:run_list"), ("judge", "inference:run_detail"), ("judge", "scoring:run"),
     ("multipriv-reid", "multipriv:leaderboard"), ("multipriv-reid", "multipriv:run"),
     ("spy-bench", "spy_bench:index"), ("spy-bench", "spy_bench:run"),
-    ("binary", "scoring:binary_run"),
+    ("binary", "classifiers:figures"), ("binary", "classifiers:leaderboard"),
 ])
 def test_demo_runs_carry_the_badge_on_every_page_that_lists_them(task, page, client_as, admin_user):
     options = {}
@@ -57,7 +57,7 @@ def test_demo_runs_carry_the_badge_on_every_page_that_lists_them(task, page, cli
     version = {"judge": "judge-v2", "multipriv-reid": "multipriv-reid-v1", "spy-bench": "spy-v1", "binary": "binary-v1"}[task]
     run = make_run(task, selection={"demo": "synthetic"}, options=options, prompt_version=version, total=0, done=0,
                    provider="onnx" if task == "binary" else "openai")
-    args = [] if page in ("inference:run_list", "multipriv:leaderboard", "spy_bench:index") else [run.pk]
+    args = [] if page in ("inference:run_list", "multipriv:leaderboard", "spy_bench:index", "classifiers:leaderboard") else [run.pk]
     response = client_as(admin_user).get(reverse(page, args=args))
     assert response.status_code == 200 and 'data-provenance="demo"' in response.content.decode()
 
@@ -93,7 +93,7 @@ def test_the_binary_views_threshold_box_shows_the_threshold_in_force(client_as, 
 
 
 def test_the_classifier_tables_empty_state_says_how_to_register_one(client_as, admin_user):
-    page = client_as(admin_user).get(reverse("inference:classifiers")).content.decode()
+    page = client_as(admin_user).get(reverse("classifiers:list")).content.decode()
     assert 'id="no-classifiers"' in page and "manage.py register_classifier NAME FILE.onnx" in page and "?task=binary" in page
 
 

@@ -30,24 +30,25 @@ def test_a_binary_run_launched_from_the_page_and_its_metrics(journey, make_image
     make_user("clf-admin", "admin")
     page = journey.page_for("clf-admin")
 
-    # Runs (top bar) > Local classifiers lists it.
+    # Runs (top bar) > Benchmarks > Local classifiers > registered classifiers lists it.
     with page.expect_navigation():
         page.click(".nav >> text=Runs")
     with page.expect_navigation():
-        page.click("text=Local classifiers")
+        page.click("main >> text=Benchmarks")
+    with page.expect_navigation():
+        page.click("text=Local classifiers (private/public)")
+    with page.expect_navigation():
+        page.click("text=registered classifiers")
     assert "tiny-s2p" in page.inner_text("#classifiers")
     journey.shot(page, "classifier-list")
     journey.check(page)
 
     purge_broker()
     with celery_worker(queues="default", concurrency=1):
-        journey.visit(page, "/runs/new/", "classifier-run-new")
-        page.select_option("select[name=task]", "binary")
-        page.wait_for_selector("#launch-form[data-kind='binary']")  # the form re-renders for the chosen kind
-        page.wait_for_load_state("networkidle")
-        page.select_option("select[name=provider]", "onnx")
-        page.wait_for_load_state("networkidle")  # the form re-renders for the provider
-        page.fill("input[name=model_name]", "tiny-s2p")
+        # The launch form opened with its kind and provider in the address (a change of either re-renders it over htmx).
+        journey.visit(page, "/runs/new/?task=binary&provider=onnx", "classifier-run-new")
+        page.wait_for_selector("#launch-form[data-kind='binary']")
+        assert page.input_value("input[name=model_name]") == "tiny-s2p"  # the provider's suggested model: the registered one
         with page.expect_navigation():
             page.click("button[name=action][value=estimate]")
         assert "6 images" in page.inner_text("#estimate"), page.locator(".errorlist").all_inner_texts()
@@ -65,7 +66,7 @@ def test_a_binary_run_launched_from_the_page_and_its_metrics(journey, make_image
 
     with page.expect_navigation():
         page.click("text=Metrics of this run")
-    assert f"/scoring/runs/{run.pk}/binary/" in page.url
+    assert f"/benchmarks/local-classifiers/runs/{run.pk}/" in page.url
     table = page.inner_text("#table-binary")
     assert "AUC" in table and "balanced accuracy" in table and "recall (private)" in table
     journey.shot(page, "classifier-run-metrics")
@@ -77,8 +78,8 @@ def test_a_binary_run_launched_from_the_page_and_its_metrics(journey, make_image
     journey.check(page)
 
     with page.expect_navigation():
-        page.click("text=all runs in the binary view")
-    assert "onnx/tiny-s2p" in page.inner_text("#table-classifiers")
+        page.click("text=every classifier run beside the judge runs")
+    assert "/benchmarks/local-classifiers/?threshold=1" in page.url and "onnx/tiny-s2p" in page.inner_text("#table-classifiers")
     journey.shot(page, "classifier-binary-view")
     journey.check(page)
     purge_broker()

@@ -86,8 +86,8 @@ def test_every_kind_launches_from_the_page_with_its_defaults_and_opens_its_figur
 
     page.set_viewport_size({"width": 800, "height": 900})
     spy = Run.objects.get(task="spy-bench")
-    paths = ["/runs/", "/benchmarks/spy-bench/", f"/runs/{spy.pk}/", "/runs/classifiers/", f"/images/{images[0].pk}/history",
-             "/scoring/binary/", "/benchmarks/multipriv/", "/scoring/benchmarks/"]
+    paths = ["/runs/", "/benchmarks/spy-bench/", f"/runs/{spy.pk}/", "/benchmarks/local-classifiers/classifiers/", f"/images/{images[0].pk}/history",
+             "/scoring/binary/", "/benchmarks/local-classifiers/", "/benchmarks/multipriv/", "/scoring/benchmarks/"]
     paths += [f"/runs/new/?task={key}" for key in kinds.KINDS] + list(figures.values())
     wide = []
     for path in paths:

@@ -81,7 +81,7 @@ def test_demo_runs_show_on_the_pages(client, admin_user):
         for url in (f"/runs/{run.pk}/", f"/benchmarks/multipriv/runs/{run.pk}/"):
             assert client.get(url).status_code == 200, url
     hub = client.get("/scoring/benchmarks/").content.decode()
-    assert all(link in hub for link in ("/benchmarks/multipriv/", "/benchmarks/spy-bench/", "/scoring/binary/"))
+    assert all(link in hub for link in ("/benchmarks/multipriv/", "/benchmarks/spy-bench/", "/benchmarks/local-classifiers/"))
     page = client.get("/benchmarks/multipriv/")
     assert b"not the paper" in page.content and b"Re-identification" in page.content
     person = Person.objects.first()

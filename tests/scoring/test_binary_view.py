@@ -1,6 +1,7 @@
 """The binary private/public view (issue 26): its metrics against hand-computed values and sklearn, a
-local classifier run over images end to end (registered, run, scored), shown beside judge runs and
-never on the severity leaderboard."""
+local classifier run over images end to end (registered, run, scored), shown beside judge runs on the
+local-classifier benchmark's page (benchmarks/classifiers/, issue 35), never on the severity leaderboard;
+CPRT's own binary view lists the judge runs only, and the old addresses answer 301."""
 from __future__ import annotations
 
 from io import StringIO
@@ -90,12 +91,12 @@ def classifier_run(settings, tmp_path, make_image, admin_user):
 def test_a_classifier_runs_metrics_page_shows_the_hand_computed_values(classifier_run, admin_user, client_as, threshold):
     run, _ = classifier_run
     client = client_as(admin_user)
-    data = client.get(f"/scoring/runs/{run.pk}/binary/?format=json&threshold={threshold}").json()
+    data = client.get(f"/benchmarks/local-classifiers/runs/{run.pk}/?format=json&threshold={threshold}").json()
     rows = {row["metric"]: row["estimate"] for row in data["tables"]["binary"]["rows"]}
     for name, value in EXPECTED[threshold].items():
         assert rows[binary.LABELS[name]]["value"] == pytest.approx(value), name
     page = client.get(f"/scoring/runs/{run.pk}/", follow=True)  # the run page's "Metrics of this run" link
-    assert page.redirect_chain[-1][0].endswith(f"/scoring/runs/{run.pk}/binary/")
+    assert page.redirect_chain[-1][0].endswith(f"/benchmarks/local-classifiers/runs/{run.pk}/")
     assert "P(private) per ground-truth level" in page.content.decode()
 
 
@@ -105,7 +106,7 @@ def test_the_binary_view_shows_classifiers_beside_judge_runs_and_the_leaderboard
     add_results(judge, [(image, "ok", score) for image, score in zip(images, (0.9, 0.1, 0.7, 0.2, 0.6, 0.05))])
     judge.save()
     client = client_as(admin_user)
-    data = client.get("/scoring/binary/?format=json&threshold=2").json()
+    data = client.get("/benchmarks/local-classifiers/?format=json&threshold=2").json()
     classifiers, judges = data["tables"]["classifiers"]["rows"], data["tables"]["judges"]["rows"]
     assert [r["model"] for r in classifiers] == ["onnx/tiny-s2p"] and [r["model"] for r in judges] == ["openai/judge-x · zero_shot"]
     assert classifiers[0]["auc"]["value"] == pytest.approx(7 / 9)
@@ -114,6 +115,8 @@ def test_the_binary_view_shows_classifiers_beside_judge_runs_and_the_leaderboard
     judge_table = {row["metric"]: row["estimate"] for row in judge_page["tables"]["binary"]["rows"]}
     for name in ("precision_private", "recall_private", "f1_private", "balanced_accuracy", "accuracy"):
         assert judges[0][name]["value"] == pytest.approx(judge_table[binary.LABELS[name]]["value"]), name
+    cprt = client.get("/scoring/binary/?format=json&threshold=2").json()["tables"]  # CPRT's own view: the judge runs
+    assert list(cprt) == ["judges"] and cprt["judges"]["rows"][0]["auc"] == judges[0]["auc"]
     leaderboard = client.get("/scoring/?format=json").content.decode()
     assert "tiny-s2p" not in leaderboard and "judge-x" in leaderboard
 
@@ -121,6 +124,18 @@ def test_the_binary_view_shows_classifiers_beside_judge_runs_and_the_leaderboard
 def test_bad_thresholds_are_refused_with_a_message(classifier_run, admin_user, client_as):
     run, _ = classifier_run
     client = client_as(admin_user)
-    for url in ("/scoring/binary/?threshold=4", f"/scoring/runs/{run.pk}/binary/?threshold=x"):
+    for url in ("/scoring/binary/?threshold=4", "/benchmarks/local-classifiers/?threshold=4",
+                f"/benchmarks/local-classifiers/runs/{run.pk}/?threshold=x"):
         response = client.get(url)
         assert response.status_code == 400 and "threshold must be" in response.content.decode()
+
+
+def test_the_old_addresses_answer_301_to_the_benchmarks_pages(classifier_run, admin_user, client_as):
+    run, _ = classifier_run
+    client = client_as(admin_user)
+    moved = {f"/scoring/runs/{run.pk}/binary/?threshold=1": f"/benchmarks/local-classifiers/runs/{run.pk}/?threshold=1",
+             "/runs/classifiers/": "/benchmarks/local-classifiers/classifiers/"}
+    for old, new in moved.items():
+        response = client.get(old)
+        assert response.status_code == 301 and response["Location"] == new, old
+        assert client.get(new).status_code == 200

@@ -1,9 +1,10 @@
 """The `onnx` provider: a registered local classifier (inference/providers/onnx/models.py) run with
 onnxruntime in the worker, on CUDA when this process's onnxruntime has it, else on the CPU.
 
-It answers the one call every kind makes, `ask(system, user, images, schema)`, for the `binary` kind
-only: the texts are ignored, the one image is decoded and preprocessed as the model's stored
-preprocessing says, and the answer is {"p_private": P(private), "probabilities": {class: p}} as JSON.
+It answers the one call every kind makes, `ask(system, user, images, schema)`, for the kinds that name
+it in `Kind.providers` only (today the local-classifier benchmark's, benchmarks/classifiers/): the texts
+are ignored, the one image is decoded and preprocessed as the model's stored preprocessing says, and
+the answer is {"p_private": P(private), "probabilities": {class: p}} as JSON.
 Concurrent calls from a chunk's threads are batched (batcher.py). Nothing is billed (cost 0), there
 is no rate limit (ONNX_MAX_RPM is unset) and no retry is ever worth it: a bad image is a permanent
 error of that image; a missing or changed model file fails the run.
@@ -43,7 +44,7 @@ class OnnxProvider(Provider):
     name = "onnx"
     label = "Local classifier (ONNX)"
     queue = "default"  # [decision] CPU work: any worker; a GPU worker runs it on CUDA when onnxruntime-gpu is installed
-    kinds = ("binary",)  # the launch form refuses every other kind with this provider
+    exclusive = True  # only the kinds that name it (a local classifier's kind): the launch form refuses the others
 
     def __init__(self, model_name: str):
         super().__init__(model_name)
@@ -54,7 +55,7 @@ class OnnxProvider(Provider):
 
     @classmethod
     def suggested_model(cls) -> str:
-        """The first registered classifier (by name): the launch form's default for binary runs."""
+        """The first registered classifier (by name): the launch form's default model for this provider."""
         return ClassifierModel.objects.order_by("name").values_list("name", flat=True).first() or ""
 
     @classmethod

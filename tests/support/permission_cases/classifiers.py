@@ -1,5 +1,6 @@
-"""Permission cases for the local classifiers (issue 26): the classifiers list (admins), the binary
-private/public view and a binary run's metrics page (adjudicators and admins, like every scoring page)."""
+"""Permission cases for the local classifiers (issue 26; a benchmark folder since issue 35): the classifiers
+list (admins), CPRT's binary private/public view, the benchmark's leaderboard and a classifier run's
+figures page (adjudicators and admins, like every scoring page)."""
 from __future__ import annotations
 
 from . import ADMIN_ONLY, STAFF_ONLY, Case, matrix
@@ -24,18 +25,24 @@ def cases(world):
     run = {"run_id": world["binary_run"].pk}
     judge = {"run_id": world["judge_run"].pk}  # set up by the scoring module (every setup runs before any cases)
     return [
-        Case("inference:classifiers", expect=ADMIN_ONLY),
-        Case("inference:classifiers", method="post", data={}, expect=ADMIN_WRONG_METHOD),
+        Case("classifiers:list", expect=ADMIN_ONLY),
+        Case("classifiers:list", method="post", data={}, expect=ADMIN_WRONG_METHOD),
         Case("scoring:binary", expect=STAFF_ONLY),
         Case("scoring:binary", query="threshold=3&format=json", expect=STAFF_ONLY),
-        Case("scoring:binary", query="format=csv&table=classifiers", expect=STAFF_ONLY),
+        Case("scoring:binary", query="format=csv&table=judges", expect=STAFF_ONLY),
+        Case("scoring:binary", query="format=csv&table=classifiers", expect=BAD),  # CPRT's view lists judge runs only
         Case("scoring:binary", query="threshold=7", expect=BAD),
         Case("scoring:binary", query="format=csv&table=nope", expect=BAD),
         Case("scoring:binary", method="post", data={}, expect=WRONG_METHOD),
-        Case("scoring:binary_run", kwargs=run, expect=STAFF_ONLY),
-        Case("scoring:binary_run", kwargs=run, query="format=json", expect=STAFF_ONLY),
-        Case("scoring:binary_run", kwargs=run, query="threshold=0", expect=BAD),
-        Case("scoring:binary_run", kwargs={"run_id": 999999}, expect=NOT_FOUND),
-        Case("scoring:binary_run", kwargs=judge, expect=REDIRECT),
+        Case("classifiers:leaderboard", expect=STAFF_ONLY),
+        Case("classifiers:leaderboard", query="threshold=3&format=json", expect=STAFF_ONLY),
+        Case("classifiers:leaderboard", query="format=csv&table=classifiers", expect=STAFF_ONLY),
+        Case("classifiers:leaderboard", query="threshold=7", expect=BAD),
+        Case("classifiers:leaderboard", method="post", data={}, expect=WRONG_METHOD),
+        Case("classifiers:figures", kwargs=run, expect=STAFF_ONLY),
+        Case("classifiers:figures", kwargs=run, query="format=json", expect=STAFF_ONLY),
+        Case("classifiers:figures", kwargs=run, query="threshold=0", expect=BAD),
+        Case("classifiers:figures", kwargs={"run_id": 999999}, expect=NOT_FOUND),
+        Case("classifiers:figures", kwargs=judge, expect=REDIRECT),
         Case("scoring:run", kwargs=run, expect=REDIRECT),
     ]

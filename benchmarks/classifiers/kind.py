@@ -1,20 +1,23 @@
-"""The binary kind: a local classifier's P(private) per image, stored as the result's score.
+"""The run kind `binary`: a local classifier's P(private) per image, stored as the result's score.
 
-It sends no text (the request's texts are empty; the onnx provider reads only the image) and is
-never a severity judge: scoring shows it in the binary private/public view only (scoring/binary.py),
-never on the leaderboard. Which classifier answered (file digest, classes, preprocessing) is the
-run's `request_params`, recorded by the provider at launch.
+It sends no text (the request's texts are empty; the onnx provider, inference/providers/onnx/, reads
+only the image) and is never a severity judge: its runs have their own figures page and leaderboard
+(this folder), never CPRT's severity leaderboard. Which classifier answered (file digest, classes,
+preprocessing) is the run's `request_params`, recorded by the provider at launch. The key stays
+"binary": it is what `Run.task` holds for every classifier run made before the benchmark was a folder.
 """
 from __future__ import annotations
 
 from django.urls import reverse
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...models import Run
-from ...outcomes import classify, reply_record
-from ..base import Kind
+from inference.kinds.base import Kind
+from inference.models import Run
+from inference.outcomes import classify, reply_record
+from inference.providers.onnx.models import ClassifierModel
 
 PROVIDER = "onnx"
+REGISTER_HINT = "register a classifier: manage.py register_classifier NAME FILE.onnx (the Classifiers page lists them)"
 
 
 class BinaryAnswer(BaseModel):
@@ -35,18 +38,17 @@ class BinaryKind(Kind):
 
     @classmethod
     def unavailable(cls) -> str | None:
-        from ...providers.onnx.models import ClassifierModel
-
         if not ClassifierModel.objects.exists():
-            return "register a classifier: manage.py register_classifier NAME FILE.onnx (the Classifiers page lists them)"
+            return REGISTER_HINT
         return super().unavailable()
 
-    def figures_url(self, run) -> str:
-        return reverse("scoring:binary_run", args=[run.pk])
+    @classmethod
+    def figures_url(cls, run) -> str:
+        return reverse("classifiers:figures", args=[run.pk])
 
     @classmethod
     def leaderboard_url(cls) -> str | None:
-        return reverse("scoring:binary")
+        return reverse("classifiers:leaderboard")
 
     @classmethod
     def render(cls, version, strategy, counterfactual_faces, tax) -> dict:
@@ -54,8 +56,6 @@ class BinaryKind(Kind):
 
     @classmethod
     def launch_errors(cls, data: dict) -> dict[str, str]:
-        from ...providers.onnx.models import ClassifierModel
-
         errors = super().launch_errors(data)
         if data.get("provider") != PROVIDER:
             errors["provider"] = "Binary runs use a local classifier: choose the onnx provider."
