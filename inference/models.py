@@ -42,7 +42,7 @@ class Run(Job):
         "Kind-specific launch options, validated by the kind (its launch form's cleaned data)."))
     truth = models.JSONField(default=dict, blank=True, help_text=(
         "The truth the run is scored against, frozen at launch, for kinds whose truth is re-importable data "
-        "(MultiPriv: annotations.multipriv.truth); empty for the others."))
+        "(the kind's `freeze_truth`, in its benchmark's folder); empty for the others."))
     concurrency = models.PositiveSmallIntegerField(default=4)
     MODE_ONLINE, MODE_BATCH = "online", "batch"
     MODES = [(MODE_ONLINE, "online (request by request)"), (MODE_BATCH, "batch (provider batch API, half price, up to 24 h)")]

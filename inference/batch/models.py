@@ -59,7 +59,7 @@ class BatchRequest(models.Model):
     run = models.ForeignKey("inference.Run", on_delete=models.CASCADE, related_name="batch_requests")
     item_id = models.PositiveBigIntegerField(help_text="The run's item (its kind defines it; annotate, judge: the image id).")
     image = models.ForeignKey("annotations.Image", on_delete=models.CASCADE, related_name="+", null=True, blank=True,
-                              help_text="The item's primary image (empty for items that are not CPRT images, as MultiPriv's).")
+                              help_text="The item's primary image (empty for items that are not CPRT images, as a benchmark's pairs or persons).")
     stage = models.CharField(max_length=8, choices=ProviderBatch.STAGES)
     batch = models.ForeignKey(ProviderBatch, on_delete=models.CASCADE, related_name="requests")
     state = models.CharField(max_length=10, choices=STATES, default=SUBMITTED)
