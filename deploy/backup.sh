@@ -27,7 +27,8 @@ for name in images exports; do
     if [ "$name" = images ]; then root="$PRIVATE_IMAGE_ROOT"; else root="$CPRT_EXPORT_ROOT"; fi
     mkdir -p "$work/media/$name"
     if [ -d "$root" ]; then
-        (cd "$root" && tar -cf - .) | (cd "$work/media/$name" && tar -xf -)
+        # An import's parking folder (.import-vispr-*: cleaned bytes on their way into place) is not data.
+        (cd "$root" && tar --exclude='./.import-vispr-*' -cf - .) | (cd "$work/media/$name" && tar -xf -)
     fi
 done
 (cd "$work" && find database.dump media -type f -print0 | sort -z | xargs -0 -r sha256sum > MANIFEST.sha256)

@@ -59,6 +59,9 @@ def test_backup_restores_into_an_empty_stack(settings, tmp_path, make_image, set
     (tmp_path / "exports" / "job-1" / "dataset.zip").write_bytes(os.urandom(4096))
     stored = {image.file.name for image in Image.objects.all()}
     assert len(stored) == 3 and stored <= set(checksums(image_root))
+    parked = image_root / ".import-vispr-abc123" / f"{'0' * 64}.jpg"  # an import under way: its parking folder
+    parked.parent.mkdir()
+    parked.write_bytes(b"parked")
 
     source = url(connection.settings_dict["NAME"])
     archive = tmp_path / "backup.tar"
@@ -81,7 +84,9 @@ def test_backup_restores_into_an_empty_stack(settings, tmp_path, make_image, set
 
         assert rows(target) == rows(source)
         assert rows(target)["annotations_label"][0] >= 3
-        assert checksums(tmp_path / "new" / "images") == checksums(image_root) != {}
+        parked.unlink()
+        parked.parent.rmdir()
+        assert checksums(tmp_path / "new" / "images") == checksums(image_root) != {}  # the parking folder left out
         assert checksums(tmp_path / "new" / "exports") == checksums(tmp_path / "exports") != {}
 
         # A second restore would mix two states: refused, nothing changed.
