@@ -38,7 +38,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from bench.common import ROOT, log_tail, recreate_database, scratch_folder, stop  # SIGTERM ends the bench through `finally`
+from bench.common import ROOT, log_tail, recreate_database, scratch_folder  # SIGTERM ends the bench through `finally`
+from core.processes import stop_processes
 
 RESUME_WITHIN_S = 15.0  # progress again at most this long after Redis is back
 
@@ -75,8 +76,9 @@ def _redis_case(args, data_dir: Path) -> int:
             recreate_database(database_url)
         report = _run(args, env, broker, data_dir, children)
     finally:
-        for proc in reversed(children):
-            stop(proc)
+        # One shared grace period for all of them (core.processes.stop_processes): stopped one after another,
+        # a worker in its warm shutdown and then beat could take 30 s each, past a SIGTERM's patience.
+        stop_processes(list(reversed(children)), 30)
         broker.kill()
         if not sqlite:
             from django.db import connections
