@@ -29,7 +29,7 @@ from annotations.models import Annotator, Image, Label
 
 from .. import engine
 from .. import fit as fit_lib
-from ..services.scores import numeric_columns
+from ..queries import numeric_columns
 
 ID_RANGE = 200_000  # image ids per query of stored_published_rows
 

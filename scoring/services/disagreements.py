@@ -59,16 +59,31 @@ def disagreement_queue(profile: ScoringProfile, split: str = "") -> dict:
              json.dumps([pair_ids[j] for j in np.flatnonzero(pair_masks[i])]), int(attribute_bits[i]), int(pair_bits[i]))
             for i in np.flatnonzero(impact["n_disputed"] > 0)
         ]
-        # Plain tuples and one executemany (as scores.recompute_scores): no model instance per image.
-        with transaction.atomic(), connection.cursor() as cursor:
-            DisputedImage.objects.filter(queue=key).delete()
-            if rows:
-                cursor.executemany(INSERT, rows)
+        _store(key, rows)
         annotators = [{"id": a, "name": n, "kind": k} for a, n, k in zip(data.annotator_ids, data.names, data.kinds)]
         return {"key": key, "annotators": annotators, "keys": list(data.keys), "pairs": pair_ids, "count": len(rows)}
 
     return cached(key, fingerprint, compute, spec={"kind": "disagreements", "profile": profile.pk, "split": split},
                   size=lambda: queries.labelings_estimate(split))
+
+
+def _store(key: str, rows: list[tuple]) -> None:
+    """Replace the queue's rows: plain tuples, no model instance per image; on PostgreSQL one COPY (30,000
+    rows: 0.4 s where the executemany took 3.5 s, issue 37), after a transaction-scoped lock on the queue, so
+    two refreshes of one queue (a lease taken over after it expired) write one after the other, never
+    into each other's rows; elsewhere one executemany that skips a row already there."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"{DisputedImage._meta.db_table}:{key}"])
+        DisputedImage.objects.filter(queue=key).delete()
+        if not rows:
+            return
+        if connection.vendor == "postgresql":
+            with cursor.cursor.copy(f"COPY {DisputedImage._meta.db_table} ({', '.join(_COLUMNS)}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            cursor.executemany(INSERT, rows)
 
 
 def _bits(mask: np.ndarray) -> np.ndarray:

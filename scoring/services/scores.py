@@ -13,6 +13,7 @@ from annotations.models import Adjudication, Annotator, Image, Label, Labeling
 from annotations.services import vispr_labels
 
 from .. import engine
+from ..queries import numeric_columns
 from ..models import ImageScore, ScoringProfile
 
 CHUNK = 2000
@@ -127,26 +128,6 @@ def _without_assisted(values: np.ndarray, abstain: np.ndarray | None, in_chunk: 
 def _columns(queryset, width: int) -> list[np.ndarray]:
     sql, params = queryset.query.sql_with_params()
     return numeric_columns(sql, params, width)
-
-
-def numeric_columns(sql: str, params, width: int, order_by_first: bool = False) -> list[np.ndarray]:
-    """The `width` NOT NULL numeric columns of a query as arrays (the first width - 1 as int64, the last as
-    float64), without a Python object per row: on PostgreSQL the database packs every row into one bytea
-    (int8send/float8send, big-endian) that numpy reads as it is; elsewhere one fetchall. With
-    `order_by_first`, the rows come in the order of the first column (else in any order)."""
-    with connection.cursor() as cursor:
-        if connection.vendor != "postgresql":
-            cursor.execute(f"SELECT * FROM ({sql}) AS q ORDER BY 1" if order_by_first else sql, params)
-            rows = np.array(cursor.fetchall(), dtype=float).reshape(-1, width)
-            return [rows[:, i].astype(np.int64) for i in range(width - 1)] + [rows[:, width - 1]]
-        names = [f"c{i}" for i in range(width)]
-        packed = " || ".join([f"int8send({n}::bigint)" for n in names[:-1]] + [f"float8send({names[-1]}::double precision)"])
-        order = " ORDER BY c0" if order_by_first else ""
-        cursor.execute(f"SELECT string_agg({packed}, ''::bytea{order}) FROM ({sql}) AS q ({', '.join(names)})", params)
-        data = cursor.fetchone()[0] or b""
-    fields = [(n, ">i8") for n in names[:-1]] + [(names[-1], ">f8")]
-    rows = np.frombuffer(bytes(data), dtype=np.dtype(fields))
-    return [rows[n].astype(np.int64) for n in names[:-1]] + [rows[names[-1]].astype(float)]
 
 
 def _lookup(table: np.ndarray, ids: np.ndarray) -> np.ndarray:
