@@ -6,15 +6,15 @@ Items are `Person` records with at least one image (item id = person id). The an
 """
 from __future__ import annotations
 
-from django.urls import reverse
 from pydantic import Field, StrictBool, StrictStr, create_model
 
-from inference.kinds.base import Item, Kind
+from inference.kinds.base import Item
 from inference.outcomes import classify, reply_record
 from inference.schemas import MAX_REASONING, _Strict
 
 from .. import fields, truth
 from ..models import Person
+from .base import MultiprivKind
 
 V1, VERSION = "multipriv-profile-v1", "multipriv-profile-v2"
 # v2 asks for the fields v1 did not know (Ethnic Group: 民族 was NATIONALITY in v1's table).
@@ -49,12 +49,11 @@ def answer_model(names: list[str] | None = None):
                         declined=(StrictBool, ...), profile=(profile, ...))
 
 
-class MultiprivProfileKind(Kind):
+class MultiprivProfileKind(MultiprivKind):
     key = "multipriv-profile"
     label = "MultiPriv individual level: profile reconstruction"
     stages = ("profile",)
     versions = (V1, VERSION)
-    selects_images = False
     unit = "persons"
 
     @classmethod
@@ -63,12 +62,6 @@ class MultiprivProfileKind(Kind):
             return "import persons first: manage.py import_multipriv"
         return None
 
-    def figures_url(self, run) -> str:
-        return reverse("multipriv:run", args=[run.pk])
-
-    @classmethod
-    def leaderboard_url(cls) -> str | None:
-        return reverse("multipriv:leaderboard")
     predictions_template = "multipriv/_profile_predictions.html"
     output_tokens = {"profile": 600}
 

@@ -8,15 +8,15 @@ score is P(same person); the answer is kept in `raw["answer"]`. Metrics: benchma
 from __future__ import annotations
 
 from django.db.models import Count
-from django.urls import reverse
 
-from inference.kinds.base import Item, Kind
+from inference.kinds.base import Item
 from inference.outcomes import classify, reply_record
 
 from .. import truth
 from ..launch import ReidLaunchForm
 from ..models import Person, PersonPair
 from ..pairs import pair_ids
+from .base import MultiprivKind
 from .schema import ReidAnswer, reid_json_schema
 
 VERSION = "multipriv-reid-v1"
@@ -43,12 +43,11 @@ def clean_pair_options(options: dict, label: str) -> dict:
     return {"seed": seed, "limit": limit}
 
 
-class MultiprivReidKind(Kind):
+class MultiprivReidKind(MultiprivKind):
     key = "multipriv-reid"
     label = "MultiPriv individual level: re-identification"
     stages = ("reid",)
     versions = (VERSION,)
-    selects_images = False
     predictions_template = "multipriv/_reid_predictions.html"
     output_tokens = {"reid": 120}
     launch_form = ReidLaunchForm
@@ -59,13 +58,6 @@ class MultiprivReidKind(Kind):
         if not Person.objects.annotate(n=Count("images")).filter(n__gte=2).exists():
             return "import persons first (at least two images each): manage.py import_multipriv"
         return None
-
-    def figures_url(self, run) -> str:
-        return reverse("multipriv:run", args=[run.pk])
-
-    @classmethod
-    def leaderboard_url(cls) -> str | None:
-        return reverse("multipriv:leaderboard")
 
     @classmethod
     def render(cls, version, strategy, counterfactual_faces, tax) -> dict:
