@@ -14,7 +14,7 @@ Where upstream differs (documented in docs/spy-bench.md):
 """
 from __future__ import annotations
 
-from itertools import chain, compress, count, repeat
+from itertools import chain, compress, count, repeat, tee
 from operator import is_not, itemgetter
 
 import numpy as np
@@ -105,6 +105,9 @@ ROW_COUNTS = ("total", "exception", "abs_all", "abs_exp", "acc_all", "acc_exp", 
               "comp1_all", "comp1_exp", "comp0_all", "comp0_exp")
 PAIR_COUNTS = ("n1", "n2", "n3", "n4", "ics_exp", "ics_all", "abs_ics_all", "abs_ics_exp")
 SCENE_PAIR_COUNTS = ("sc1", "sc2", "sc3", "sc4", "sc_exp", "sc_all")
+_ABSENT, _MISSING = object(), object()  # a row without a scenario; a scenario without the field
+_NO_SCENARIO = {"is_privacy": _ABSENT, "id": _ABSENT}
+_SCENE_CODES = {_ABSENT: -1, 0: 0, 1: 1}  # a scenario's is_privacy (of type int or a marker); anything else: 2
 _PER_ROW = ("row", "verdict", "label", "absolute", "is_privacy", "item", "has_scenario", "scenario_is_privacy", "scenario", "pair")
 
 
@@ -151,44 +154,36 @@ def _factorize(values: list, types: set | None = None) -> tuple[np.ndarray, list
             pass
     seen: dict = {}  # value -> the row it first appears at: one pass
     first = np.fromiter(map(seen.setdefault, values, count()), dtype=np.int64, count=len(values))
-    return np.searchsorted(np.fromiter(seen.values(), dtype=np.int64, count=len(seen)), first), list(seen)
+    return _numbered(seen, first), list(seen)
+
+
+def _numbered(first: dict, firsts) -> np.ndarray:
+    """Dense codes 0.. of the values read as `first.setdefault(value, row)` (`firsts`: what each row
+    got, a list or an array): the values in `first`'s order, that of first appearance."""
+    if not isinstance(firsts, np.ndarray):
+        firsts = np.fromiter(firsts, dtype=np.int64, count=len(firsts))
+    code_of_row = np.zeros(len(firsts), dtype=np.int64)  # a value's first row -> its code
+    code_of_row[np.fromiter(first.values(), dtype=np.int64, count=len(first))] = np.arange(len(first))
+    return code_of_row[firsts]
+
+
+def _only(types: list, allowed: type) -> bool:
+    """Whether every entry of `types` is `allowed` (list.count: identity, a fraction of set()'s cost)."""
+    return types.count(allowed) == len(types)
 
 
 class _Columns:
-    """The rows as numpy columns, checked in bulk unless `check` is False (rows `validate_rows` passed):
-    _Unusual (or the TypeError, KeyError, ValueError of a conversion) for anything `validate_rows` might
-    refuse. Every pass over the rows is a `map` of a C-level getter, flattened with `chain` (a
-    comprehension costs several times as much a row). `pair`: the pair of a row without a scenario (its
-    item) or in a privacy scenario (its item and scenario), -1 for a row in a non-privacy scenario."""
+    """The rows as numpy columns. `check` True: read in one pass (`_read_checked`) and checked in bulk,
+    _Unusual (or the TypeError, KeyError, ValueError, OverflowError of a conversion) for anything
+    `validate_rows` might refuse or any row that pass does not read (a scenario that is null or not an
+    object); False: rows `validate_rows` passed, read by the general reader (`_read`). Both give the
+    same columns. `pair`: the pair of a row without a scenario (its item) or in a privacy scenario (its
+    item and scenario), -1 for a row in a non-privacy scenario."""
 
     def __init__(self, rows: list[dict], k: str, check: bool = True):
         n = len(rows)
         self.row = np.arange(n)  # the rows' numbers in the whole file (a group keeps them)
-        scenarios = list(map(dict.get, rows, repeat("scenario")))  # TypeError: a row that is not an object
-        flat = list(chain.from_iterable(map(itemgetter("benchmark_id", "label", "is_privacy", k), rows)))
-        ids, labels, is_privacy = flat[0::4], flat[1::4], flat[2::4]
-        id_types = set(map(type, ids))
-        self.verdict = _codes(flat[3::4], _VERDICT, 2)
-        self.label, self.labels = _factorize(labels, set())
-        self.absolute = np.array([label in _ABSOLUTE for label in self.labels], dtype=bool)[self.label]
-        self.is_privacy = np.fromiter(is_privacy, dtype=np.int8, count=n)
-        self.item, items = _factorize(ids, id_types)
-        self.n_items = len(items)
-        self.has_scenario = np.fromiter(map(is_not, scenarios, repeat(None)), dtype=bool, count=n)
-        with_scenario = list(compress(scenarios, self.has_scenario))
-        fields = list(chain.from_iterable(map(itemgetter("is_privacy", "id"), with_scenario)))
-        self.scenario_is_privacy = np.full(n, -1, dtype=np.int8)
-        self.scenario_is_privacy[self.has_scenario] = np.fromiter(fields[0::2], dtype=np.int8, count=len(with_scenario))
-        self.scenario = np.full(n, -1, dtype=np.int64)
-        self.scenario[self.has_scenario], self.scenario_ids = _factorize(fields[1::2])
-        if check and not (id_types <= {int, str} and set(map(type, labels)) <= {str} and set(map(type, is_privacy)) <= {int}
-                          and all(label.strip() and label != "a0_safe" for label in self.labels)
-                          and set(map(type, with_scenario)) <= {dict} and set(map(type, fields[0::2])) <= {int}
-                          and set(map(type, fields[1::2])) <= {int, str}
-                          and not np.any((self.is_privacy != 0) & (self.is_privacy != 1))
-                          and not np.any(self.has_scenario & (self.scenario_is_privacy != 0) & (self.scenario_is_privacy != 1))
-                          and not np.any((self.scenario_is_privacy == 0) & (self.is_privacy == 0))):
-            raise _Unusual
+        (self._read_checked if check else self._read)(rows, k)
         width = max(len(self.scenario_ids), 1)
         self.pair = np.where(self.has_scenario, -1, self.item)
         in_scene = self.scenario_is_privacy == 1
@@ -204,6 +199,73 @@ class _Columns:
             label_of[self.pair[paired]] = self.label[paired]
             if np.any(label_of[self.pair[paired]] != self.label[paired]):
                 raise _Unusual
+
+    def _read_checked(self, rows: list[dict], k: str) -> None:
+        """Every field of every row in one pass (issue 37: each pass over 100,000 rows costs their cache
+        misses again, a row's fields read together cost them once): `zip` pulls row i through every
+        getter before row i+1 (`tee` hands one getter's value to two), all of them C-level, flattened with
+        `chain`, then sliced into columns. A row without "scenario" reads `_NO_SCENARIO` (its id and
+        is_privacy the `_ABSENT` marker, a field missing from a scenario reads `_MISSING`); a scenario
+        that is not a dict (null included) raises TypeError here, and the general reader takes over.
+        Labels and scenario ids are numbered as they are read (the row each first appears at), a value's
+        type read beside it. Then every column's types and values are checked as `validate_rows` checks
+        them; _Unusual when any is off."""
+        n = len(rows)
+        first_label: dict = {}  # label -> the row it first appears at
+        first_scene: dict = {}  # scenario id (_ABSENT: no scenario) -> the row it first appears at
+        scene = tee(map(dict.get, rows, repeat("scenario"), repeat(_NO_SCENARIO)), 3)
+        scene_id = tee(map(dict.get, scene[2], repeat("id"), repeat(_MISSING)))
+        label = tee(map(itemgetter("label"), rows))
+        flat = list(chain.from_iterable(zip(
+            map(type, scene[0]), map(dict.get, scene[1], repeat("is_privacy"), repeat(_MISSING)),
+            map(first_scene.setdefault, scene_id[0], count()), map(type, scene_id[1]),
+            map(_VERDICT.get, map(itemgetter(k), rows), repeat(2)), map(first_label.setdefault, label[0], count()),
+            map(type, label[1]), map(itemgetter("benchmark_id"), rows), map(itemgetter("is_privacy"), rows))))
+        scene_is_privacy, ids, is_privacy = flat[1::9], flat[7::9], flat[8::9]  # 0 and 1 are cached ints: no misses
+        id_types = set(map(type, ids))
+        self.labels = list(first_label)
+        if not (_only(flat[0::9], dict) and set(map(type, scene_is_privacy)) <= {int, object} and set(flat[3::9]) <= {int, str, object}
+                and _MISSING not in first_scene and _only(flat[6::9], str) and id_types <= {int, str}
+                and set(map(type, is_privacy)) <= {int} and all(label.strip() and label != "a0_safe" for label in self.labels)):
+            raise _Unusual
+        self.verdict = np.fromiter(flat[4::9], dtype=np.int8, count=n)
+        self.label = _numbered(first_label, flat[5::9])
+        self.absolute = np.array([label in _ABSOLUTE for label in self.labels], dtype=bool)[self.label]
+        self.is_privacy = np.fromiter(is_privacy, dtype=np.int8, count=n)
+        self.item, items = _factorize(ids, id_types)
+        self.n_items = len(items)
+        self.scenario_is_privacy = _codes(scene_is_privacy, _SCENE_CODES, 2)  # -1: no scenario; 2: not 0 or 1
+        if (np.any(self.scenario_is_privacy == 2) or np.any((self.is_privacy != 0) & (self.is_privacy != 1))
+                or np.any((self.scenario_is_privacy == 0) & (self.is_privacy == 0))):
+            raise _Unusual
+        self.has_scenario = self.scenario_is_privacy != -1
+        self.scenario = _numbered(first_scene, flat[2::9])
+        self.scenario_ids = list(first_scene)
+        if _ABSENT in first_scene:  # rows without a scenario: -1, the ids after theirs one down
+            absent = self.scenario_ids.index(_ABSENT)
+            del self.scenario_ids[absent]
+            self.scenario = np.where(self.has_scenario, self.scenario - (self.scenario > absent), -1)
+
+    def _read(self, rows: list[dict], k: str) -> None:
+        """Rows `validate_rows` passed, whatever their scenario (null included): a `map` of a C-level
+        getter a column, flattened with `chain` (a comprehension costs several times as much a row)."""
+        n = len(rows)
+        scenarios = list(map(dict.get, rows, repeat("scenario")))
+        flat = list(chain.from_iterable(map(itemgetter("benchmark_id", "label", "is_privacy", k), rows)))
+        ids, labels, is_privacy = flat[0::4], flat[1::4], flat[2::4]
+        self.verdict = _codes(flat[3::4], _VERDICT, 2)
+        self.label, self.labels = _factorize(labels, set())
+        self.absolute = np.array([label in _ABSOLUTE for label in self.labels], dtype=bool)[self.label]
+        self.is_privacy = np.fromiter(is_privacy, dtype=np.int8, count=n)
+        self.item, items = _factorize(ids)
+        self.n_items = len(items)
+        self.has_scenario = np.fromiter(map(is_not, scenarios, repeat(None)), dtype=bool, count=n)
+        with_scenario = list(compress(scenarios, self.has_scenario))
+        fields = list(chain.from_iterable(map(itemgetter("is_privacy", "id"), with_scenario)))
+        self.scenario_is_privacy = np.full(n, -1, dtype=np.int8)
+        self.scenario_is_privacy[self.has_scenario] = np.fromiter(fields[0::2], dtype=np.int8, count=len(with_scenario))
+        self.scenario = np.full(n, -1, dtype=np.int64)
+        self.scenario[self.has_scenario], self.scenario_ids = _factorize(fields[1::2])
 
     def group(self, mask: np.ndarray) -> _Columns:
         """The rows `mask` picks, their items numbered again in order of first appearance."""
@@ -251,11 +313,13 @@ def _slots(c: _Columns, members: np.ndarray) -> tuple[np.ndarray, np.ndarray, in
     instruction 0 and of instruction 1 of each pair (-1: none), and the first row that repeats a slot."""
     key = c.pair[members]
     slot = key * 2 + c.is_privacy[members]
-    order = np.argsort(slot, kind="stable")
-    repeats = members[order][1:][slot[order][1:] == slot[order][:-1]]
     rows = np.full((c.n_pairs, 2), -1, dtype=np.int64)
     rows[key, c.is_privacy[members]] = members  # a repeated slot is refused before these are read
-    return rows[:, 0], rows[:, 1], (int(repeats.min()) if repeats.size else None)
+    if np.count_nonzero(rows >= 0) == members.size:  # every member in a slot of its own
+        return rows[:, 0], rows[:, 1], None
+    order = np.argsort(slot, kind="stable")
+    repeats = members[order][1:][slot[order][1:] == slot[order][:-1]]
+    return rows[:, 0], rows[:, 1], int(repeats.min())
 
 
 def _pair_indicators(c: _Columns, res_0: np.ndarray, res_1: np.ndarray, names: tuple) -> tuple[np.ndarray, dict]:

@@ -1,6 +1,7 @@
 """core.strictjson: the one guard every JSON reader shares (NaN/Infinity refused, nesting bounded)."""
 from __future__ import annotations
 
+import gc
 import json
 
 import pytest
@@ -32,3 +33,24 @@ def test_nan_is_refused_unless_allowed():
     with pytest.raises(ValueError, match="NaN is not a number JSON allows"):
         strictjson.loads('{"x": NaN}')
     assert strictjson.loads('{"x": 1}', allow_nan=True) == {"x": 1}
+
+
+PLAIN = ['{"a": 1, "b": [1.5, "x\\u2028"]}', "[]", "3", '"s"', "null", '{"k": {"n": -0.0, "big": 123456789012345678901234567890}}',
+         json.dumps([{"a": [1, {"b": []}]}] * 60)]  # many openers, shallow
+
+
+def test_loads_lines_reads_plain_lines_as_loads_reads_each():
+    assert strictjson.loads_lines(PLAIN) == [strictjson.loads(line) for line in PLAIN]
+    assert strictjson.loads_lines(PLAIN + ["NaN"], allow_nan=True)[-1] != strictjson.loads_lines(PLAIN + ["NaN"], allow_nan=True)[-1]
+    assert strictjson.loads_lines([]) == []
+    assert gc.isenabled()
+
+
+@pytest.mark.parametrize("line", [" {}", "{} ", "", "{} {}", "{", "\ufeff{}", "[" * 101 + "]" * 101, "1e400"])
+def test_loads_lines_hands_back_any_line_that_is_not_plain(line):
+    assert strictjson.loads_lines(PLAIN[:3] + [line] + PLAIN[3:]) is None
+
+
+def test_loads_lines_refuses_nan_unless_allowed():
+    assert strictjson.loads_lines(PLAIN + ["NaN"]) is None
+    assert strictjson.loads_lines(PLAIN + ['{"x": Infinity}']) is None

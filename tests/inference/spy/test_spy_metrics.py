@@ -116,3 +116,36 @@ def test_bad_files_are_refused_clearly(tmp_path, lines, message):
 def test_a_missing_file_is_refused(tmp_path):
     with pytest.raises(CommandError, match="cannot be read"):
         call_command("spy_metrics", str(tmp_path / "nope.jsonl"))
+
+
+GOOD = [json.dumps(r) for r in ROWS]
+
+
+@pytest.mark.parametrize("text", [
+    "\n".join(GOOD) + "\n",
+    "\r\n".join(GOOD) + "\r\n",  # CRLF
+    "\n\n".join(GOOD) + "\n\n\n",  # blank lines
+    "\n".join(f"  {line}\t " for line in GOOD),  # whitespace around the values: each line read by strictjson.loads
+    "\n".join(GOOD[:3] + [json.dumps(dict(ROWS[3], extra=[[0]] * 120))] + GOOD[4:]),  # many brackets, shallow
+])
+def test_files_laid_out_differently_give_the_same_metrics(tmp_path, capsys, text):
+    path = tmp_path / "eval.jsonl"
+    path.write_text(text)
+    call_command("spy_metrics", str(path))
+    assert json.loads(capsys.readouterr().out) == EXPECTED
+
+
+@pytest.mark.parametrize("lines, message", [
+    (GOOD[:5] + ["{} {}"] + GOOD[5:], "line 6: not valid JSON \\(Extra data\\)"),
+    (GOOD[:5] + ['{"a": [1', "2]}"] + GOOD[5:], "line 6: not valid JSON"),  # a value over two lines
+    (GOOD[:2] + ["[" * 150 + "]" * 150] + GOOD[2:], "line 3: not valid JSON \\(nested too deeply"),
+    (["\ufeff" + GOOD[0]] + GOOD[1:], "line 1: not valid JSON \\(Unexpected UTF-8 BOM"),
+    (GOOD[:4] + ["[]"] + GOOD[4:], "line 5: expected a JSON object"),
+    (GOOD[:4] + ["1e99999"] + GOOD[4:], "line 5: expected a JSON object"),  # read as inf, as json.loads reads it
+    (GOOD[:7] + [""] + ["{"] + GOOD[7:], "line 9: not valid JSON"),
+])
+def test_a_bad_line_among_good_ones_is_named(tmp_path, lines, message):
+    path = tmp_path / "eval.jsonl"
+    path.write_text("\n".join(lines))
+    with pytest.raises(CommandError, match=message):
+        call_command("spy_metrics", str(path))

@@ -92,7 +92,15 @@ def test_bootstrap_sums_of_a_large_file_equal_the_plain_sums_over_the_same_draws
     ("scenario", {"id": "s1_doctor", "is_privacy": True}, "scenario must be an object"),
     ("scenario", {"id": 2.5, "is_privacy": 1}, "scenario must be an object"),
     ("scenario", "s1_doctor", "scenario must be an object"),
+    ("scenario", {"is_privacy": 1}, "scenario must be an object"),  # no id
+    ("scenario", {"id": "s1_doctor"}, "scenario must be an object"),  # no is_privacy
+    ("scenario", {"id": "s1_doctor", "is_privacy": 5}, "scenario must be an object"),
+    ("scenario", {"id": ["s1_doctor"], "is_privacy": 1}, "scenario must be an object"),
+    ("scenario", {"id": "s1_doctor", "is_privacy": [1]}, "scenario must be an object"),
+    ("label", 7, "label must be a VISPR attribute id"),
+    ("benchmark_id", ["x"], "benchmark_id must be a string or an integer"),
     ("eval_resp", None, None),  # any verdict is counted (an exception), not refused
+    ("eval_resp", ["respond"], None),  # a verdict that cannot be hashed: read by the general reader, an exception
 ])
 def test_a_bad_row_deep_in_a_large_file_is_named(field, value, message):
     rows = upstream.evaluated_rows(6000, seed=27)
@@ -124,3 +132,19 @@ def test_instruction_0_in_a_non_privacy_scenario_deep_in_a_large_file_is_named()
     rows[at] = dict(rows[at], is_privacy=0)
     with pytest.raises(metrics.MetricsError, match=rf"^row {at + 1}: instruction 0 in a non-privacy scenario"):
         metrics.cal_metrics(rows)
+
+
+class Label(str):
+    """A label that is a string of another type: validate_rows accepts it, the one-pass reader hands over."""
+
+
+def test_rows_the_one_pass_reader_hands_over_are_counted_as_upstream_counts_them():
+    rows = upstream.evaluated_rows(6000, seed=30)
+    plain = metrics.cal_metrics(rows)
+    explicit = [r if r.get("scenario") is not None else dict(r, scenario=None) for r in rows]  # "scenario": null
+    assert_equal_to_upstream(explicit)
+    assert metrics.cal_metrics(explicit) == plain
+    assert metrics.report(explicit, replicates=20) == metrics.report(rows, replicates=20)
+    relabelled = [dict(r, label=Label(r["label"])) if n % 3 == 0 else r for n, r in enumerate(rows)]
+    assert_equal_to_upstream(relabelled)
+    assert metrics.cal_metrics(relabelled) == plain
