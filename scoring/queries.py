@@ -349,24 +349,35 @@ def load_labels(split: str = "", image_ids: list[int] | None = None, annotator_i
         labels = labels.filter(image_id__in=image_ids)
     if annotator_ids is not None:
         labels = labels.filter(annotator_id__in=annotator_ids)
-    a_col, i_col, t_col, v_col = _label_columns(labels, image_ids)
-    annotators = list(Annotator.objects.filter(id__in=np.unique(a_col).tolist()).order_by("kind", "name").values_list("id", "name", "kind"))
-    images = np.unique(i_col).tolist() if image_ids is None else sorted(set(image_ids))
-    values = np.full((len(annotators), len(images), len(keys)), np.nan)
-    if a_col.size:
-        # ids -> positions: annotators in their listed order, images sorted, attributes of the active taxonomy (-1: other)
-        a_ids = np.array([a[0] for a in annotators], dtype=np.int64)
-        a_order = np.argsort(a_ids)
-        a_pos = a_order[np.searchsorted(a_ids[a_order], a_col)]
-        i_pos = np.searchsorted(np.asarray(images, dtype=np.int64), i_col)
-        known = np.array(sorted(attr_key), dtype=np.int64)
+    # ids -> positions: annotators in their listed order, images sorted, attributes of the active taxonomy (-1: other).
+    # Each span's labels are reduced to what the array takes before the next is read, and scattered one span at a
+    # time, so that neither every label's four columns nor their positions are held at once (issue 37).
+    known = np.array(sorted(attr_key), dtype=np.int64)
+    index = np.array([key_index.get(attr_key[t], -1) for t in known.tolist()], dtype=np.int64)
+    parts, seen_annotators, seen_images = [], [], []
+    for a_col, i_col, t_col, v_col in _label_spans(labels, image_ids):
+        seen_annotators.append(np.unique(a_col))
+        if image_ids is None:
+            seen_images.append(np.unique(i_col))
         k_pos = np.full(t_col.size, -1, dtype=np.int64)
         if known.size:
             at = np.minimum(np.searchsorted(known, t_col), known.size - 1)
-            index = np.array([key_index.get(attr_key[t], -1) for t in known.tolist()], dtype=np.int64)
             k_pos = np.where(known[at] == t_col, index[at], -1)
         keep = k_pos >= 0
-        values[a_pos[keep], i_pos[keep], k_pos[keep]] = v_col[keep]
+        parts.append((a_col[keep], i_col[keep], k_pos[keep].astype(np.int16), v_col[keep]))
+    every = np.unique(np.concatenate(seen_annotators)) if seen_annotators else np.empty(0, dtype=np.int64)
+    annotators = list(Annotator.objects.filter(id__in=every.tolist()).order_by("kind", "name").values_list("id", "name", "kind"))
+    if image_ids is None:
+        images = np.unique(np.concatenate(seen_images)).tolist() if seen_images else []
+    else:
+        images = sorted(set(image_ids))
+    values = np.full((len(annotators), len(images), len(keys)), np.nan)
+    a_ids = np.array([a[0] for a in annotators], dtype=np.int64)
+    a_order = np.argsort(a_ids)
+    image_array = np.asarray(images, dtype=np.int64)
+    while parts:
+        a_col, i_col, k_pos, v_col = parts.pop(0)
+        values[a_order[np.searchsorted(a_ids[a_order], a_col)], np.searchsorted(image_array, i_col), k_pos] = v_col
     return LabelSet(
         values=values,
         names=[a[1] for a in annotators],
@@ -381,30 +392,28 @@ def load_labels(split: str = "", image_ids: list[int] | None = None, annotator_i
 LABEL_ID_SPAN = 20_000  # image ids whose labels one query reads on PostgreSQL (load_labels)
 
 
-def _label_columns(labels, image_ids: list[int] | None) -> tuple[np.ndarray, ...]:
-    """(annotator, image, attribute, value) columns of the labels queryset as numpy arrays.
+def _label_spans(labels, image_ids: list[int] | None):
+    """(annotator, image, attribute, value) columns of the labels queryset as numpy arrays, a span of image ids at a time.
 
     On PostgreSQL the labels are read LABEL_ID_SPAN image ids at a time, each span's rows packed by the
     database into one bytea (`numeric_columns`): no Python object per label, 2.6M labels in about a
     third of the time of a row cursor (issue 37), and no single bytea of every label (267 MB at 100,000
-    images). Elsewhere the rows go through a chunked cursor into numpy columns (`_columns`; 8.36M labels
-    held as Python tuples took about 2 GB)."""
+    images). Elsewhere one span: the rows go through a chunked cursor into numpy columns (`_columns`;
+    8.36M labels held as Python tuples took about 2 GB)."""
     fields = ("annotator_id", "image_id", "attribute_id", "value")
     if connection.vendor != "postgresql":
-        return _columns(labels.values_list(*fields), (np.int64, np.int64, np.int64, float))
+        yield _columns(labels.values_list(*fields), (np.int64, np.int64, np.int64, float))
+        return
     if image_ids is not None:
         first, last = (min(image_ids), max(image_ids)) if image_ids else (None, None)
     else:
         span = Image.objects.aggregate(first=Min("id"), last=Max("id"))
         first, last = span["first"], span["last"]
-    parts = []
-    if first is not None:
-        for lo in range(first, last + 1, LABEL_ID_SPAN):
-            sql, params = labels.filter(image_id__gte=lo, image_id__lt=lo + LABEL_ID_SPAN).values_list(*fields).query.sql_with_params()
-            parts.append(numeric_columns(sql, params, len(fields)))
-    if not parts:
-        return tuple(np.empty(0, dtype=d) for d in (np.int64, np.int64, np.int64, float))
-    return tuple(np.concatenate(column) for column in zip(*parts))
+    if first is None:
+        return
+    for lo in range(first, last + 1, LABEL_ID_SPAN):
+        sql, params = labels.filter(image_id__gte=lo, image_id__lt=lo + LABEL_ID_SPAN).values_list(*fields).query.sql_with_params()
+        yield tuple(numeric_columns(sql, params, len(fields)))
 
 
 def adjudication_array(image_ids: list[int], keys: list[str]) -> np.ndarray:
