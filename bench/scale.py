@@ -368,6 +368,7 @@ def main() -> None:
     parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/scalebench")
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
     parser.add_argument("--skip-pages", action="store_true")
+    parser.add_argument("--build-only", action="store_true", help="build the data (both scales), keep the database, measure nothing")
     parser.add_argument("--skip-evaluate", action="store_true")
     parser.add_argument("--skip-agreement", action="store_true")
     parser.add_argument("--import-rows", type=int, default=20_000, help="rows of the CPRT-Bench file imported (0: skip)")
@@ -392,6 +393,7 @@ def main() -> None:
     from scoring.services.scores import recompute_scores
 
     recreate_database(args.database_url)
+    worker = None
     try:
         call_command("migrate", interactive=False, verbosity=0)
         if not args.skip_evaluate:
@@ -417,7 +419,6 @@ def main() -> None:
         reviewer_client.force_login(get_user_model().objects.get(username="human-a"))
         by_scale, adjudications = {}, {}
         done = 1
-        worker = None
         for scale in (args.small, args.images):
             t0 = time.perf_counter()
             build(done, scale + 1, annotators, runs)
@@ -427,10 +428,15 @@ def main() -> None:
                 cur.execute("ANALYZE")
             print(f"built {scale:,} images in {time.perf_counter() - t0:.0f} s")
             done = scale + 1
+            if args.build_only:
+                continue
             worker = worker or Worker()
             by_scale[scale] = measure_pages(client, pages(runs, annotators["human-a"][0]), worker, reviewer_client)
             adjudications[scale] = {case: measure_adjudication(client, worker, staff, published)
                                     for case, published in (("published ground truth", True), ("consensus-scored image", False))}
+        if args.build_only:
+            print(f"built; the database is kept: {args.database_url}")
+            return
         print_pages(by_scale)
         print_adjudications(adjudications)
         print(f"peak RSS of this process after serving the pages: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
@@ -439,7 +445,7 @@ def main() -> None:
         if worker is not None:
             worker.close()
         django.db.connections.close_all()
-        if not args.keep:
+        if not (args.keep or args.build_only):
             recreate_database(args.database_url, drop_only=True)
         shutil.rmtree(data_dir, ignore_errors=True)  # its data folder goes, also when it ends on SIGTERM (bench/common.py)
 
