@@ -8,7 +8,8 @@ builds the data in set-based SQL (INSERT ... SELECT over generate_series): image
 ground truth, 4 annotators (2 reviewers who submitted 90% of the images, 2 model annotators) with a
 label per attribute, and 10 finished judge runs with a continuous score per image. Scores are
 computed by `recompute_scores` (the service the app uses). Then, per scale (--small, then N):
-- every page's server time through the Django test client (in process): cold (the metrics cache
+- every page's server time (the scoring pages, the admin's images and labels, the run list and a run's admin page,
+  the reviewer's pages) through the Django test client (in process): cold (the metrics cache
   emptied; at scale the page answers 202 "being computed" and sends refresh jobs: the first answer), the
   jobs' time (run one after the other in a worker process of their own, bench/scale_worker.py, as one
   Celery worker process would) and that worker's peak memory (VmHWM, reset before each page's jobs),
@@ -186,6 +187,9 @@ def pages(runs: list[int], reviewer_id: int) -> dict[str, str]:
         "agreement": reverse("scoring:agreement"),
         "disagreements": reverse("scoring:disagreements"),
         "admin images": "/admin/annotations/image/",
+        "admin labels": "/admin/annotations/label/",
+        "run list": reverse("inference:run_list"),
+        "run admin page": reverse("inference:run_detail", args=[runs[0]]),
         "review image": top_disputed,
         "reviewer queue": reverse("annotations:queue"),
         "reviewer labeling": reverse("annotations:labeling", args=[labeling.pk]),
