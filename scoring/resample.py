@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .count_sums import group_matrix, running_sums
+from .count_sums import Workspace, group_matrix, running_sums, scratch
 from .resample_pairs import PairPlan, ResampledPairs, dense_rank, run_starts
 
 
@@ -89,12 +89,12 @@ class Cells:
         self._plan = None
         self._gt_sums = None
 
-    def from_indices(self, idx: np.ndarray) -> np.ndarray:
+    def from_indices(self, idx: np.ndarray, work: Workspace | None = None) -> np.ndarray:
         """(resamples, cells) counts straight from bootstrap indices, one resample at a time: its counts
         (one row of cells) stay in the CPU cache while they are counted, where a block of resamples'
         (multiplicities) is written all over an array of resamples x cells (issue 37: 100,000 cells
-        with continuous scores)."""
-        out = np.empty((idx.shape[0], self.size), dtype=np.int32)
+        with continuous scores). With `work`, written into its "counts" array."""
+        out = scratch(work, "counts", (idx.shape[0], self.size), np.int32)
         for b in range(idx.shape[0]):
             out[b] = np.bincount(np.take(self.of, idx[b]), minlength=self.size)
         return out
@@ -112,8 +112,8 @@ class Cells:
             self._plan = PairPlan(self.gt, self.pred, self.level)
         return self._plan
 
-    def pairs_by_level(self, M: np.ndarray, margins: dict | None = None) -> dict[str, ResampledPairs]:
-        return self.plan.counts(M, margins)
+    def pairs_by_level(self, M: np.ndarray, margins: dict | None = None, work: Workspace | None = None) -> dict[str, ResampledPairs]:
+        return self.plan.counts(M, margins, work)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -163,18 +163,18 @@ def _cell_values(D: np.ndarray, of: np.ndarray) -> np.ndarray:
 EXACT_RANK_SUMS = 2**53
 
 
-def _tie_cubes(S: np.ndarray, n: np.ndarray) -> np.ndarray:
+def _tie_cubes(S: np.ndarray, n: np.ndarray, work: Workspace | None = None) -> np.ndarray:
     """Per resample: sum of S**3 over the groups, S (groups, resamples) non-negative counts that sum to
     n per resample; in int32 where the sum fits (at most max(S)**2 x n), which is most data."""
     top = int(S.max(initial=0))
     if S.dtype != np.int32 or top * top * int(n.max(initial=0)) >= 2**31:
         return np.einsum("ij,ij,ij->j", S, S, S, dtype=np.int64)
-    C = S * S
+    C = np.multiply(S, S, out=scratch(work, "cubes", S.shape, S.dtype))
     C *= S
     return C.sum(axis=0, dtype=np.int32).astype(np.int64)
 
 
-def _exact_rank_sums(Sp, Sg, MT, gp_, gt_sums):
+def _exact_rank_sums(Sp, Sg, MT, gp_, gt_sums, work: Workspace | None = None):
     """Spearman's sxx, syy and sxy per resample from the group sizes S (resamples, groups) and the
     counts MT (cells, resamples), as exact integers (then the same floats as the float path's).
 
@@ -185,14 +185,16 @@ def _exact_rank_sums(Sp, Sg, MT, gp_, gt_sums):
       non-negative); the cells' M x that rank are summed per gt value (`gt_sums`, Cells.gt_sums)
       and weighted by the few gt values' ranks, instead of a gather of a gt rank per cell.
     Every product and partial sum is an integer of magnitude below 2 n**3 (int64 here), and the
-    results (at most n**3 / 4 in quarter units) are below 2**53: converted to float exactly."""
+    results (at most n**3 / 4 in quarter units) are below 2**53: converted to float exactly.
+    `work` keeps the (cells, resamples) scratch arrays across chunks."""
     quarter = 0.25
     n = Sg.sum(axis=1, dtype=np.int64)
-    sxx = (n**3 - _tie_cubes(Sp.T, n)) // 3 * quarter  # an integer: the float path's exact value
+    sxx = (n**3 - _tie_cubes(Sp.T, n, work)) // 3 * quarter  # an integer: the float path's exact value
     syy = (n**3 - _tie_cubes(Sg.T, n)) // 3 * quarter
-    Rp = running_sums(Sp.T)  # (groups + 1, resamples): positions in the prediction groups before
-    E = Rp[1:] + Rp[:-1]  # twice the 1-based average rank less 1: 2 x centred rank + n
-    P = np.take(E, gp_, axis=0)
+    groups, B = Sp.shape[1], Sp.shape[0]
+    Rp = running_sums(Sp.T, scratch(work, "rank_sums", (groups + 1, B), Sp.dtype))  # positions in the prediction groups before
+    E = np.add(Rp[1:], Rp[:-1], out=scratch(work, "ranks", (groups, B), Sp.dtype))  # twice the 1-based average rank less 1: 2 x centred rank + n
+    P = np.take(E, gp_, axis=0, out=scratch(work, "cell_ranks", (gp_.size, B), E.dtype), mode="clip")
     P *= MT  # within int32 where MT is int32: a count times 2 n < 2**31 (PairPlan's `most`)
     if P.dtype == np.int32 and 2 * int(Sg.max(initial=0)) * int(n.max(initial=0)) >= 2**31:
         P = P.astype(np.int64)  # a gt value's sum (at most its count times 2 n) may not fit int32
@@ -218,7 +220,8 @@ def metric_resamples(cells: Cells, idx: np.ndarray, predicted_level: np.ndarray,
         features += [truth & guess, ~truth & guess, truth & ~guess, ~truth & ~guess]
     features = np.stack(features, axis=1).astype(float)
     ranks = dense_rank(p), dense_rank(g)
-    parts = [_chunk_metrics(cells, cells.from_indices(idx[s:s + RESAMPLE_CHUNK]), features, ranks, thresholds)
+    work = Workspace()  # the chunks' scratch arrays, written again by every chunk
+    parts = [_chunk_metrics(cells, cells.from_indices(idx[s:s + RESAMPLE_CHUNK], work), features, ranks, thresholds, work)
              for s in range(0, idx.shape[0], RESAMPLE_CHUNK)]
     if not parts:
         parts = [_chunk_metrics(cells, np.zeros((0, cells.size), dtype=np.int32), features, ranks, thresholds)]
@@ -231,8 +234,9 @@ def metric_resamples(cells: Cells, idx: np.ndarray, predicted_level: np.ndarray,
     return out
 
 
-def _chunk_metrics(cells: Cells, M: np.ndarray, features: np.ndarray, ranks, thresholds) -> dict:
-    Mf = M.astype(float)
+def _chunk_metrics(cells: Cells, M: np.ndarray, features: np.ndarray, ranks, thresholds, work: Workspace | None = None) -> dict:
+    Mf = scratch(work, "counts_float", M.shape, float)
+    np.copyto(Mf, M)
     N = M.sum(axis=1, dtype=M.dtype).astype(float)  # each row sums to its resample size: the same floats as a float sum
     sums = Mf @ features
     sp, sg, spp, sgg, spg = (sums[:, i] for i in range(5))
@@ -245,13 +249,13 @@ def _chunk_metrics(cells: Cells, M: np.ndarray, features: np.ndarray, ranks, thr
         out["mae"], out["bias"], out["level_acc"] = sums[:, 5] / N, sums[:, 6] / N, sums[:, 7] / N
 
         margins: dict = {}
-        pairs = cells.pairs_by_level(M, margins)
+        pairs = cells.pairs_by_level(M, margins, work)
         gp_, gg_ = ranks
         Sp = margins["pred"] if "pred" in margins else _group_sums(M, gp_)
         Sg = margins["gt"] if "gt" in margins else _group_sums(M, gg_)
         # Ranks minus the mean rank: halves of integers, so the same floats however they are computed.
         if "cells_T" in margins and int(N.max(initial=0)) ** 3 < EXACT_RANK_SUMS:
-            sxx, syy, sxy = _exact_rank_sums(Sp, Sg, margins["cells_T"], gp_, cells.gt_sums)
+            sxx, syy, sxy = _exact_rank_sums(Sp, Sg, margins["cells_T"], gp_, cells.gt_sums, work)
         else:
             Dp, Dg = _twice_centred_ranks(Sp), _twice_centred_ranks(Sg)
             dp, dg = Dp * 0.5, Dg * 0.5
