@@ -143,6 +143,12 @@ class BlockScan:
         K, nb = self.K, self.blocks
         Y = scratch(work, "scan", (K * nb + 1, MT.shape[1]), MT.dtype)
         np.take(MT, self.gather, axis=0, out=Y[:-1], mode="clip")  # "clip": not buffered (indices are valid)
+        return self.scan(Y)
+
+    def scan(self, Y: np.ndarray) -> np.ndarray:
+        """Y (rows + 1, resamples), C-contiguous, its rows but the last gathered in this layout (`gather`),
+        turned into their running sums in place; the last row is set to 0."""
+        K, nb = self.K, self.blocks
         Y[-1] = 0
         V = pairs_view(Y)
         body = V[:-1].reshape(K, nb, V.shape[1])

@@ -384,7 +384,7 @@ class _MergePlan:
         row_total = self.row_sums @ MT  # each sum is at most a resample's size
         gt_total = np.add.reduceat(row_total, self.gt_starts, axis=0)
         if margins is not None:  # group sizes per prediction value and per gt value, for Spearman's ranks
-            margins["pred"], margins["gt"] = self.pred_groups.sums(MT, work).T, gt_total.T
+            margins["pred_groups"], margins["gt"] = self.pred_groups, gt_total.T  # pred: summed only where needed
             margins["cells_T"] = MT  # the counts with cells as rows, for Spearman's sums
         # Tied position pairs: copies of one cell (jt) plus pairs of different cells in one group.
         xt, yt = _choose2(gt_total), jt + self.pred_groups.excess(MT)
