@@ -162,13 +162,22 @@ def _cell_values(D: np.ndarray, of: np.ndarray) -> np.ndarray:
 EXACT_RANK_SUMS = 2**53
 
 
-def _tie_cubes(S: np.ndarray, n: np.ndarray, work: Workspace | None = None) -> np.ndarray:
+def _cell_cubes(M: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Per resample: sum of M**3 over the cells, M (resamples, cells) non-negative counts that sum to n
+    per resample; summed in int32 where that fits (at most max(M)**2 x n)."""
+    top = int(M.max(initial=0))
+    if M.dtype == np.int32 and top * top * int(n.max(initial=0)) < 2**31:
+        return np.einsum("ij,ij,ij->i", M, M, M).astype(np.int64)
+    return np.einsum("ij,ij,ij->i", M, M, M, dtype=np.int64)
+
+
+def _tie_cubes(S: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Per resample: sum of S**3 over the groups, S (groups, resamples) non-negative counts that sum to
     n per resample; in int32 where the sum fits (at most max(S)**2 x n), which is most data."""
     top = int(S.max(initial=0))
     if S.dtype != np.int32 or top * top * int(n.max(initial=0)) >= 2**31:
         return np.einsum("ij,ij,ij->j", S, S, S, dtype=np.int64)
-    C = np.multiply(S, S, out=scratch(work, "cubes", S.shape, S.dtype))
+    C = S * S
     C *= S
     return C.sum(axis=0, dtype=np.int32).astype(np.int64)
 
@@ -200,32 +209,34 @@ class PredRanks:
         self.group_lo, self.group_hi = scan.at(starts[tied]), scan.at(starts[tied] + sizes[tied])
         self.tied_lo, self.tied_hi = np.repeat(self.group_lo, sizes[tied]), np.repeat(self.group_hi, sizes[tied])
 
-    def twice_ranks_times_counts(self, MT: np.ndarray, n: np.ndarray, work: Workspace | None = None):
-        """(P, cubes): P (rows, resamples) = each cell's count times its 2 x 1-based average rank less 1,
-        in the layout's rows (0 on padding), and per resample the sum over prediction groups of their
-        size**3. From MT (cells, resamples); in MT's dtype (a count times twice the resample's size)."""
+    def twice_ranks_times_counts(self, MT: np.ndarray, work: Workspace | None = None):
+        """(P, excess): P (rows, resamples) = each cell's count times its 2 x 1-based average rank less 1,
+        in the layout's rows (0 on padding), and per resample what the groups of several cells add to
+        the sum of the cells' counts**3 to make it the sum of the prediction groups' sizes**3. From MT
+        (cells, resamples); P in MT's dtype (a count times twice the resample's size)."""
         rows, B = self.rows, MT.shape[1]
         G = np.take(MT, self.scan.gather, axis=0, out=scratch(work, "pred_counts", (rows, B), MT.dtype), mode="clip")
         G[self.padding] = 0
         Y = scratch(work, "scan", (rows + 1, B), MT.dtype)
         np.copyto(Y[:-1], G)
         self.scan.scan(Y)  # Y at a cell's row: the positions through it; Y[scan.at(p)]: the first p positions
-        cubes = _tie_cubes(G, n, work)  # one group per cell, then the groups of several cells corrected
+        excess = np.zeros(B, dtype=np.int64)
         if self.tied_rows.size:
             size = (Y[self.group_hi] - Y[self.group_lo]).astype(np.int64)
             own = G[self.tied_rows].astype(np.int64)
-            cubes += (size * size * size).sum(axis=0) - (own * own * own).sum(axis=0)
+            excess += (size * size * size).sum(axis=0) - (own * own * own).sum(axis=0)
         P = np.multiply(Y[:-1], 2, out=scratch(work, "cell_ranks", (rows, B), MT.dtype))
         P -= G  # 2 x (positions before) + own count: twice the average 1-based rank less 1
         if self.tied_rows.size:
             P[self.tied_rows] = Y[self.tied_lo] + Y[self.tied_hi]
         P *= G  # within int32 where MT is int32: a count times 2 n < 2**31 (PairPlan's `most`)
-        return P, cubes
+        return P, excess
 
 
-def _exact_rank_sums(Sg, MT, pred_ranks: PredRanks, work: Workspace | None = None):
+def _exact_rank_sums(Sg, M, MT, pred_ranks: PredRanks, work: Workspace | None = None):
     """Spearman's sxx, syy and sxy per resample from the gt group sizes Sg (resamples, gt values) and the
-    counts MT (cells, resamples), as exact integers (then the same floats as the float path's).
+    counts M (resamples, cells) and MT (its transpose), as exact integers (then the same floats as the
+    float path's).
 
     - sxx (and syy) depend only on the ties: the sum over groups of S x (2 x centred rank)**2 is
       (n**3 - sum of S**3) / 3, n the resample's size (the variance of mid-ranks);
@@ -238,8 +249,8 @@ def _exact_rank_sums(Sg, MT, pred_ranks: PredRanks, work: Workspace | None = Non
     `work` keeps the (cells, resamples) scratch arrays across chunks."""
     quarter = 0.25
     n = Sg.sum(axis=1, dtype=np.int64)
-    P, cubes = pred_ranks.twice_ranks_times_counts(MT, n, work)
-    sxx = (n**3 - cubes) // 3 * quarter  # an integer: the float path's exact value
+    P, excess = pred_ranks.twice_ranks_times_counts(MT, work)
+    sxx = (n**3 - _cell_cubes(M, n) - excess) // 3 * quarter  # an integer: the float path's exact value
     syy = (n**3 - _tie_cubes(Sg.T, n)) // 3 * quarter
     if P.dtype == np.int32 and 2 * int(Sg.max(initial=0)) * int(n.max(initial=0)) >= 2**31:
         P = P.astype(np.int64)  # a gt value's sum (at most its count times 2 n) may not fit int32
@@ -299,7 +310,7 @@ def _chunk_metrics(cells: Cells, M: np.ndarray, features: np.ndarray, ranks, thr
         Sg = margins["gt"] if "gt" in margins else _group_sums(M, gg_)
         # Ranks minus the mean rank: halves of integers, so the same floats however they are computed.
         if "cells_T" in margins and int(N.max(initial=0)) ** 3 < EXACT_RANK_SUMS:
-            sxx, syy, sxy = _exact_rank_sums(Sg, margins["cells_T"], cells.pred_ranks, work)
+            sxx, syy, sxy = _exact_rank_sums(Sg, M, margins["cells_T"], cells.pred_ranks, work)
         else:
             if "pred" in margins:
                 Sp = margins["pred"]

@@ -216,7 +216,7 @@ def test_exact_rank_sums_equal_the_textbook_sums(images, gt_values, top):
     MT = np.ascontiguousarray(M.T)
     Sp = np.stack([np.bincount(gp_, weights=m, minlength=cells - 5) for m in M]).astype(np.int32)
     Sg = np.stack([np.bincount(gg_, weights=m, minlength=gt_values) for m in M]).astype(np.int32)
-    sxx, syy, sxy = resample._exact_rank_sums(Sg, MT, resample.PredRanks(gp_, gg_))
+    sxx, syy, sxy = resample._exact_rank_sums(Sg, M, MT, resample.PredRanks(gp_, gg_))
 
     def centred(S):  # average 1-based rank of each group less the mean rank, per resample
         before = np.cumsum(S, axis=1) - S
