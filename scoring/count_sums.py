@@ -159,16 +159,23 @@ class BlockScan:
         return Y
 
 
-def column_sums(X: np.ndarray, bound: int) -> np.ndarray:
-    """int64 sums down the rows of the int32 X (rows, columns) whose values lie within +-bound: numpy
-    casts every element to int64 for such a sum, so runs of rows whose sums cannot leave int32 are
-    summed in int32 first (about 3x cheaper), then the runs' sums in int64; the rows past the last
-    whole run are such a run too."""
-    run = (2**31 - 1) // max(int(bound), 1)
-    if X.dtype != np.int32 or run < 64 or not X.flags.c_contiguous:
-        return X.sum(axis=0, dtype=np.int64)
-    whole = X.shape[0] // run * run
-    total = X[whole:].sum(axis=0, dtype=np.int32).astype(np.int64)
-    if whole:
-        total += X[:whole].reshape(-1, run, X.shape[1]).sum(axis=1, dtype=np.int32).sum(axis=0, dtype=np.int64)
+def column_dots(X: np.ndarray, Y: np.ndarray, row_bound: np.ndarray) -> np.ndarray:
+    """int64 sums down the rows of X * Y, non-negative integer arrays (rows, columns) whose products in
+    row r lie within row_bound[r]. For int32, one einsum per run of rows whose bounds add up below
+    2**31, so that its sums cannot leave int32 (no product array is written: about 3x cheaper than a
+    product and an int64 sum), then the runs' sums in int64; a row whose bound alone passes that, in int64."""
+    if X.dtype != np.int32 or Y.dtype != np.int32:
+        return np.einsum("ij,ij->j", X, Y, dtype=np.int64)
+    limit = 2**31 - 1
+    ends = np.cumsum(row_bound, dtype=np.int64)
+    total = np.zeros(X.shape[1], dtype=np.int64)
+    start = 0
+    while start < X.shape[0]:
+        stop = int(np.searchsorted(ends, (ends[start - 1] if start else 0) + limit, "right"))
+        if stop > start:
+            total += np.einsum("ij,ij->j", X[start:stop], Y[start:stop])
+        else:  # this row's products may not even fit int32
+            stop = start + 1
+            total += np.einsum("ij,ij->j", X[start:stop], Y[start:stop], dtype=np.int64)
+        start = stop
     return total

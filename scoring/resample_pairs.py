@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .count_sums import BlockScan, Workspace, column_sums, group_matrix, scratch, transposed
+from .count_sums import BlockScan, Workspace, column_dots, group_matrix, scratch, transposed
 
 
 @dataclass
@@ -102,14 +102,14 @@ class _Sweep:
             self.levels.append((scan, items[right], scan.at(a), full_b, ties, scan.at(start), scan.at(end), lo, hi))
             size *= 2
 
-    def signed_sum(self, MT: np.ndarray, row_total: np.ndarray, most: int, work: Workspace | None = None) -> np.ndarray:
+    def signed_sum(self, MT: np.ndarray, row_total: np.ndarray, bound: np.ndarray, work: Workspace | None = None) -> np.ndarray:
         """Per resample: sum over position pairs l < k (in this order) of sign(rank_k - rank_l).
 
         `MT` is (rows, resamples) non-negative counts, int32 while a count times twice a resample's
         size fits (else int64): every gather below takes whole rows (np.take along axis 0, a few
         times faster than fancy indexing), which is what keeps the sweep fast with one item per
-        cell (continuous scores). `most` bounds every count times a resample's size, so that the
-        sums may run in int32 a while.
+        cell (continuous scores). `bound[i]` bounds row i of MT times a resample's size, so that the
+        sums may run in int32 a while (count_sums.column_dots).
 
         For a right item k of a block, (less) - (greater) = cw[a] + cw[b] - cw[start] - cw[end] over
         the running sums cw of the block's left half. The last two terms are the block's: they are
@@ -132,17 +132,16 @@ class _Sweep:
             factor = scratch(work, "factor", (right.size, B), MT.dtype)
             if b is not None:
                 diff += np.take(cw, b, axis=0, out=factor, mode="clip")
-            diff *= np.take(MT, right, axis=0, out=factor, mode="clip")
-            if b is None:
-                total += 2 * column_sums(diff, most)
+            factor = np.take(MT, right, axis=0, out=factor, mode="clip")
+            if b is None:  # cw[a]: at most a resample's size
+                total += 2 * column_dots(diff, factor, np.take(bound, right))
             else:
-                total += column_sums(diff, 2 * most)
+                total += column_dots(diff, factor, 2 * np.take(bound, right))
             if ties is not None:
                 tied, ta, tb = ties
                 extra = np.take(cw, tb, axis=0)
                 extra -= np.take(cw, ta, axis=0)  # positions tied with the item: at most a resample's size
-                extra *= np.take(MT, tied, axis=0)
-                total += column_sums(extra, most)
+                total += column_dots(extra, np.take(MT, tied, axis=0), np.take(bound, tied))
             bounds = np.take(cw, start, axis=0).astype(np.int64)
             bounds += np.take(cw, end, axis=0)
             bounds *= leaf_sums[hi] - leaf_sums[lo]
@@ -393,8 +392,10 @@ class _MergePlan:
         pairs, ties = N * (N - 1) // 2 - xt, yt - jt_gp
         pairs_i, ties_i = _choose2(Nl) - xt_row, yt_lv - jt
         signed, signed_i = np.zeros_like(N), np.zeros_like(N)
+        # per cell: its largest count in the chunk times the largest resample: the sums' int32 runs
+        bound = M.max(axis=0, initial=0).astype(np.int64) * int(N.max(initial=0))
         for sweep, in_all, in_intra in self.plans:
-            s = sweep.signed_sum(MT, row_total, most, work)  # the sweep's items are rows of MT
+            s = sweep.signed_sum(MT, row_total, bound, work)  # the sweep's items are rows of MT
             signed += in_all * s
             signed_i += in_intra * s
         conc = (pairs - ties + signed) // 2
