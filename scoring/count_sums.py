@@ -102,9 +102,15 @@ def group_matrix(group: np.ndarray):
     stay int32: exact while every sum fits), several times faster than a gather and a reduceat."""
     from scipy import sparse  # imported where used, not at start-up
 
-    rows = np.asarray(group).size
+    group = np.asarray(group)
+    rows = group.size
     groups = int(group.max()) + 1 if rows else 0
-    return sparse.csr_array((np.ones(rows, dtype=np.int8), (np.asarray(group), np.arange(rows))), shape=(groups, rows))
+    # CSR built directly (each group's rows in order): from (row, column) pairs scipy sorts them, ~10x slower
+    index = np.int32 if rows < 2**31 else np.int64
+    indptr = np.zeros(groups + 1, dtype=index)
+    np.cumsum(np.bincount(group, minlength=groups), out=indptr[1:])
+    columns = np.argsort(group, kind="stable").astype(index, copy=False)
+    return sparse.csr_array((np.ones(rows, dtype=np.int8), columns, indptr), shape=(groups, rows))
 
 
 def segment_sums(X: np.ndarray, starts: np.ndarray) -> np.ndarray:

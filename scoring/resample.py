@@ -99,10 +99,10 @@ class Cells:
             out[b] = np.bincount(np.take(self.of, idx[b]), minlength=self.size)
         return out
 
-    @property
-    def pred_ranks(self) -> "PredRanks":
+    def pred_ranks(self, ranks: tuple[np.ndarray, np.ndarray]) -> "PredRanks":
+        """PredRanks of these cells, `ranks` their dense ranks of prediction and gt; made once."""
         if self._pred_ranks is None:
-            self._pred_ranks = PredRanks(dense_rank(self.pred), dense_rank(self.gt))
+            self._pred_ranks = PredRanks(*ranks)
         return self._pred_ranks
 
     @property
@@ -197,7 +197,9 @@ class PredRanks:
         self.rows = rows = scan.K * scan.blocks
         q = np.arange(L)
         row = (q % scan.K) * scan.blocks + q // scan.K  # the layout's row of the cell at position q
-        self.padding = np.setdiff1d(np.arange(rows), row)  # rows holding no cell: their counts are set to 0
+        unused = np.ones(rows, dtype=bool)
+        unused[row] = False
+        self.padding = np.flatnonzero(unused)  # rows holding no cell: their counts are set to 0
         gt_of_row = np.zeros(rows, dtype=np.intp)
         gt_of_row[row] = gt_rank[order]
         self.gt_sums = group_matrix(gt_of_row)  # (gt values, rows): sums of the layout's rows per gt value
@@ -310,7 +312,7 @@ def _chunk_metrics(cells: Cells, M: np.ndarray, features: np.ndarray, ranks, thr
         Sg = margins["gt"] if "gt" in margins else _group_sums(M, gg_)
         # Ranks minus the mean rank: halves of integers, so the same floats however they are computed.
         if "cells_T" in margins and int(N.max(initial=0)) ** 3 < EXACT_RANK_SUMS:
-            sxx, syy, sxy = _exact_rank_sums(Sg, M, margins["cells_T"], cells.pred_ranks, work)
+            sxx, syy, sxy = _exact_rank_sums(Sg, M, margins["cells_T"], cells.pred_ranks(ranks), work)
         else:
             if "pred" in margins:
                 Sp = margins["pred"]
