@@ -79,7 +79,9 @@ class _Sweep:
             blk = group // (2 * size)
             side = (group // size) % 2
             right = np.flatnonzero(side == 1)
-            left = np.flatnonzero((side == 0) & np.isin(blk, blk[right]))  # blocks without a right half: no pair
+            paired = np.zeros(int(blk.max()) + 1 if n else 0, dtype=bool)  # blocks with a right half
+            paired[blk[right]] = True
+            left = np.flatnonzero((side == 0) & paired[blk])  # blocks without a right half: no pair
             lkeys = blk[left] * P + rank[left]
             lorder = np.argsort(lkeys, kind="stable")
             K = lkeys[lorder]
@@ -89,7 +91,7 @@ class _Sweep:
             tie = a < K.size
             tie[tie] = K[a[tie]] == rk[tie]
             b[tie] = np.searchsorted(K, rk[tie], "right")
-            blocks = np.unique(blk[right])  # each with its left half's bounds in K and its right half's leaves
+            blocks = np.flatnonzero(paired)  # each with its left half's bounds in K and its right half's leaves
             start, end = np.searchsorted(K, blocks * P, "left"), np.searchsorted(K, (blocks + 1) * P, "left")
             lo, hi = blocks * 2 * size + size, np.minimum((blocks + 1) * 2 * size, self.leaves)
             scan = BlockScan(items[left[lorder]])  # positions in K become rows of the scan's sums
