@@ -13,6 +13,9 @@ cheap without a transpose:
 - sums of rows by group are a sparse 0/1 matrix times the array (`group_matrix`): scipy adds each
   row into its group's row, vectorised along the row (a reduceat along axis 0 steps down one column
   at a time).
+The scratch arrays of one run's chunks of resamples are taken from a `Workspace` (issue 37): each chunk
+writes megabytes of temporaries, and memory freshly given by the system costs a page fault per page
+(the kernel zeroes it) every time the allocator returned it in between.
 """
 from __future__ import annotations
 
@@ -20,6 +23,28 @@ import numpy as np
 
 SCAN_ROWS = 1000  # rows past which a running sum is taken by blocks (below, one numpy cumsum is cheaper)
 SCAN_BLOCK = 64  # rows per block: 64 vectorised adds per running sum, each over all blocks at once
+
+
+class Workspace:
+    """Scratch arrays reused across the chunks of resamples of one run, one buffer per name, grown when
+    a larger array is asked for. An array of a name is valid until that name is asked for again."""
+
+    def __init__(self):
+        self._buffers: dict[str, np.ndarray] = {}
+
+    def array(self, name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
+        """An uninitialised C-contiguous array of `shape` and `dtype` in the buffer of `name`."""
+        dtype = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        buffer = self._buffers.get(name)
+        if buffer is None or buffer.nbytes < nbytes:
+            buffer = self._buffers[name] = np.empty(max(nbytes, 1), dtype=np.uint8)
+        return buffer[:nbytes].view(dtype).reshape(shape)
+
+
+def scratch(work: "Workspace | None", name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
+    """work.array(name, shape, dtype), or a fresh array without a workspace."""
+    return np.empty(shape, dtype=dtype) if work is None else work.array(name, shape, dtype)
 
 
 def pairs_view(X: np.ndarray) -> np.ndarray:
@@ -30,11 +55,12 @@ def pairs_view(X: np.ndarray) -> np.ndarray:
     return X
 
 
-def running_sums(X: np.ndarray) -> np.ndarray:
+def running_sums(X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """(rows + 1, columns) running sums of the non-negative counts X (rows, columns) down its rows,
-    from a zero row; the same numbers as a cumulative sum along axis 0."""
+    from a zero row; the same numbers as a cumulative sum along axis 0. `out`: a C-contiguous array of
+    that shape and X's dtype to write them into."""
     L = X.shape[0]
-    out = np.empty((L + 1,) + X.shape[1:], dtype=X.dtype)
+    out = np.empty((L + 1,) + X.shape[1:], dtype=X.dtype) if out is None else out
     out[0] = 0
     V, W = pairs_view(np.ascontiguousarray(X)), pairs_view(out)
     if L <= SCAN_ROWS:
@@ -57,12 +83,13 @@ def running_sums(X: np.ndarray) -> np.ndarray:
 TRANSPOSE_ROWS, TRANSPOSE_COLUMNS = 8, 8192
 
 
-def transposed(X: np.ndarray, dtype=None) -> np.ndarray:
-    """A C-contiguous copy of the 2-D X's transpose, in `dtype` (default X's). Copied a piece of a few
-    rows by some thousand columns at a time: numpy's plain transposing copy (np.ascontiguousarray(X.T))
-    reads each row of the result a whole row of X apart, and is 2-3x slower on bootstrap counts."""
+def transposed(X: np.ndarray, dtype=None, out: np.ndarray | None = None) -> np.ndarray:
+    """A C-contiguous copy of the 2-D X's transpose, in `dtype` (default X's; or into `out`). Copied a
+    piece of a few rows by some thousand columns at a time: numpy's plain transposing copy
+    (np.ascontiguousarray(X.T)) reads each row of the result a whole row of X apart, and is 2-3x slower
+    on bootstrap counts."""
     rows, columns = X.shape
-    out = np.empty((columns, rows), dtype=X.dtype if dtype is None else dtype)
+    out = np.empty((columns, rows), dtype=X.dtype if dtype is None else dtype) if out is None else out
     for c in range(0, columns, TRANSPOSE_COLUMNS):
         for r in range(0, rows, TRANSPOSE_ROWS):
             out[c:c + TRANSPOSE_COLUMNS, r:r + TRANSPOSE_ROWS] = X[r:r + TRANSPOSE_ROWS, c:c + TRANSPOSE_COLUMNS].T
@@ -75,9 +102,15 @@ def group_matrix(group: np.ndarray):
     stay int32: exact while every sum fits), several times faster than a gather and a reduceat."""
     from scipy import sparse  # imported where used, not at start-up
 
-    rows = np.asarray(group).size
+    group = np.asarray(group)
+    rows = group.size
     groups = int(group.max()) + 1 if rows else 0
-    return sparse.csr_array((np.ones(rows, dtype=np.int8), (np.asarray(group), np.arange(rows))), shape=(groups, rows))
+    # CSR built directly (each group's rows in order): from (row, column) pairs scipy sorts them, ~10x slower
+    index = np.int32 if rows < 2**31 else np.int64
+    indptr = np.zeros(groups + 1, dtype=index)
+    np.cumsum(np.bincount(group, minlength=groups), out=indptr[1:])
+    columns = np.argsort(group, kind="stable").astype(index, copy=False)
+    return sparse.csr_array((np.ones(rows, dtype=np.int8), columns, indptr), shape=(groups, rows))
 
 
 def segment_sums(X: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -110,11 +143,18 @@ class BlockScan:
         q = np.asarray(positions) - 1
         return np.where(q < 0, self.K * self.blocks, (q % self.K) * self.blocks + q // self.K)
 
-    def sums(self, MT: np.ndarray) -> np.ndarray:
-        """Running sums of the rows of the non-negative counts MT (cells, resamples); the last row is 0."""
+    def sums(self, MT: np.ndarray, work: Workspace | None = None) -> np.ndarray:
+        """Running sums of the rows of the non-negative counts MT (cells, resamples); the last row is 0.
+        With `work`, written into its "scan" array."""
         K, nb = self.K, self.blocks
-        Y = np.empty((K * nb + 1, MT.shape[1]), dtype=MT.dtype)
+        Y = scratch(work, "scan", (K * nb + 1, MT.shape[1]), MT.dtype)
         np.take(MT, self.gather, axis=0, out=Y[:-1], mode="clip")  # "clip": not buffered (indices are valid)
+        return self.scan(Y)
+
+    def scan(self, Y: np.ndarray) -> np.ndarray:
+        """Y (rows + 1, resamples), C-contiguous, its rows but the last gathered in this layout (`gather`),
+        turned into their running sums in place; the last row is set to 0."""
+        K, nb = self.K, self.blocks
         Y[-1] = 0
         V = pairs_view(Y)
         body = V[:-1].reshape(K, nb, V.shape[1])
@@ -125,16 +165,23 @@ class BlockScan:
         return Y
 
 
-def column_sums(X: np.ndarray, bound: int) -> np.ndarray:
-    """int64 sums down the rows of the int32 X (rows, columns) whose values lie within +-bound: numpy
-    casts every element to int64 for such a sum, so runs of rows whose sums cannot leave int32 are
-    summed in int32 first (about 3x cheaper), then the runs' sums in int64; the rows past the last
-    whole run are such a run too."""
-    run = (2**31 - 1) // max(int(bound), 1)
-    if X.dtype != np.int32 or run < 64 or not X.flags.c_contiguous:
-        return X.sum(axis=0, dtype=np.int64)
-    whole = X.shape[0] // run * run
-    total = X[whole:].sum(axis=0, dtype=np.int32).astype(np.int64)
-    if whole:
-        total += X[:whole].reshape(-1, run, X.shape[1]).sum(axis=1, dtype=np.int32).sum(axis=0, dtype=np.int64)
+def column_dots(X: np.ndarray, Y: np.ndarray, row_bound: np.ndarray) -> np.ndarray:
+    """int64 sums down the rows of X * Y, non-negative integer arrays (rows, columns) whose products in
+    row r lie within row_bound[r]. For int32, one einsum per run of rows whose bounds add up below
+    2**31, so that its sums cannot leave int32 (no product array is written: about 3x cheaper than a
+    product and an int64 sum), then the runs' sums in int64; a row whose bound alone passes that, in int64."""
+    if X.dtype != np.int32 or Y.dtype != np.int32:
+        return np.einsum("ij,ij->j", X, Y, dtype=np.int64)
+    limit = 2**31 - 1
+    ends = np.cumsum(row_bound, dtype=np.int64)
+    total = np.zeros(X.shape[1], dtype=np.int64)
+    start = 0
+    while start < X.shape[0]:
+        stop = int(np.searchsorted(ends, (ends[start - 1] if start else 0) + limit, "right"))
+        if stop > start:
+            total += np.einsum("ij,ij->j", X[start:stop], Y[start:stop])
+        else:  # this row's products may not even fit int32
+            stop = start + 1
+            total += np.einsum("ij,ij->j", X[start:stop], Y[start:stop], dtype=np.int64)
+        start = stop
     return total

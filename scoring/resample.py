@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .count_sums import group_matrix, running_sums
+from .count_sums import BlockScan, Workspace, group_matrix, running_sums, scratch
 from .resample_pairs import PairPlan, ResampledPairs, dense_rank, run_starts
 
 
@@ -87,24 +87,23 @@ class Cells:
         self.gt, self.pred, self.level = uniq[:, 0], uniq[:, 1], uniq[:, 2].astype(np.int64)
         self.size = uniq.shape[0]
         self._plan = None
-        self._gt_sums = None
+        self._pred_ranks = None
 
-    def from_indices(self, idx: np.ndarray) -> np.ndarray:
+    def from_indices(self, idx: np.ndarray, work: Workspace | None = None) -> np.ndarray:
         """(resamples, cells) counts straight from bootstrap indices, one resample at a time: its counts
         (one row of cells) stay in the CPU cache while they are counted, where a block of resamples'
         (multiplicities) is written all over an array of resamples x cells (issue 37: 100,000 cells
-        with continuous scores)."""
-        out = np.empty((idx.shape[0], self.size), dtype=np.int32)
+        with continuous scores). With `work`, written into its "counts" array."""
+        out = scratch(work, "counts", (idx.shape[0], self.size), np.int32)
         for b in range(idx.shape[0]):
             out[b] = np.bincount(np.take(self.of, idx[b]), minlength=self.size)
         return out
 
-    @property
-    def gt_sums(self):
-        """(gt values, cells) sparse 0/1 matrix: times (cells, resamples) counts, their sums per gt value."""
-        if self._gt_sums is None:
-            self._gt_sums = group_matrix(dense_rank(self.gt))
-        return self._gt_sums
+    def pred_ranks(self, ranks: tuple[np.ndarray, np.ndarray]) -> "PredRanks":
+        """PredRanks of these cells, `ranks` their dense ranks of prediction and gt; made once."""
+        if self._pred_ranks is None:
+            self._pred_ranks = PredRanks(*ranks)
+        return self._pred_ranks
 
     @property
     def plan(self) -> PairPlan:
@@ -112,8 +111,8 @@ class Cells:
             self._plan = PairPlan(self.gt, self.pred, self.level)
         return self._plan
 
-    def pairs_by_level(self, M: np.ndarray, margins: dict | None = None) -> dict[str, ResampledPairs]:
-        return self.plan.counts(M, margins)
+    def pairs_by_level(self, M: np.ndarray, margins: dict | None = None, work: Workspace | None = None) -> dict[str, ResampledPairs]:
+        return self.plan.counts(M, margins, work)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -163,6 +162,15 @@ def _cell_values(D: np.ndarray, of: np.ndarray) -> np.ndarray:
 EXACT_RANK_SUMS = 2**53
 
 
+def _cell_cubes(M: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Per resample: sum of M**3 over the cells, M (resamples, cells) non-negative counts that sum to n
+    per resample; summed in int32 where that fits (at most max(M)**2 x n)."""
+    top = int(M.max(initial=0))
+    if M.dtype == np.int32 and top * top * int(n.max(initial=0)) < 2**31:
+        return np.einsum("ij,ij,ij->i", M, M, M).astype(np.int64)
+    return np.einsum("ij,ij,ij->i", M, M, M, dtype=np.int64)
+
+
 def _tie_cubes(S: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Per resample: sum of S**3 over the groups, S (groups, resamples) non-negative counts that sum to
     n per resample; in int32 where the sum fits (at most max(S)**2 x n), which is most data."""
@@ -174,29 +182,81 @@ def _tie_cubes(S: np.ndarray, n: np.ndarray) -> np.ndarray:
     return C.sum(axis=0, dtype=np.int32).astype(np.int64)
 
 
-def _exact_rank_sums(Sp, Sg, MT, gp_, gt_sums):
-    """Spearman's sxx, syy and sxy per resample from the group sizes S (resamples, groups) and the
-    counts MT (cells, resamples), as exact integers (then the same floats as the float path's).
+class PredRanks:
+    """Where the prediction ranks of every resample come from in Spearman's exact sums (the merge-sort path):
+    the cells' counts gathered once in prediction order, block-interleaved (count_sums.BlockScan), whose
+    running sums in place give each cell the positions before it and through it, beside its own count:
+    no running sum over the groups of equal predictions and no gather of their ranks back to the cells
+    (issue 37: one group per cell with continuous scores). Cells tied with others in the prediction take
+    their group's bounds instead. Fixed once per run; `pred_rank` and `gt_rank` are the cells' ranks."""
+
+    def __init__(self, pred_rank: np.ndarray, gt_rank: np.ndarray):
+        order = np.argsort(pred_rank, kind="stable")
+        L = order.size
+        self.scan = scan = BlockScan(order)
+        self.rows = rows = scan.K * scan.blocks
+        q = np.arange(L)
+        row = (q % scan.K) * scan.blocks + q // scan.K  # the layout's row of the cell at position q
+        unused = np.ones(rows, dtype=bool)
+        unused[row] = False
+        self.padding = np.flatnonzero(unused)  # rows holding no cell: their counts are set to 0
+        gt_of_row = np.zeros(rows, dtype=np.intp)
+        gt_of_row[row] = gt_rank[order]
+        self.gt_sums = group_matrix(gt_of_row)  # (gt values, rows): sums of the layout's rows per gt value
+        ranks = pred_rank[order]
+        starts = run_starts(ranks)
+        sizes = np.diff(np.append(starts, L))
+        tied = sizes > 1
+        self.tied_rows = row[np.repeat(tied, sizes)]  # cells of groups of several cells
+        self.group_lo, self.group_hi = scan.at(starts[tied]), scan.at(starts[tied] + sizes[tied])
+        self.tied_lo, self.tied_hi = np.repeat(self.group_lo, sizes[tied]), np.repeat(self.group_hi, sizes[tied])
+
+    def twice_ranks_times_counts(self, MT: np.ndarray, work: Workspace | None = None):
+        """(P, excess): P (rows, resamples) = each cell's count times its 2 x 1-based average rank less 1,
+        in the layout's rows (0 on padding), and per resample what the groups of several cells add to
+        the sum of the cells' counts**3 to make it the sum of the prediction groups' sizes**3. From MT
+        (cells, resamples); P in MT's dtype (a count times twice the resample's size)."""
+        rows, B = self.rows, MT.shape[1]
+        G = np.take(MT, self.scan.gather, axis=0, out=scratch(work, "pred_counts", (rows, B), MT.dtype), mode="clip")
+        G[self.padding] = 0
+        Y = scratch(work, "scan", (rows + 1, B), MT.dtype)
+        np.copyto(Y[:-1], G)
+        self.scan.scan(Y)  # Y at a cell's row: the positions through it; Y[scan.at(p)]: the first p positions
+        excess = np.zeros(B, dtype=np.int64)
+        if self.tied_rows.size:
+            size = (Y[self.group_hi] - Y[self.group_lo]).astype(np.int64)
+            own = G[self.tied_rows].astype(np.int64)
+            excess += (size * size * size).sum(axis=0) - (own * own * own).sum(axis=0)
+        P = np.multiply(Y[:-1], 2, out=scratch(work, "cell_ranks", (rows, B), MT.dtype))
+        P -= G  # 2 x (positions before) + own count: twice the average 1-based rank less 1
+        if self.tied_rows.size:
+            P[self.tied_rows] = Y[self.tied_lo] + Y[self.tied_hi]
+        P *= G  # within int32 where MT is int32: a count times 2 n < 2**31 (PairPlan's `most`)
+        return P, excess
+
+
+def _exact_rank_sums(Sg, M, MT, pred_ranks: PredRanks, work: Workspace | None = None):
+    """Spearman's sxx, syy and sxy per resample from the gt group sizes Sg (resamples, gt values) and the
+    counts M (resamples, cells) and MT (its transpose), as exact integers (then the same floats as the
+    float path's).
 
     - sxx (and syy) depend only on the ties: the sum over groups of S x (2 x centred rank)**2 is
       (n**3 - sum of S**3) / 3, n the resample's size (the variance of mid-ranks);
     - sxy = sum over cells of M x dp x dg. The centred gt ranks sum to 0 over the positions, so the
-      prediction side may be taken uncentred (2 x rank - 1: positions before and up to the group,
-      non-negative); the cells' M x that rank are summed per gt value (`gt_sums`, Cells.gt_sums)
-      and weighted by the few gt values' ranks, instead of a gather of a gt rank per cell.
+      prediction side may be taken uncentred (2 x rank - 1, non-negative: `PredRanks`); the cells'
+      M x that rank are summed per gt value and weighted by the few gt values' ranks, instead of a
+      gather of a gt rank per cell.
     Every product and partial sum is an integer of magnitude below 2 n**3 (int64 here), and the
-    results (at most n**3 / 4 in quarter units) are below 2**53: converted to float exactly."""
+    results (at most n**3 / 4 in quarter units) are below 2**53: converted to float exactly.
+    `work` keeps the (cells, resamples) scratch arrays across chunks."""
     quarter = 0.25
     n = Sg.sum(axis=1, dtype=np.int64)
-    sxx = (n**3 - _tie_cubes(Sp.T, n)) // 3 * quarter  # an integer: the float path's exact value
+    P, excess = pred_ranks.twice_ranks_times_counts(MT, work)
+    sxx = (n**3 - _cell_cubes(M, n) - excess) // 3 * quarter  # an integer: the float path's exact value
     syy = (n**3 - _tie_cubes(Sg.T, n)) // 3 * quarter
-    Rp = running_sums(Sp.T)  # (groups + 1, resamples): positions in the prediction groups before
-    E = Rp[1:] + Rp[:-1]  # twice the 1-based average rank less 1: 2 x centred rank + n
-    P = np.take(E, gp_, axis=0)
-    P *= MT  # within int32 where MT is int32: a count times 2 n < 2**31 (PairPlan's `most`)
     if P.dtype == np.int32 and 2 * int(Sg.max(initial=0)) * int(n.max(initial=0)) >= 2**31:
         P = P.astype(np.int64)  # a gt value's sum (at most its count times 2 n) may not fit int32
-    Q = gt_sums @ P  # (gt values, resamples)
+    Q = pred_ranks.gt_sums @ P  # (gt values, resamples)
     Dg = _twice_centred_ranks(Sg).T  # (gt values, resamples)
     sxy = np.einsum("ij,ij->j", Q.astype(np.int64), Dg.astype(np.int64))
     return sxx, syy, sxy * quarter
@@ -218,7 +278,8 @@ def metric_resamples(cells: Cells, idx: np.ndarray, predicted_level: np.ndarray,
         features += [truth & guess, ~truth & guess, truth & ~guess, ~truth & ~guess]
     features = np.stack(features, axis=1).astype(float)
     ranks = dense_rank(p), dense_rank(g)
-    parts = [_chunk_metrics(cells, cells.from_indices(idx[s:s + RESAMPLE_CHUNK]), features, ranks, thresholds)
+    work = Workspace()  # the chunks' scratch arrays, written again by every chunk
+    parts = [_chunk_metrics(cells, cells.from_indices(idx[s:s + RESAMPLE_CHUNK], work), features, ranks, thresholds, work)
              for s in range(0, idx.shape[0], RESAMPLE_CHUNK)]
     if not parts:
         parts = [_chunk_metrics(cells, np.zeros((0, cells.size), dtype=np.int32), features, ranks, thresholds)]
@@ -231,8 +292,9 @@ def metric_resamples(cells: Cells, idx: np.ndarray, predicted_level: np.ndarray,
     return out
 
 
-def _chunk_metrics(cells: Cells, M: np.ndarray, features: np.ndarray, ranks, thresholds) -> dict:
-    Mf = M.astype(float)
+def _chunk_metrics(cells: Cells, M: np.ndarray, features: np.ndarray, ranks, thresholds, work: Workspace | None = None) -> dict:
+    Mf = scratch(work, "counts_float", M.shape, float)
+    np.copyto(Mf, M)
     N = M.sum(axis=1, dtype=M.dtype).astype(float)  # each row sums to its resample size: the same floats as a float sum
     sums = Mf @ features
     sp, sg, spp, sgg, spg = (sums[:, i] for i in range(5))
@@ -245,14 +307,19 @@ def _chunk_metrics(cells: Cells, M: np.ndarray, features: np.ndarray, ranks, thr
         out["mae"], out["bias"], out["level_acc"] = sums[:, 5] / N, sums[:, 6] / N, sums[:, 7] / N
 
         margins: dict = {}
-        pairs = cells.pairs_by_level(M, margins)
+        pairs = cells.pairs_by_level(M, margins, work)
         gp_, gg_ = ranks
-        Sp = margins["pred"] if "pred" in margins else _group_sums(M, gp_)
         Sg = margins["gt"] if "gt" in margins else _group_sums(M, gg_)
         # Ranks minus the mean rank: halves of integers, so the same floats however they are computed.
         if "cells_T" in margins and int(N.max(initial=0)) ** 3 < EXACT_RANK_SUMS:
-            sxx, syy, sxy = _exact_rank_sums(Sp, Sg, margins["cells_T"], gp_, cells.gt_sums)
+            sxx, syy, sxy = _exact_rank_sums(Sg, M, margins["cells_T"], cells.pred_ranks(ranks), work)
         else:
+            if "pred" in margins:
+                Sp = margins["pred"]
+            elif "pred_groups" in margins:  # the merge sort's grouping of its transposed counts
+                Sp = margins["pred_groups"].sums(margins["cells_T"], work).T
+            else:
+                Sp = _group_sums(M, gp_)
             Dp, Dg = _twice_centred_ranks(Sp), _twice_centred_ranks(Sg)
             dp, dg = Dp * 0.5, Dg * 0.5
             sxx = (Sp * dp * dp).sum(axis=1)

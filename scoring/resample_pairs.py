@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .count_sums import BlockScan, column_sums, group_matrix, transposed
+from .count_sums import BlockScan, Workspace, column_dots, group_matrix, scratch, transposed
 
 
 @dataclass
@@ -79,7 +79,9 @@ class _Sweep:
             blk = group // (2 * size)
             side = (group // size) % 2
             right = np.flatnonzero(side == 1)
-            left = np.flatnonzero((side == 0) & np.isin(blk, blk[right]))  # blocks without a right half: no pair
+            paired = np.zeros(int(blk.max()) + 1 if n else 0, dtype=bool)  # blocks with a right half
+            paired[blk[right]] = True
+            left = np.flatnonzero((side == 0) & paired[blk])  # blocks without a right half: no pair
             lkeys = blk[left] * P + rank[left]
             lorder = np.argsort(lkeys, kind="stable")
             K = lkeys[lorder]
@@ -89,7 +91,7 @@ class _Sweep:
             tie = a < K.size
             tie[tie] = K[a[tie]] == rk[tie]
             b[tie] = np.searchsorted(K, rk[tie], "right")
-            blocks = np.unique(blk[right])  # each with its left half's bounds in K and its right half's leaves
+            blocks = np.flatnonzero(paired)  # each with its left half's bounds in K and its right half's leaves
             start, end = np.searchsorted(K, blocks * P, "left"), np.searchsorted(K, (blocks + 1) * P, "left")
             lo, hi = blocks * 2 * size + size, np.minimum((blocks + 1) * 2 * size, self.leaves)
             scan = BlockScan(items[left[lorder]])  # positions in K become rows of the scan's sums
@@ -102,21 +104,21 @@ class _Sweep:
             self.levels.append((scan, items[right], scan.at(a), full_b, ties, scan.at(start), scan.at(end), lo, hi))
             size *= 2
 
-    def signed_sum(self, MT: np.ndarray, row_total: np.ndarray, most: int) -> np.ndarray:
+    def signed_sum(self, MT: np.ndarray, row_total: np.ndarray, bound: np.ndarray, work: Workspace | None = None) -> np.ndarray:
         """Per resample: sum over position pairs l < k (in this order) of sign(rank_k - rank_l).
 
         `MT` is (rows, resamples) non-negative counts, int32 while a count times twice a resample's
         size fits (else int64): every gather below takes whole rows (np.take along axis 0, a few
         times faster than fancy indexing), which is what keeps the sweep fast with one item per
-        cell (continuous scores). `most` bounds every count times a resample's size, so that the
-        sums may run in int32 a while.
+        cell (continuous scores). `bound[i]` bounds row i of MT times a resample's size, so that the
+        sums may run in int32 a while (count_sums.column_dots).
 
         For a right item k of a block, (less) - (greater) = cw[a] + cw[b] - cw[start] - cw[end] over
         the running sums cw of the block's left half. The last two terms are the block's: they are
         weighted by the block's right total (a difference of running sums over the leaves' totals)
         rather than gathered per item. With few ties across the halves (continuous scores) cw[a] + cw[b]
         is taken as 2 cw[a] plus, for the few tied items only, cw[b] - cw[a]: one gather of whole
-        rows of cw fewer, the same integers."""
+        rows of cw fewer, the same integers. `work`: where the level's scratch arrays are kept (count_sums.Workspace)."""
         B = MT.shape[1]
         leaf_total = np.zeros((self.leaves, B), dtype=np.int64)
         if self.leaf_rows.size:
@@ -126,21 +128,22 @@ class _Sweep:
         np.cumsum(leaf_total, axis=0, out=leaf_sums[1:])
         total = np.zeros(B, dtype=np.int64)
         for scan, right, a, b, ties, start, end, lo, hi in self.levels:
-            cw = scan.sums(MT)  # running sums of the blocks' left halves (a, b, start, end: rows of cw)
-            diff = np.take(cw, a, axis=0)
+            cw = scan.sums(MT, work)  # running sums of the blocks' left halves (a, b, start, end: rows of cw)
+            # "clip": take writes straight into `out` (the indices are valid), where "raise" would buffer
+            diff = np.take(cw, a, axis=0, out=scratch(work, "diff", (a.size, B), cw.dtype), mode="clip")
+            factor = scratch(work, "factor", (right.size, B), MT.dtype)
             if b is not None:
-                diff += np.take(cw, b, axis=0)
-            diff *= np.take(MT, right, axis=0)
-            if b is None:
-                total += 2 * column_sums(diff, most)
+                diff += np.take(cw, b, axis=0, out=factor, mode="clip")
+            factor = np.take(MT, right, axis=0, out=factor, mode="clip")
+            if b is None:  # cw[a]: at most a resample's size
+                total += 2 * column_dots(diff, factor, np.take(bound, right))
             else:
-                total += column_sums(diff, 2 * most)
+                total += column_dots(diff, factor, 2 * np.take(bound, right))
             if ties is not None:
                 tied, ta, tb = ties
                 extra = np.take(cw, tb, axis=0)
                 extra -= np.take(cw, ta, axis=0)  # positions tied with the item: at most a resample's size
-                extra *= np.take(MT, tied, axis=0)
-                total += column_sums(extra, most)
+                total += column_dots(extra, np.take(MT, tied, axis=0), np.take(bound, tied))
             bounds = np.take(cw, start, axis=0).astype(np.int64)
             bounds += np.take(cw, end, axis=0)
             bounds *= leaf_sums[hi] - leaf_sums[lo]
@@ -231,7 +234,9 @@ class PairPlan:
         self.pl_starts = run_starts(pl)  # (column, level) runs in the sweep order
         self.pred_of_pl = run_starts(pr[order][self.pl_starts])
 
-    def counts(self, M: np.ndarray, margins: dict | None = None) -> dict[str, ResampledPairs]:
+    def counts(self, M: np.ndarray, margins: dict | None = None, work: Workspace | None = None) -> dict[str, ResampledPairs]:
+        """The pair counts of every resample of M (resamples, cells); `margins` receives the group sizes
+        (and the merge sort's transposed counts), `work` keeps scratch arrays across chunks."""
         B = M.shape[0]
         z = np.zeros(B, dtype=np.int64)
         if self.size == 0:
@@ -244,7 +249,7 @@ class PairPlan:
         jt = (squares.astype(np.int64) - N) // 2
         jt_gp = jt + self.cross.equal_pred(M)
         if not self.sweep:
-            return self._fallback(M, N, most, jt, jt_gp, margins)
+            return self._fallback(M, N, most, jt, jt_gp, margins, work)
         MT = np.ascontiguousarray(M[:, self.order].T, dtype=np.int32)  # (cells in sweep order, resamples)
         G = np.zeros((self.R + 1, B), dtype=np.int32)  # G[r + 1]: positions in row r of the columns swept
         H = np.empty_like(G)
@@ -275,10 +280,10 @@ class PairPlan:
         intra = ResampledPairs(pairs_i, conc_i, pairs_i - ties_i - conc_i, ties_i)
         return {"all": total, "intra": intra, "inter": total - intra}
 
-    def _fallback(self, M, N, most, jt, jt_gp, margins) -> dict[str, ResampledPairs]:
+    def _fallback(self, M, N, most, jt, jt_gp, margins, work) -> dict[str, ResampledPairs]:
         if self._merge is None:
             self._merge = _MergePlan(self.gt, self.pred, self.level, self.row, self.contiguous)
-        return self._merge.counts(M, N, most, jt, jt_gp, margins)
+        return self._merge.counts(M, N, most, jt, jt_gp, margins, work)
 
 
 class _Groups:
@@ -299,9 +304,9 @@ class _Groups:
         multi_sizes = sizes[sizes > 1]
         self.multi_starts = np.concatenate(([0], np.cumsum(multi_sizes)[:-1])) if multi_sizes.size else multi_sizes
 
-    def sums(self, MT: np.ndarray) -> np.ndarray:
-        """(groups, resamples) sums of MT (cells, resamples) over each group."""
-        out = np.take(MT, self.first, axis=0)
+    def sums(self, MT: np.ndarray, work: Workspace | None = None) -> np.ndarray:
+        """(groups, resamples) sums of MT (cells, resamples) over each group (in `work`'s "groups" array)."""
+        out = np.take(MT, self.first, axis=0, out=scratch(work, "groups", (self.first.size, MT.shape[1]), MT.dtype), mode="clip")
         if self.multi.size:
             out[self.multi_groups] = np.add.reduceat(np.take(MT, self.multi, axis=0), self.multi_starts, axis=0)
         return out
@@ -373,14 +378,14 @@ class _MergePlan:
             plans.append((_Sweep(p[shared], g[shared] * span + (r - gts[g])[shared], r[shared], order[shared], stop=span), -1, 0))
         return plans
 
-    def counts(self, M, N, most, jt, jt_gp, margins: dict | None = None) -> dict[str, ResampledPairs]:
+    def counts(self, M, N, most, jt, jt_gp, margins: dict | None = None, work: Workspace | None = None) -> dict[str, ResampledPairs]:
         # (cells, resamples), int32 while the sweep's products (a count times twice a resample's size) fit
-        small = 2 * most < 2**31
-        MT = transposed(M, np.int32 if small else np.int64)
+        dtype = np.int32 if 2 * most < 2**31 else np.int64
+        MT = transposed(M, out=scratch(work, "cells_T", M.shape[::-1], dtype))
         row_total = self.row_sums @ MT  # each sum is at most a resample's size
         gt_total = np.add.reduceat(row_total, self.gt_starts, axis=0)
         if margins is not None:  # group sizes per prediction value and per gt value, for Spearman's ranks
-            margins["pred"], margins["gt"] = self.pred_groups.sums(MT).T, gt_total.T
+            margins["pred_groups"], margins["gt"] = self.pred_groups, gt_total.T  # pred: summed only where needed
             margins["cells_T"] = MT  # the counts with cells as rows, for Spearman's sums
         # Tied position pairs: copies of one cell (jt) plus pairs of different cells in one group.
         xt, yt = _choose2(gt_total), jt + self.pred_groups.excess(MT)
@@ -389,8 +394,10 @@ class _MergePlan:
         pairs, ties = N * (N - 1) // 2 - xt, yt - jt_gp
         pairs_i, ties_i = _choose2(Nl) - xt_row, yt_lv - jt
         signed, signed_i = np.zeros_like(N), np.zeros_like(N)
+        # per cell: its largest count in the chunk times the largest resample: the sums' int32 runs
+        bound = M.max(axis=0, initial=0).astype(np.int64) * int(N.max(initial=0))
         for sweep, in_all, in_intra in self.plans:
-            s = sweep.signed_sum(MT, row_total, most)  # the sweep's items are rows of MT
+            s = sweep.signed_sum(MT, row_total, bound, work)  # the sweep's items are rows of MT
             signed += in_all * s
             signed_i += in_intra * s
         conc = (pairs - ties + signed) // 2

@@ -47,14 +47,23 @@ def test_block_scan_looks_up_the_running_sums_of_its_rows(monkeypatch, dtype, co
             np.testing.assert_array_equal(got, with_zero_row(MT[rows])[positions])
 
 
-def test_column_sums_equal_int64_sums_near_the_bound():
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_column_dots_equal_int64_sums_of_products_near_the_bound(dtype):
+    """Runs of rows summed in int32 up to the last row whose bound still fits, past it in int64; a row whose
+    products alone leave int32 (an int32 product would wrap) too."""
     rng = np.random.default_rng(2)
-    bound = 3_000_000
-    for rows in (0, 1, 700, 715, 716, 5000, 20011):
-        X = rng.choice(np.array([-bound, bound, 0, 17], dtype=np.int32), (rows, 7), p=[0.45, 0.45, 0.05, 0.05])
-        X[:, 0], X[:, 1] = bound, -bound  # a run of one row more would leave int32
-        np.testing.assert_array_equal(count_sums.column_sums(X, bound), X.sum(axis=0, dtype=np.int64))
-        assert count_sums.column_sums(X, bound).dtype == np.int64
+    size = 100_000  # X: running sums up to a resample's size; Y: counts
+    for rows in (0, 1, 3, 700, 5000, 20011):
+        X = rng.choice(np.array([size, 0, 17], dtype=dtype), (rows, 7), p=[0.8, 0.1, 0.1])
+        Y = rng.integers(0, 30, (rows, 7)).astype(dtype)
+        if rows:
+            X[:, 0], Y[:, 0] = size, Y.max(axis=1)  # every product at its row's bound
+        if rows > 3:
+            Y[2, 1], X[2, 1] = 40_000, size  # 4e9: past int32 on its own
+        bound = X.max(axis=1, initial=0).astype(np.int64) * Y.max(axis=1, initial=0)
+        got = count_sums.column_dots(X, Y, bound)
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, (X.astype(np.int64) * Y).sum(axis=0))
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64])

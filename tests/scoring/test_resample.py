@@ -1,6 +1,8 @@
 """The vectorised bootstrap equals today's per-resample computation on the same indices."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -214,7 +216,7 @@ def test_exact_rank_sums_equal_the_textbook_sums(images, gt_values, top):
     MT = np.ascontiguousarray(M.T)
     Sp = np.stack([np.bincount(gp_, weights=m, minlength=cells - 5) for m in M]).astype(np.int32)
     Sg = np.stack([np.bincount(gg_, weights=m, minlength=gt_values) for m in M]).astype(np.int32)
-    sxx, syy, sxy = resample._exact_rank_sums(Sp, Sg, MT, gp_, count_sums.group_matrix(gg_))
+    sxx, syy, sxy = resample._exact_rank_sums(Sg, M, MT, resample.PredRanks(gp_, gg_))
 
     def centred(S):  # average 1-based rank of each group less the mean rank, per resample
         before = np.cumsum(S, axis=1) - S
@@ -225,3 +227,44 @@ def test_exact_rank_sums_equal_the_textbook_sums(images, gt_values, top):
     np.testing.assert_array_equal(syy, (Sg * dg * dg).sum(axis=1))
     want = [sum(int(M[b, c]) * round(2 * dp[b, gp_[c]]) * round(2 * dg[b, gg_[c]]) for c in range(cells)) / 4 for b in range(3)]
     np.testing.assert_array_equal(sxy, want)
+
+
+def _poisoned_arrays(self, name, shape, dtype):
+    """A fresh array for every request, filled with junk: nothing kept across chunks, nothing read unwritten."""
+    out = np.empty(shape, dtype=dtype)
+    out.reshape(-1).view(np.uint8)[:] = 0xA5
+    return out
+
+
+@pytest.mark.parametrize("kind", ["continuous", "coarse", "shuffled"])
+def test_evaluate_with_scratch_arrays_equals_the_other_paths_bit_for_bit(monkeypatch, kind):
+    """evaluate() as it runs (scratch arrays reused across chunks of different sizes, the merge sort and
+    Spearman's exact sums with continuous scores) gives the very report of the other paths: fresh junk-filled
+    arrays for every request, and for pair counts and Spearman the other algorithm (column sweep and float
+    ranks where the run takes the merge sort, and the reverse). The chunk size stays: BLAS may round the
+    Pearson, MAE and bias sums of another number of resamples differently in the last bit."""
+    rng = np.random.default_rng(21)
+    n = 3000
+    lv = rng.integers(1, 5, n)
+    gt = (4 - lv) / 3 + rng.random(n) * 1e-3  # each level a band of its own: the column sweep can take it
+    pred = np.clip(gt + rng.normal(0, 0.2, n), 0, 1)
+    pred[:150] = 1.0  # a boundary score many images share
+    pred[150:160] = pred[160]  # and a few ties
+    if kind == "coarse":
+        pred = np.round(pred, 2)
+    if kind == "shuffled":
+        lv = rng.integers(1, 5, n)  # levels that disagree with the scores: the merge sort either way
+    outcome = np.array(["ok"] * n, dtype=object)
+    monkeypatch.setattr(resample, "RESAMPLE_CHUNK", 5)  # 5 chunks, the last one short
+    report = metrics.evaluate(gt, lv, pred, outcome, BOUNDS, n_boot=23, seed=4)
+    merge_sort = not resample.Cells(gt, pred, lv).plan.sweep
+    assert merge_sort == (kind != "coarse")
+
+    monkeypatch.setattr(count_sums.Workspace, "array", _poisoned_arrays)
+    monkeypatch.setattr(resample_pairs, "SWEEP_RATIO", 10**9 if merge_sort else 0)
+    if merge_sort:
+        monkeypatch.setattr(resample, "EXACT_RANK_SUMS", 0)  # Spearman's float path
+    assert (not resample.Cells(gt, pred, lv).plan.sweep) == (kind != "continuous")
+    other = metrics.evaluate(gt, lv, pred, outcome, BOUNDS, n_boot=23, seed=4)
+    assert json.dumps(report, sort_keys=True) == json.dumps(other, sort_keys=True)
+    assert report["metrics"]["spearman"]["defined"] == 23 and report["metrics"]["intra_acc"]["defined"] == 23
