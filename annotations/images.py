@@ -70,9 +70,12 @@ def clean_image(raw: bytes) -> CleanImage:
                     img = img.convert("RGB")
             elif img.mode not in ("RGB", "RGBA", "L", "LA"):
                 img = img.convert("RGBA" if "A" in img.getbands() else "RGB")
-            # Pixels only: a new image from the raw pixel bytes carries no `info` (Pillow writes a
-            # JPEG comment, ICC profile, DPI... from `info` when it saves).
-            img = PILImage.frombytes(img.mode, img.size, img.tobytes())
+            # Pixels only: a plain copy of the pixels with an empty `info` (Pillow writes a JPEG comment,
+            # ICC profile, DPI... from `info` when it saves). The same image as one made from the raw
+            # pixel bytes (PILImage.frombytes(mode, size, tobytes())), at a single memory copy instead of
+            # an encode and a decode (issue 37: 0.4-1.0 ms of ~7 per 640x480 image).
+            img = img.copy()
+            img.info = {}
             out = io.BytesIO()
             if fmt == "JPEG":
                 img.save(out, format="JPEG", quality=95)
