@@ -105,10 +105,15 @@ def check_folder(folder: Path, split: str, parking: Path, progress: Callable[[in
         candidates.append((path, name, vispr_id, existing[0] if existing else None))
     if progress is not None and len(entries) > len(candidates):
         progress(len(entries) - len(candidates))  # the entries skipped by name; an image counts once it is cleaned
+    clean = partial(_read_clean_and_park, parking=parking)
+    chunks = [candidates[start:start + CLEAN_CHUNK] for start in range(0, len(candidates), CLEAN_CHUNK)]
     with ThreadPoolExecutor(CLEAN_WORKERS) as pool:
-        for start in range(0, len(candidates), CLEAN_CHUNK):
-            chunk = candidates[start:start + CLEAN_CHUNK]
-            outcomes = list(pool.map(partial(_read_clean_and_park, parking=parking), [path for path, *_ in chunk]))
+        # One chunk handed out ahead: the threads clean it while this one's hashes are looked up and its
+        # outcomes sorted (no pause at each chunk's end), and an import that stops waits for two chunks at most.
+        following = [pool.submit(clean, path) for path, *_ in chunks[0]] if chunks else []
+        for i, chunk in enumerate(chunks):
+            pending, following = following, ([pool.submit(clean, path) for path, *_ in chunks[i + 1]] if i + 1 < len(chunks) else [])
+            outcomes = [future.result() for future in pending]
             stored = _stored_with_hashes({o.sha256 for o in outcomes if isinstance(o, CleanImage)})
             for (path, name, vispr_id, existing_pk), outcome in zip(chunk, outcomes):
                 if progress is not None:
@@ -129,9 +134,9 @@ def check_folder(folder: Path, split: str, parking: Path, progress: Callable[[in
 # Decoding, cleaning and re-encoding run on a few threads: Pillow releases the GIL while it decodes and
 # encodes, and hashlib while it hashes, which is most of an image's time (issue 37: 9.9 of 19 s single-
 # threaded at 2,000 images). Threads, not processes: an import also runs inside a Celery worker's
-# process, where forking is not safe, and the results are bytes the caller needs anyway. CLEAN_CHUNK
-# images are in memory at once (their cleaned bytes go to the parking folder chunk by chunk), and
-# their hashes are looked up in one query.
+# process, where forking is not safe, and the results are bytes the caller needs anyway. At most two
+# chunks of CLEAN_CHUNK images are in hand at once (their cleaned bytes go to the parking folder as they
+# are made), and a chunk's hashes are looked up in one query.
 CLEAN_WORKERS = max(2, min(8, os.cpu_count() or 1))
 CLEAN_CHUNK = 64
 
