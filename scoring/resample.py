@@ -267,7 +267,10 @@ def metric_resamples(cells: Cells, idx: np.ndarray, predicted_level: np.ndarray,
     as (resamples,) arrays with NaN where undefined; binary_T entries are dicts of tp/fp/fn/tn counts.
 
     `predicted_level` is the level of each cell's prediction under the profile's boundaries. The
-    resamples are taken RESAMPLE_CHUNK at a time; the results do not depend on the chunk size.
+    resamples are taken RESAMPLE_CHUNK at a time. The counts, ranks and pair figures do not depend on the chunk
+    size; Pearson, MAE and bias come from a BLAS product of the chunk's counts, whose last bit may (the
+    library blocks a product by its number of rows), so the chunk size is part of what fixes the published
+    intervals' last digits.
     """
     g, p, lv = cells.gt, cells.pred, cells.level
     err = p - g
