@@ -64,8 +64,9 @@ def loads(text: str | bytes, *, allow_nan: bool = False):
     return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
 
 
-_SCAN = {True: json.JSONDecoder().scan_once,  # json.loads's own scanner (its default decoder's settings)
-         False: json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float).scan_once}
+# json.loads's own scanner (the scan_once JSONDecoder.__init__ sets, which the type stubs do not declare)
+_SCAN = {True: json.JSONDecoder().scan_once,  # type: ignore[attr-defined]
+         False: json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float).scan_once}  # type: ignore[attr-defined]
 
 
 def loads_lines(lines: list[str], *, allow_nan: bool = False) -> list | None:
