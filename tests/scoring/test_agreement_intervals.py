@@ -203,3 +203,37 @@ def test_strict_consensus_intervals_on_the_page_in_its_downloads_and_the_api(cli
     ci = report["strict_consensus"]["ci"]["overall"]
     assert (ci["three_valued"]["lo"], ci["three_valued"]["hi"]) == (row["three_valued"]["lo"], row["three_valued"]["hi"])
     assert ci["three_valued"]["defined"] == agreement_ci.N_BOOT
+
+
+def _labels(rng, shape, missing=0.1):
+    values = rng.choice([0.0, 0.5, 1.0], size=shape, p=[0.6, 0.15, 0.25])
+    values[rng.random(shape) < missing] = np.nan
+    return values
+
+
+def test_binary_counts_folded_from_the_three_valued_ones_equal_the_counted_ones():
+    rng = np.random.default_rng(7)
+    a3, b3 = _labels(rng, (300, 22)), _labels(rng, (300, 22))
+    a, b = agreement.binarise_array(a3), agreement.binarise_array(b3)
+    cm3 = agreement_ci.confusion_cells(a3 * 2, b3 * 2, 3)[0].toarray().sum(axis=1).reshape(22, 3, 3)
+    cm2 = agreement_ci.confusion_cells(a, b, 2)[0].toarray().sum(axis=1).reshape(22, 2, 2)
+    assert np.array_equal(agreement_ci.fold_binary(cm3), cm2)
+
+
+def test_a_pairs_intervals_are_the_same_numbers_with_its_binary_cells_folded_or_counted(monkeypatch):
+    """One set of per-image cells (the three-valued ones) serves the binary figures too; they equal, bit for bit,
+    the figures from binary cells counted on their own (the code before), on the same draw."""
+    rng = np.random.default_rng(11)
+    a3, b3 = _labels(rng, (400, 22)), _labels(rng, (400, 22))
+    a, b = agreement.binarise_array(a3), agreement.binarise_array(b3)
+    levels = np.array([1 + j % 4 for j in range(22)])
+    keys = [f"k{j}" for j in range(22)]
+    idx = agreement_ci.resample.draw(400, 60, 3)
+    folded = agreement_ci.pair_intervals(a, b, a3, b3, levels, keys, idx)
+    monkeypatch.setattr(agreement_ci, "_binarised", lambda three, binary: False)
+    counted = agreement_ci.pair_intervals(a, b, a3, b3, levels, keys, idx)
+    assert folded == counted
+    # a binary pair that is not the three-valued one binarised keeps its own cells
+    monkeypatch.undo()
+    other = agreement.binarise_array(_labels(rng, (400, 22)))
+    assert agreement_ci.pair_intervals(other, b, a3, b3, levels, keys, idx) != folded
