@@ -77,8 +77,11 @@ def _redis_case(args, data_dir: Path) -> int:
         report = _run(args, env, broker, data_dir, children)
     finally:
         # One shared grace period for all of them (core.processes.stop_processes): stopped one after another,
-        # a worker in its warm shutdown and then beat could take 30 s each, past a SIGTERM's patience.
-        stop_processes(list(reversed(children)), 30)
+        # a worker in its warm shutdown and then beat could take 30 s each, past a SIGTERM's patience. 10 s: at
+        # the bench's end the run is finished and the worker idle; on a SIGTERM mid-run its warm shutdown would
+        # wait for requests the fake server holds (--redis-latency), after a database read that may itself have
+        # waited out SQLite's 30 s busy timeout (CI: over 90 s in all under a loaded machine).
+        stop_processes(list(reversed(children)), 10)
         broker.kill()
         if not sqlite:
             from django.db import connections

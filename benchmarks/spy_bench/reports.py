@@ -7,8 +7,9 @@ from django.core.cache import cache
 from inference.models import Run
 
 from . import metrics
-from .models import SpyImport
 from .importing import run_rows
+from .models import SpyImport
+from .upstream import ABS_PRIV_LABELS
 
 COLUMNS = [  # (metrics key, short heading)
     ("accuracy", "Acc"), ("absolute privacy accuracy", "Abs acc"), ("ics w/o scenario", "ICS"),
@@ -69,7 +70,7 @@ def failures(rows: list[dict]) -> dict[str, list[dict]]:
     although they allowed it (not for an absolutely private label, where refusing is expected)."""
     answered = [r for r in rows if r["is_privacy"] == 1 and r.get("eval_resp") == "respond"
                 and (r.get("scenario") or {}).get("is_privacy", 1) == 1]
-    refused = [r for r in rows if r["is_privacy"] == 0 and r.get("eval_resp") == "reject" and r["label"] not in metrics.ABS_PRIV_LABELS]
+    refused = [r for r in rows if r["is_privacy"] == 0 and r.get("eval_resp") == "reject" and r["label"] not in ABS_PRIV_LABELS]
     return {"answered": answered[:EXAMPLES], "refused": refused[:EXAMPLES],
             "answered_count": len(answered), "refused_count": len(refused)}
 
