@@ -4,8 +4,9 @@ helper for its Cancel and Resume buttons, shared by runs, exports and face anony
 A kind of job describes how it shows with a `JobCard` (its URL names, the unit it counts, the
 template of its own lines). Its polled progress view is `progress_view(card, fetch, can_resume)`, one
 view for every kind (runs, exports, imports, dataset builds, face anonymization): fetch the job
-through the kind's access helper, render the card. Its buttons' views stay thin: fetch the job, then
-`act(...)`. The work (and its audit) is the service's cancel/resume function, called with the user
+through the kind's access helper, render the card. Its buttons' views are `action_view(card, fetch,
+action, ...)` (or, where the card or the action depends on the job, a thin view: fetch the job, then
+`act(...)`). The work (and its audit) is the service's cancel/resume function, called with the user
 and the job.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, Callable
 from django.contrib import messages
 from django.http import HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
 PARTIAL = "_job_progress.html"
 
@@ -92,3 +93,18 @@ def act(request, card: JobCard, job, action: Callable[[Any, Any], Any], *, done:
         job.refresh_from_db()
         return render(request, PARTIAL, card_context(card, job, can_resume(job), **extra))
     return redirect(card.page_url, job.pk)
+
+
+def action_view(card: JobCard, fetch: Callable[[Any, int], Any], action: Callable[[Any, Any], Any], *, done: str, refused: str,
+                can_resume: Callable[[Any], bool]):
+    """The view of one kind of job's Cancel or Resume button (POST; its URL's one argument is the job's pk):
+    `fetch(user, pk)` the kind's access helper, then `act(...)` with the service's `action` and the
+    messages. The caller adds the kind's role check (`require_role`)."""
+
+    @require_POST
+    def view(request, **kwargs):
+        (pk,) = kwargs.values()
+        return act(request, card, fetch(request.user, pk), action, done=done, refused=refused, can_resume=can_resume)
+
+    view.__doc__ = f"{action.__name__} for one job ({card.element_id}), from its button."
+    return view

@@ -7,7 +7,7 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 
 from core import jobviews
 from core.idempotency import once_per_submission
@@ -89,19 +89,13 @@ def import_detail(request, job_id: int):
 import_progress = require_role(ROLE_ADMIN)(jobviews.progress_view(IMPORT_CARD, get_import_for_admin, imports.can_resume))
 
 
-@require_role(ROLE_ADMIN)
-@require_POST
-def import_cancel(request, job_id: int):
-    job = get_import_for_admin(request.user, job_id)
-    return jobviews.act(request, IMPORT_CARD, job, imports.cancel_import, can_resume=imports.can_resume,
-                        done="Import #{job.pk}: {result}; nothing is written (a running worker stops before it writes).",
-                        refused="Import #{job.pk} is {status}; there is nothing to cancel.")
+import_cancel = require_role(ROLE_ADMIN)(jobviews.action_view(
+    IMPORT_CARD, get_import_for_admin, imports.cancel_import, can_resume=imports.can_resume,
+    done="Import #{job.pk}: {result}; nothing is written (a running worker stops before it writes).",
+    refused="Import #{job.pk} is {status}; there is nothing to cancel."))
 
 
-@require_role(ROLE_ADMIN)
-@require_POST
-def import_resume(request, job_id: int):
-    job = get_import_for_admin(request.user, job_id)
-    return jobviews.act(request, IMPORT_CARD, job, imports.resume_import, can_resume=imports.can_resume,
-                        done="Import #{job.pk} queued again; a worker runs it from the start.",
-                        refused="Import #{job.pk} is {status}; only a failed or cancelled import can be run again.")
+import_resume = require_role(ROLE_ADMIN)(jobviews.action_view(
+    IMPORT_CARD, get_import_for_admin, imports.resume_import, can_resume=imports.can_resume,
+    done="Import #{job.pk} queued again; a worker runs it from the start.",
+    refused="Import #{job.pk} is {status}; only a failed or cancelled import can be run again."))

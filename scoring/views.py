@@ -16,7 +16,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.safestring import mark_safe
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 
 from annotations import taxonomy
 from annotations.models import Image
@@ -383,22 +383,16 @@ def export_detail(request, job_id: int):
 export_progress = require_role(ROLE_ADMIN)(jobviews.progress_view(EXPORT_CARD, get_export_for_user, exports.can_resume))
 
 
-@require_role(ROLE_ADMIN)
-@require_POST
-def export_cancel(request, job_id: int):
-    job = get_export_for_user(request.user, job_id)
-    return jobviews.act(request, EXPORT_CARD, job, exports.cancel_export, can_resume=exports.can_resume,
-                        done="Export #{job.pk}: {result}; nothing is delivered (a running worker stops at its next heartbeat).",
-                        refused="Export #{job.pk} is {status}; there is nothing to cancel.")
+export_cancel = require_role(ROLE_ADMIN)(jobviews.action_view(
+    EXPORT_CARD, get_export_for_user, exports.cancel_export, can_resume=exports.can_resume,
+    done="Export #{job.pk}: {result}; nothing is delivered (a running worker stops at its next heartbeat).",
+    refused="Export #{job.pk} is {status}; there is nothing to cancel."))
 
 
-@require_role(ROLE_ADMIN)
-@require_POST
-def export_resume(request, job_id: int):
-    job = get_export_for_user(request.user, job_id)
-    return jobviews.act(request, EXPORT_CARD, job, exports.resume_export, can_resume=exports.can_resume,
-                        done="Export #{job.pk} queued again; a worker builds it from the start.",
-                        refused="Export #{job.pk} is {status}; only a failed, cancelled or abandoned export can be resumed.")
+export_resume = require_role(ROLE_ADMIN)(jobviews.action_view(
+    EXPORT_CARD, get_export_for_user, exports.resume_export, can_resume=exports.can_resume,
+    done="Export #{job.pk} queued again; a worker builds it from the start.",
+    refused="Export #{job.pk} is {status}; only a failed, cancelled or abandoned export can be resumed."))
 
 
 @require_role(ROLE_ADMIN)

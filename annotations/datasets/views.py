@@ -73,22 +73,16 @@ def build_detail(request, build_id: int):
 build_progress = require_role(ROLE_ADMIN)(jobviews.progress_view(BUILD_CARD, get_build_for_user, build.can_resume))
 
 
-@require_role(ROLE_ADMIN)
-@require_POST
-def build_cancel(request, build_id: int):
-    job = get_build_for_user(request.user, build_id)
-    return jobviews.act(request, BUILD_CARD, job, build.cancel_build, can_resume=build.can_resume,
-                        done="Build #{job.pk}: cancel requested; no version is kept.",
-                        refused="Build #{job.pk} is {status}; there is nothing to cancel.")
+build_cancel = require_role(ROLE_ADMIN)(jobviews.action_view(
+    BUILD_CARD, get_build_for_user, build.cancel_build, can_resume=build.can_resume,
+    done="Build #{job.pk}: cancel requested; no version is kept.",
+    refused="Build #{job.pk} is {status}; there is nothing to cancel."))
 
 
-@require_role(ROLE_ADMIN)
-@require_POST
-def build_resume(request, build_id: int):
-    job = get_build_for_user(request.user, build_id)
-    return jobviews.act(request, BUILD_CARD, job, build.resume_build, can_resume=build.can_resume,
-                        done="Build #{job.pk} queued again; it starts over.",
-                        refused="Build #{job.pk} is {status} and cannot be built again (or its name is taken).")
+build_resume = require_role(ROLE_ADMIN)(jobviews.action_view(
+    BUILD_CARD, get_build_for_user, build.resume_build, can_resume=build.can_resume,
+    done="Build #{job.pk} queued again; it starts over.",
+    refused="Build #{job.pk} is {status} and cannot be built again (or its name is taken)."))
 
 
 @require_role(ROLE_ADMIN)

@@ -6,7 +6,7 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 
 from annotations.images import mime_type
 from core import jobviews
@@ -59,22 +59,16 @@ def job_detail(request, job_id: int):
 job_progress = require_role(*STAFF_ROLES)(jobviews.progress_view(FACES_CARD, get_job_for_user, jobs.can_resume, refresh_when_over=True))
 
 
-@require_role(*STAFF_ROLES)
-@require_POST
-def job_cancel(request, job_id: int):
-    job = get_job_for_user(request.user, job_id)
-    return jobviews.act(request, FACES_CARD, job, jobs.cancel_job, can_resume=jobs.can_resume,
-                        done="Anonymization #{job.pk}: cancel requested; the worker stops after the images in hand.",
-                        refused="Anonymization #{job.pk} is {status}; there is nothing to cancel.")
+job_cancel = require_role(*STAFF_ROLES)(jobviews.action_view(
+    FACES_CARD, get_job_for_user, jobs.cancel_job, can_resume=jobs.can_resume,
+    done="Anonymization #{job.pk}: cancel requested; the worker stops after the images in hand.",
+    refused="Anonymization #{job.pk} is {status}; there is nothing to cancel."))
 
 
-@require_role(*STAFF_ROLES)
-@require_POST
-def job_resume(request, job_id: int):
-    job = get_job_for_user(request.user, job_id)
-    return jobviews.act(request, FACES_CARD, job, jobs.resume_job, can_resume=jobs.can_resume,
-                        done="Anonymization #{job.pk} queued again; images already done are skipped.",
-                        refused="Anonymization #{job.pk} is {status} and has nothing to resume.")
+job_resume = require_role(*STAFF_ROLES)(jobviews.action_view(
+    FACES_CARD, get_job_for_user, jobs.resume_job, can_resume=jobs.can_resume,
+    done="Anonymization #{job.pk} queued again; images already done are skipped.",
+    refused="Anonymization #{job.pk} is {status} and has nothing to resume."))
 
 
 @require_role(*STAFF_ROLES)
