@@ -3,12 +3,19 @@
 `openai = lazy_module("openai")` at the top of a provider module reads like the import it replaces;
 the library is imported the first time an attribute is read (a client built, an exception class
 caught), so `django.setup()` and `manage.py check` do not pay for it (bench/startup.py).
+
+A Celery worker does use them, in every pool process: `load_all` imports every lazy module declared
+so far, and the worker calls it at `worker_init` (core.apps), in its main process before the pool
+forks, so the pool processes inherit them instead of each importing them on its first job (about
+0.3 s of CPU each for the OpenAI SDK, paid by the first run after a start: issue 37's throughput).
 """
 from __future__ import annotations
 
 import importlib
 from types import ModuleType
 from typing import Any
+
+DECLARED: dict[str, "LazyModule"] = {}
 
 
 class LazyModule:
@@ -29,4 +36,12 @@ class LazyModule:
 
 
 def lazy_module(name: str) -> Any:
-    return LazyModule(name)
+    return DECLARED.setdefault(name, LazyModule(name))
+
+
+def load_all() -> list[str]:
+    """Import every lazy module declared so far (the modules that declare them must be imported first);
+    the names, in order."""
+    for module in list(DECLARED.values()):
+        module._load()
+    return list(DECLARED)
