@@ -12,7 +12,10 @@ pool processes: a run is split into lanes of at most CPRT_RUN_LANE_CONCURRENCY r
 per pool process), then launches judge runs through the normal service
 at concurrency 1 (on a sample, by default: 6,736 images at 5 per second would take 22 minutes) and
 64 (all images). Reports images/s, efficiency = throughput / (concurrency / latency), the peak
-number of requests the server saw in flight, and the worker's RSS at start, middle and end.
+number of requests the server saw in flight, the worker's RSS at start, middle and end, and CPU
+milliseconds per image of the worker (with its pool processes), of the fake server and of the whole
+machine, with the machine's busy share during the run (near 1: the run was CPU-bound, its throughput
+then says more about the machine's load than about the code).
 """
 from __future__ import annotations
 
@@ -34,6 +37,29 @@ def rss_mib(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of a live process and its live descendants, from /proc: the worker
+    with its pool processes, or the fake server with its processes."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo.extend(int(c) for c in (task / "children").read_text().split())
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total
+
+
+def machine_busy_s() -> float:
+    """CPU seconds the whole machine has been busy (every process, this bench's and others'), from /proc/stat."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")  # all but idle and iowait
 
 
 def worker_rss(pid: int) -> dict:
@@ -99,6 +125,7 @@ def main() -> None:
             before = json.load(urllib.request.urlopen(f"http://127.0.0.1:{args.port}/_stats"))
             spec = launching.LaunchSpec("judge", "openai", "bench-model", "zero_shot", False, prompts.DEFAULT_VERSION["judge"],
                                        Selection(split="test", sample_size=n if n < args.images else None, seed=1), concurrency)
+            cpu0 = {"worker": tree_cpu_s(worker.pid), "server": tree_cpu_s(server.pid), "machine": machine_busy_s()}
             t0 = time.monotonic()
             run = launching.launch_run(None, spec)
             rss = {}
@@ -118,6 +145,8 @@ def main() -> None:
             wall = time.monotonic() - t0
             busy = (run.finished_at - run.started_at).total_seconds()
             after = json.load(urllib.request.urlopen(f"http://127.0.0.1:{args.port}/_stats"))
+            cpu = {"worker": tree_cpu_s(worker.pid) - cpu0["worker"], "server": tree_cpu_s(server.pid) - cpu0["server"],
+                   "machine": machine_busy_s() - cpu0["machine"]}
             throughput = done / busy
             entry = {
                 "concurrency": concurrency, "images": done, "status": run.status, "outcomes": run.outcome_counts,
@@ -126,6 +155,8 @@ def main() -> None:
                 "efficiency": round(throughput / (concurrency / args.latency), 3),
                 "server_requests": after["count"] - before["count"], "server_peak_in_flight": after["peak_in_flight"],
                 "lanes": len(leases.lane_widths(concurrency)), "worker_rss_mib": rss,
+                "cpu_ms_per_image": {k: round(1000 * v / max(done, 1), 2) for k, v in cpu.items()},
+                "machine_busy_share": round(cpu["machine"] / (wall * (os.cpu_count() or 1)), 2),
             }
             report["runs"].append(entry)
             print(json.dumps(entry), flush=True)

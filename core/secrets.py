@@ -13,12 +13,15 @@ Celery task results and failures (`cprt_site.celery.ScrubbingTask`), and base UR
 from __future__ import annotations
 
 import logging
+import os
 import re
 from functools import lru_cache
 from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
+from django.core.signals import setting_changed
 from django.db import models
+from django.dispatch import receiver
 
 REDACTED = "[redacted]"
 # Settings that hold a secret as a whole, and settings that are URLs whose password is a secret.
@@ -43,11 +46,32 @@ def _url_password(url: str) -> str:
         return ""
 
 
-def _secret_values() -> tuple[str, ...]:
-    import os
+# The configured secrets, read once per value of the environment's secrets (`_secret_values`); settings
+# changed at run time (override_settings, pytest-django's `settings`) empty it (`setting_changed`).
+_VALUES: dict[tuple[str, ...], tuple[str, ...]] = {}
 
+
+@receiver(setting_changed, dispatch_uid="core_secrets_setting_changed")
+def _forget_secret_values(**kwargs) -> None:
+    _VALUES.clear()
+
+
+def _secret_values() -> tuple[str, ...]:
+    """Every configured secret, longest first. Read from the settings once (issue 37: recomputed for each
+    scrubbed value, it was a tenth of a run worker's CPU, six times per image), again when a setting
+    changes or when one of the environment's secrets does (a value the SDKs read themselves)."""
+    environment = tuple(os.environ.get(name, "") for name in SECRET_ENVIRONMENT)
+    values = _VALUES.get(environment)
+    if values is None:
+        if len(_VALUES) >= 8:
+            _VALUES.clear()
+        values = _VALUES[environment] = _read_secret_values(environment)
+    return values
+
+
+def _read_secret_values(environment: tuple[str, ...]) -> tuple[str, ...]:
     values = {str(getattr(settings, name, "") or "") for name in SECRET_SETTINGS}
-    values |= {os.environ.get(name, "") for name in SECRET_ENVIRONMENT}
+    values |= set(environment)
     # Every secret the settings read (cprt_site/env.py `secret()`), from NAME or from the file NAME_FILE.
     values |= {str(v or "") for v in getattr(settings, "CPRT_SECRETS_READ", {}).values()}
     values |= {_url_password(str(getattr(settings, name, "") or "")) for name in URL_SETTINGS}

@@ -79,6 +79,19 @@ def test_scrub_replaces_configured_secrets_bearer_tokens_and_url_passwords(setti
     assert display_url("http://127.0.0.1:9/v1") == "http://127.0.0.1:9/v1"
 
 
+def test_a_secret_configured_after_a_scrub_is_scrubbed_too(settings, monkeypatch):
+    """The configured secrets are read once and kept (issue 37: a run worker read them six times per image);
+    a setting changed at run time, or a secret the environment holds for the SDKs, is seen at the next scrub."""
+    later_key, later_token = "sk-set-later-" + secrets.token_hex(8), "hf_env_later_" + secrets.token_hex(8)
+    assert scrub(f"key {later_key} token {later_token}") == f"key {later_key} token {later_token}"  # neither configured yet
+    settings.OPENAI_API_KEY = later_key
+    assert scrub(f"key {later_key}") == f"key {REDACTED}"
+    monkeypatch.setenv("HF_TOKEN", later_token)
+    assert scrub(f"token {later_token}") == f"token {REDACTED}"
+    monkeypatch.delenv("HF_TOKEN")
+    assert scrub(f"token {later_token}") == f"token {later_token}"
+
+
 def test_log_records_are_scrubbed_for_every_handler(settings, caplog):
     settings.OPENAI_API_KEY = OPENAI_KEY
     logger = logging.getLogger("inference.execution")
