@@ -39,7 +39,7 @@ demo-fake-provider: install
 ## make test: the whole suite (SQLite by default; set DATABASE_URL and CELERY_BROKER_URL for PostgreSQL + Redis).
 test: install
 	$(BIN)/lint-imports
-	$(BIN)/ruff check --cache-dir $(LINT_CACHE)/ruff core inference
+	$(BIN)/ruff check --cache-dir $(LINT_CACHE)/ruff .
 	$(BIN)/mypy --cache-dir $(LINT_CACHE)/mypy core
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 

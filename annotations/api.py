@@ -41,9 +41,11 @@ from .models import Annotator, Image, Label, Labeling
 
 class ImageQuery(PageQuery):
     split = serializers.ChoiceField(choices=[s for s, _ in Image.SPLITS], required=False)
-    level = serializers.IntegerField(min_value=1, max_value=4, required=False, help_text="Consensus level under the active profile. Reviewers: among the images they have submitted only.")
+    level = serializers.IntegerField(min_value=1, max_value=4, required=False,
+                                     help_text="Consensus level under the active profile. Reviewers: among the images they have submitted only.")
     attribute = serializers.CharField(max_length=64, required=False, help_text="Consensus (active profile) has this attribute = 1. Staff only.")
-    annotator = serializers.IntegerField(min_value=1, max_value=MAX_INT, required=False, help_text="Has labels from this annotator id. Reviewers: their own id only.")
+    annotator = serializers.IntegerField(min_value=1, max_value=MAX_INT, required=False,
+                                         help_text="Has labels from this annotator id. Reviewers: their own id only.")
 
     def validate_attribute(self, value):
         keys = taxonomy.active().keys
@@ -61,7 +63,8 @@ class ImageSerializer(serializers.Serializer):
     has_file = serializers.BooleanField()
     unsuitable = serializers.BooleanField()
     batch = serializers.IntegerField(source="batch_id", allow_null=True)
-    level = serializers.SerializerMethodField(help_text="Consensus level under the active profile (null: no consensus yet, or a reviewer who has not submitted their labeling of this image).")
+    level = serializers.SerializerMethodField(help_text="Consensus level under the active profile (null: no consensus yet, "
+                                                        "or a reviewer who has not submitted their labeling of this image).")
     score = serializers.SerializerMethodField(help_text="Consensus severity score under the active profile.")
     bytes_url = serializers.SerializerMethodField()
 
@@ -109,7 +112,8 @@ def visible_labels(user, image: Image, own: Labeling | None) -> list[dict]:
     and everyone else's (anonymised as on the labeling page) only once their own labeling of this
     image is submitted.
     """
-    labels = Label.objects.filter(image=image).select_related("annotator", "attribute").order_by("annotator__kind", "annotator_id", "attribute__order")
+    labels = (Label.objects.filter(image=image).select_related("annotator", "attribute")
+              .order_by("annotator__kind", "annotator_id", "attribute__order"))
     staff = blind.sees_everything(user)
     own_annotator = own.annotator_id if own is not None else None
     if not blind.may_see_others_labels(user, own):
@@ -228,7 +232,8 @@ class RowSerializer(serializers.Serializer):
     question = serializers.CharField()
     value = serializers.FloatField(allow_null=True)
     rationale = serializers.CharField()
-    suggestions = inline_serializer("Suggestion", {"annotator": serializers.CharField(), "value": serializers.FloatField(), "rationale": serializers.CharField()}, many=True)
+    suggestions = inline_serializer("Suggestion", {"annotator": serializers.CharField(), "value": serializers.FloatField(),
+                                                   "rationale": serializers.CharField()}, many=True)
     others = inline_serializer("OtherLabel", {"annotator": serializers.CharField(), "value": serializers.FloatField()}, many=True)
 
 
@@ -312,7 +317,8 @@ class LabelingList(ApiView):
 
     @extend_schema(
         request=EmptyBody,
-        responses={201: LabelingDetailSerializer, 200: LabelingDetailSerializer, 204: OpenApiResponse(description="No image needs your labels right now.")},
+        responses={201: LabelingDetailSerializer, 200: LabelingDetailSerializer,
+                   204: OpenApiResponse(description="No image needs your labels right now.")},
         summary="Claim the next image (or get your open draft back)",
     )
     def post(self, request):

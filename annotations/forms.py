@@ -47,7 +47,8 @@ class LabelingForm(forms.Form):
                 label=attribute.key,
                 error_messages={"invalid_choice": f"%(value)s is not a valid answer for {attribute.key}: use 0 (No), 0.5 (Unsure) or 1 (Yes)."},
             )
-            self.fields[RATIONALE_PREFIX + attribute.key] = forms.CharField(required=False, max_length=MAX_RATIONALE, label=f"rationale for {attribute.key}")
+            self.fields[RATIONALE_PREFIX + attribute.key] = forms.CharField(required=False, max_length=MAX_RATIONALE,
+                                                                            label=f"rationale for {attribute.key}")
 
     def clean(self):
         cleaned = super().clean()
@@ -113,7 +114,8 @@ class StrictCheckbox(forms.BooleanField):
 
 class PreferencesForm(forms.ModelForm):
     blur_images_by_default = StrictCheckbox(required=False, label="Blur images by default (reveal each with a click or the b key)")
-    stay_after_submit = StrictCheckbox(required=False, label="After submitting, stay on the image to compare with others' labels (instead of opening the next image)")
+    stay_after_submit = StrictCheckbox(required=False, label="After submitting, stay on the image to compare with others' labels "
+                                                             "(instead of opening the next image)")
 
     class Meta:
         model = Profile

@@ -140,7 +140,8 @@ def labeling_submit(request, labeling_id: int):
     except editing.LabelingError as exc:
         return _render_labeling(request, labeling, form=form, errors=[exc.message], status=exc.status)
     if profiles.stay_after_submit(request.user):
-        messages.success(request, f"Submitted your labels for image {labeling.image.vispr_id}. Other annotators' labels, where there are any, are now shown beside each question.")
+        messages.success(request, f"Submitted your labels for image {labeling.image.vispr_id}. "
+                                  "Other annotators' labels, where there are any, are now shown beside each question.")
         return redirect("annotations:labeling", labeling_id=labeling.pk)
     messages.success(request, f"Submitted your labels for image {labeling.image.vispr_id}; here is the next image. "
                               "Your submitted labelings (with the others' labels) are listed on the Label page.")

@@ -69,7 +69,8 @@ def one(n: int, directory: str) -> dict:
                 for k, text in enumerate(fh):
                     line = json.loads(text)
                     body = model.default_reply(line["url"], line["body"]).body
-                    out.write(json.dumps({"id": f"r{k}", "custom_id": line["custom_id"], "response": {"status_code": 200, "request_id": f"q{k}", "body": body}, "error": None}) + "\n")
+                    response = {"status_code": 200, "request_id": f"q{k}", "body": body}
+                    out.write(json.dumps({"id": f"r{k}", "custom_id": line["custom_id"], "response": response, "error": None}) + "\n")
 
     def ingest():
         with open(output, "rb") as fh:

@@ -13,27 +13,42 @@ import grimp  # noqa: E402
 
 APPS = ["core", "annotations", "inference", "scoring", "demo", "cprt_site"]
 
+
 def sccs(graph, modules):
+    """Tarjan's strongly connected components of the import graph restricted to modules."""
     index, low, stack, on, out = {}, {}, [], set(), []
     counter = [0]
     sys.setrecursionlimit(10000)
+
     def visit(v):
-        index[v] = low[v] = counter[0]; counter[0] += 1; stack.append(v); on.add(v)
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
         for w in graph.find_modules_directly_imported_by(v):
-            if w not in modules: continue
+            if w not in modules:
+                continue
             if w not in index:
-                visit(w); low[v] = min(low[v], low[w])
+                visit(w)
+                low[v] = min(low[v], low[w])
             elif w in on:
                 low[v] = min(low[v], index[w])
         if low[v] == index[v]:
             comp = []
             while True:
-                w = stack.pop(); on.discard(w); comp.append(w)
-                if w == v: break
-            if len(comp) > 1: out.append(sorted(comp))
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
     for m in sorted(modules):
-        if m not in index: visit(m)
+        if m not in index:
+            visit(m)
     return out
+
 
 graph = grimp.build_graph(*APPS)
 total = 0

@@ -323,7 +323,8 @@ def run_load(args, base: str, keys: list[str]) -> dict:
             kind: {"n": len(v), "p50": round(pct(v, 50) * 1000, 1), "p95": round(pct(v, 95) * 1000, 1), "p99": round(pct(v, 99) * 1000, 1)}
             for kind, v in sorted(stats["latency"].items())
         }
-        | {"all": {"n": len(all_latencies), "p50": round(pct(all_latencies, 50) * 1000, 1), "p95": round(pct(all_latencies, 95) * 1000, 1), "p99": round(pct(all_latencies, 99) * 1000, 1)}},
+        | {"all": {"n": len(all_latencies), "p50": round(pct(all_latencies, 50) * 1000, 1),
+                   "p95": round(pct(all_latencies, 95) * 1000, 1), "p99": round(pct(all_latencies, 99) * 1000, 1)}},
         "errors": {kind: {"count": len(v), "examples": sorted(set(v))[:5]} for kind, v in stats["errors"].items() if v},
         "unloaded_save_median_ms": round(statistics.median(baseline_stats["latency"]["save"]) * 1000, 1),
         "unloaded_median_ms": {kind: round(statistics.median(v) * 1000, 1) for kind, v in sorted(baseline_stats["latency"].items())},
@@ -362,7 +363,8 @@ def report(s: dict, args) -> None:
         print(f"  {kind:6s} n={v['n']:6d}  p50={v['p50']:7.1f} ms  p95={v['p95']:7.1f} ms  p99={v['p99']:7.1f} ms")
     print("unloaded medians (one reviewer alone): " + ", ".join(f"{k} {v} ms" for k, v in s["unloaded_median_ms"].items()))
     print(f"errors: {s['errors'] or 'none'}")
-    print(f"labels in DB: {s['db_human_labels']} = (saves {s['saves_ok']} + baseline {s['baseline_saves_ok']}) x 22 = {s['expected_labels']}: {s['labels_match_saves_x22']}")
+    print(f"labels in DB: {s['db_human_labels']} = (saves {s['saves_ok']} + baseline {s['baseline_saves_ok']}) x 22"
+          f" = {s['expected_labels']}: {s['labels_match_saves_x22']}")
     print(f"images with more than k=2 human labelings: {s['images_over_k']}")
     print(f"save: unloaded median {s['unloaded_save_median_ms']} ms, p95 under load {s['latency_ms'].get('save', {}).get('p95')} ms, "
           f"ratio {s['save_p95_over_unloaded_median']}x (the target, at 20 clients, is < 10x)")

@@ -126,14 +126,16 @@ def _run(args, env: dict, broker, data_dir: Path, children: list) -> dict:
     stats_url = f"http://127.0.0.1:{args.port}/_stats"
     worker = start([sys.executable, "-m", "celery", "-A", "cprt_site", "worker", "-Q", "default,api", "--pool", "prefork", "--concurrency", "4",
                     "--loglevel", "INFO", "-n", f"bench-redis-{os.getpid()}@%h"], "worker.log")
-    beat = start([sys.executable, "-m", "celery", "-A", "cprt_site", "beat", "--loglevel", "INFO", "--schedule", str(data_dir / "beat-schedule")], "beat.log")
+    beat = start([sys.executable, "-m", "celery", "-A", "cprt_site", "beat", "--loglevel", "INFO",
+                  "--schedule", str(data_dir / "beat-schedule")], "beat.log")
     ready_by = time.monotonic() + 180
     while " ready." not in (data_dir / "worker.log").read_text(errors="replace"):
         if worker.poll() is not None or time.monotonic() > ready_by:
             raise SystemExit(f"the worker did not start; see {data_dir / 'worker.log'}")
         time.sleep(0.2)
 
-    spec = launching.LaunchSpec("judge", "openai", "bench-model", "zero_shot", False, prompts.DEFAULT_VERSION["judge"], Selection(split="test"), args.concurrency)
+    spec = launching.LaunchSpec("judge", "openai", "bench-model", "zero_shot", False, prompts.DEFAULT_VERSION["judge"],
+                                Selection(split="test"), args.concurrency)
     t0 = time.monotonic()
     run = launching.launch_run(None, spec)
     results = RunResult.objects.filter(run=run)

@@ -110,11 +110,13 @@ def main() -> None:
         make_run_images(have, args.images)
     app.control.purge()
 
-    server = subprocess.Popen([sys.executable, "-m", "tests.fakes.openai_server", "--port", str(args.port), "--delay", str(args.latency), "--processes", str(args.server_processes)],
+    server = subprocess.Popen([sys.executable, "-m", "tests.fakes.openai_server", "--port", str(args.port), "--delay", str(args.latency),
+                               "--processes", str(args.server_processes)],
                               cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True)
     server.stdout.readline()
-    worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "cprt_site", "worker", "-Q", "api", "--pool", "prefork", "--concurrency", str(args.worker_processes),
-                               "--loglevel", "WARNING", "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"bench-{os.getpid()}@%h"],
+    worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "cprt_site", "worker", "-Q", "api", "--pool", "prefork",
+                               "--concurrency", str(args.worker_processes), "--loglevel", "WARNING",
+                               "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"bench-{os.getpid()}@%h"],
                               cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=open(Path(args.data_dir) / "bench-worker.log", "wb"),
                               start_new_session=True)
     report = {"latency_s": args.latency, "rpm_limit": args.rpm, "runs": []}

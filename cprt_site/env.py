@@ -174,7 +174,8 @@ def envurl(name: str, default: str, schemes: tuple[str, ...] = ("http", "https")
     value = raw.strip()
     if not value:
         if default:
-            raise refuse(name, raw, f"a URL starting with {' or '.join(s + '://' for s in schemes)} (it is set but empty: unset it to use the default)")
+            raise refuse(name, raw, f"a URL starting with {' or '.join(s + '://' for s in schemes)} "
+                                    "(it is set but empty: unset it to use the default)")
         return ""
     return check_url(name, value, schemes)
 
@@ -189,7 +190,8 @@ def secret(name: str, default: str = "") -> str:
         try:
             value = Path(path).read_text().strip()
         except OSError as exc:
-            raise ImproperlyConfigured(f"{name}_FILE={path!r} cannot be read ({exc.strerror or exc}): it must name a readable file that holds {name}.") from None
+            raise ImproperlyConfigured(f"{name}_FILE={path!r} cannot be read ({exc.strerror or exc}): "
+                                       f"it must name a readable file that holds {name}.") from None
         if not value:
             raise ImproperlyConfigured(f"{name}_FILE={path!r} is an empty file: it must hold {name}.")
     else:
@@ -207,7 +209,8 @@ def secret_url(name: str, default: str, schemes: tuple[str, ...]) -> str:
     SECRETS_READ.pop(name, None)  # the whole URL is not the secret; its password is (core/secrets.py)
     if not value:
         if _raw(name) is not None and not from_file:
-            raise refuse(name, _raw(name) or "", "a URL starting with " + " or ".join(s + "://" for s in schemes) + " (it is set but empty: unset it to use the default)")
+            raise refuse(name, _raw(name) or "", "a URL starting with " + " or ".join(s + "://" for s in schemes)
+                         + " (it is set but empty: unset it to use the default)")
         return default
     check_url(f"{name}_FILE" if from_file else name, value, schemes)
     password = urlsplit(value).password

@@ -150,7 +150,8 @@ if not DEBUG:
     _pg_name = "POSTGRES_PASSWORD_FILE" if envstr("POSTGRES_PASSWORD_FILE", "") else "POSTGRES_PASSWORD"
     for _name, _password in ((_pg_name, POSTGRES_PASSWORD), ("the password in DATABASE_URL", DATABASES["default"].get("PASSWORD") or "")):
         if _password and weak_secret(_password, 16):
-            raise ImproperlyConfigured(f"DEBUG is off and {_name} {weak_secret(_password, 16)}: set a random value of at least 16 characters ({_MAKE_SECRET}).")
+            raise ImproperlyConfigured(f"DEBUG is off and {_name} {weak_secret(_password, 16)}: "
+                                       f"set a random value of at least 16 characters ({_MAKE_SECRET}).")
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -384,11 +385,14 @@ CPRT_BATCH_INGEST_STALE_S = envduration("CPRT_BATCH_INGEST_STALE_S", 600.0, min=
 VLLM_BATCH_MODE = envchoice("VLLM_BATCH_MODE", "offline", ("offline", "api"))
 
 # A heartbeat at least as slow as the silence that declares its worker lost would fail live jobs.
-for _beat, _stale in (("CPRT_RUN_HEARTBEAT_S", "CPRT_RUN_STALE_S"), ("CPRT_EXPORT_HEARTBEAT_S", "CPRT_EXPORT_STALE_S"), ("CPRT_IMPORT_HEARTBEAT_S", "CPRT_IMPORT_STALE_S"), ("CPRT_FACES_HEARTBEAT_S", "CPRT_FACES_STALE_S")):
+for _beat, _stale in (("CPRT_RUN_HEARTBEAT_S", "CPRT_RUN_STALE_S"), ("CPRT_EXPORT_HEARTBEAT_S", "CPRT_EXPORT_STALE_S"),
+                      ("CPRT_IMPORT_HEARTBEAT_S", "CPRT_IMPORT_STALE_S"), ("CPRT_FACES_HEARTBEAT_S", "CPRT_FACES_STALE_S")):
     if not globals()[_beat] < globals()[_stale]:
-        raise ImproperlyConfigured(f"{_beat} ({globals()[_beat]} s) must be shorter than {_stale} ({globals()[_stale]} s): a live job would be taken for lost.")
+        raise ImproperlyConfigured(f"{_beat} ({globals()[_beat]} s) must be shorter than {_stale} ({globals()[_stale]} s): "
+                                   "a live job would be taken for lost.")
 if CPRT_PROVIDER_BACKOFF_S > CPRT_PROVIDER_BACKOFF_MAX_S:
-    raise ImproperlyConfigured(f"CPRT_PROVIDER_BACKOFF_S ({CPRT_PROVIDER_BACKOFF_S}) must not exceed CPRT_PROVIDER_BACKOFF_MAX_S ({CPRT_PROVIDER_BACKOFF_MAX_S}).")
+    raise ImproperlyConfigured(f"CPRT_PROVIDER_BACKOFF_S ({CPRT_PROVIDER_BACKOFF_S}) must not exceed "
+                               f"CPRT_PROVIDER_BACKOFF_MAX_S ({CPRT_PROVIDER_BACKOFF_MAX_S}).")
 
 # Periodic jobs (celery beat): the apps own the tasks, the project owns the schedule.
 CELERY_BEAT_SCHEDULE = {

@@ -243,7 +243,10 @@ def evaluate(
     excluded = {o: int(((outcome == o) & ~valid).sum()) for o in OUTCOMES}
     excluded["ok_without_score"] = excluded.pop("ok")
     excluded_count = n_results - int(valid.sum())
-    rate = (lambda k: k / n_results if n_results else None)
+
+    def rate(k):
+        return k / n_results if n_results else None
+
     g, p, lv = gt[valid], pred[valid], gt_level[valid]
     n = int(g.size)
     report: dict = {

@@ -14,7 +14,6 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -261,7 +260,9 @@ def agreement(request):
     report = agreement_study(split, assisted)
     tables = study_tables.agreement_tables(report, taxonomy.active().level_of)
     km = report["kappa_matrix"]
-    heatmap = svg.heatmap(km["names"], km["names"], km["matrix"], title="Cohen's kappa per annotator pair", scale_label="Cohen's κ") if report["annotators"] else ""
+    heatmap = ""
+    if report["annotators"]:
+        heatmap = svg.heatmap(km["names"], km["names"], km["matrix"], title="Cohen's kappa per annotator pair", scale_label="Cohen's κ")
     context = {"form": form, "report": report, "heatmap": mark_safe(heatmap), "assisted_links": _assisted_links(request, assisted)}
     return _respond(request, form, "agreement", "scoring/agreement.html", context, tables,
                     {"split": split or "all", "assisted": assisted, "weighted_kappa": "linear weights over 0 < 0.5 < 1"})

@@ -33,7 +33,8 @@ def summary(version: DatasetVersion) -> dict:
     members = sorted(Image.objects.filter(dataset_versions=version).values_list("vispr_id", flat=True))
     return {
         "name": version.name, "members": members, "count": len(members), "rules": dict(version.rule_counts),
-        "candidates": dict(version.recipe.get("candidates", {})), "unseen_ids": list(version.recipe.get("unseen_ids", [])), "overlaps": dict(version.overlaps), "seed": version.seed,
+        "candidates": dict(version.recipe.get("candidates", {})), "unseen_ids": list(version.recipe.get("unseen_ids", [])),
+        "overlaps": dict(version.overlaps), "seed": version.seed,
         "vispr_splits": list(version.vispr_splits), "checksums": dict(version.checksums), "recipe": version.recipe,
     }
 

@@ -1,7 +1,8 @@
 """The demo's local-classifier runs (provenance "demo"): synthetic, so that the leaderboard and a run's
 figures page show what they do in `make demo`. No classifier is registered or called: each run's
 P(private) per demo image is drawn around a value its demo consensus level gives (level 1 high, level 4
-low) with seeded noise, and a few images fail as unreadable, so the excluded count shows.
+low) with seeded noise, and a few images fail as unreadable, so the excluded count shows. The run's
+totals come from its results (inference.lifecycle.refresh_totals), like a launched run's.
 Idempotent: a demo run that exists is left as it is.
 """
 from __future__ import annotations
@@ -13,6 +14,7 @@ from django.utils import timezone
 
 from annotations.models import Image
 from core.audit import audit
+from inference.lifecycle import refresh_totals
 from inference.models import Run, RunResult
 from scoring.models import ImageScore, ScoringProfile
 
@@ -51,11 +53,8 @@ def _run(model: str, noise: float, unreadable: float, images) -> Run:
         results.append(RunResult(run=run, item_id=image.pk, image=image, outcome=RunResult.OUTCOME_OK, score=p,
                                  reasoning=f"demo: P(private) = {p:.4f}", raw={"demo": True, "p_private": p}, latency_ms=rng.randint(5, 40)))
     RunResult.objects.bulk_create(results)
-    counts: dict[str, int] = {}
-    for r in results:
-        counts[r.outcome] = counts.get(r.outcome, 0) + 1
-    run.outcome_counts, run.done = counts, len(results)
-    run.save(update_fields=["outcome_counts", "done"])
+    refresh_totals(run.pk)  # counts, done, tokens and cost from the stored results, as for a launched run
+    run.refresh_from_db()
     return run
 
 

@@ -6,7 +6,9 @@ The demo images are drawn, not VISPR's: their VISPR labels are made here from th
 `a0_safe` when none is), over a small attribute list (a0_safe and the first VISPR id the mapping gives
 each CPRT attribute). They are written only on demo images whose VISPR labels are empty. Two finished
 runs (two models) predict them with seeded noise; a few images are refused and a few attributes
-omitted, so coverage and omissions show. Idempotent: a demo run that exists is left as it is.
+omitted, so coverage and omissions show. The results use no tokens (no model was called), so the runs'
+totals, which come from their results (inference.lifecycle.refresh_totals) like a launched run's, show
+no tokens and no cost. Idempotent: a demo run that exists is left as it is.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from django.utils import timezone
 from annotations.models import Image
 from annotations.services.vispr_labels import read_mapping
 from core.audit import audit
+from inference.lifecycle import refresh_totals
 from inference.models import Run, RunResult
 from scoring.models import ImageScore, ScoringProfile
 
@@ -80,13 +83,10 @@ def _run(provider: str, model: str, noise: float, refuse: float, images, listed)
         answer = {"p": p, "omitted": omitted}
         results.append(RunResult(run=run, item_id=image.pk, image=image, outcome=RunResult.OUTCOME_OK, raw={"demo": True, "answer": answer},
                                  reasoning=f"demo: {sum(v >= 0.5 for v in p.values())} of {len(ids)} attributes at p ≥ 0.5; {len(omitted)} omitted",
-                                 tokens_in=1100, tokens_out=300, latency_ms=rng.randint(400, 1200)))
+                                 latency_ms=rng.randint(400, 1200)))
     RunResult.objects.bulk_create(results)
-    counts: dict[str, int] = {}
-    for r in results:
-        counts[r.outcome] = counts.get(r.outcome, 0) + 1
-    run.outcome_counts, run.done = counts, len(results)
-    run.save(update_fields=["outcome_counts", "done"])
+    refresh_totals(run.pk)  # counts, done, tokens and cost from the stored results, as for a launched run
+    run.refresh_from_db()
     return run
 
 

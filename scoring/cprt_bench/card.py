@@ -119,7 +119,8 @@ def dataset_card(profile: ScoringProfile, tax: taxonomy.Taxonomy, summary: dict,
         f"- Taxonomy version: {tax.version}",
     ]
     consensus = [
-        public_annotator({"id": a.pk, "name": a.name, "kind": a.kind, "provider": a.provider, "model_name": a.model_name, "prompt_version": a.prompt_version})
+        public_annotator({"id": a.pk, "name": a.name, "kind": a.kind, "provider": a.provider, "model_name": a.model_name,
+                          "prompt_version": a.prompt_version})
         for a in profile.consensus_annotators.all()
     ]
     lines.append(f"- Consensus annotators: {', '.join(a['name'] for a in consensus) if consensus else '(none)'}")

@@ -20,7 +20,8 @@ FORMAT_LABELS = {
 
 class SFTExportForm(forms.Form):
     format = forms.ChoiceField(choices=[(f, FORMAT_LABELS.get(f, f)) for f in export.FORMATS], initial="hf", widget=forms.RadioSelect,
-                               error_messages={"required": "Choose a format.", "invalid_choice": "Unknown format %(value)s: use hf, llamafactory or openai."})
+                               error_messages={"required": "Choose a format.",
+                                               "invalid_choice": "Unknown format %(value)s: use hf, llamafactory or openai."})
     prompt_version = forms.ChoiceField(choices=(), label="Judge prompt version", error_messages={
         "required": "Choose a judge prompt version.", "invalid_choice": "Unknown judge prompt version %(value)s."})
     split = forms.ChoiceField(choices=(), label="Training split", error_messages={

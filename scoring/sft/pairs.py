@@ -104,7 +104,8 @@ def stage1_answers(labels: Mapping[str, int], tax) -> dict:
         if labels.get(attribute.key) == 1:
             answers[attribute.key] = {"inferable": "yes", "reasoning": f"The consensus of the annotators finds {attribute.key} clearly inferable."}
         else:
-            answers[attribute.key] = {"inferable": "no", "reasoning": f"The consensus of the annotators does not find {attribute.key} clearly inferable."}
+            answers[attribute.key] = {"inferable": "no",
+                                      "reasoning": f"The consensus of the annotators does not find {attribute.key} clearly inferable."}
     return answers
 
 

@@ -26,7 +26,8 @@ def admin(client_as, admin_user):
 
 
 def launch(client, **data):
-    return client.post(reverse("datasets:versions"), with_submission_token({"source": "cprt-paper", "vispr_split": "test", "seed": "0", "name": "v1", **data}))
+    return client.post(reverse("datasets:versions"),
+                       with_submission_token({"source": "cprt-paper", "vispr_split": "test", "seed": "0", "name": "v1", **data}))
 
 
 def test_the_page_offers_the_preset_and_a_free_name(admin):

@@ -26,7 +26,8 @@ def _bulk_data(n_images: int, n_labels: int, model: Annotator, batch: Batch):
     attr_ids = list(taxonomy.attribute_ids().values())
     labels = []
     for i in range(n_labels):
-        labels.append(Label(image=images[i // len(attr_ids)], annotator=model, attribute_id=attr_ids[i % len(attr_ids)], value=(0.0, 0.5, 1.0)[i % 3]))
+        labels.append(Label(image=images[i // len(attr_ids)], annotator=model, attribute_id=attr_ids[i % len(attr_ids)],
+                            value=(0.0, 0.5, 1.0)[i % 3]))
     Label.objects.bulk_create(labels, batch_size=5000)
 
 
@@ -37,7 +38,8 @@ def _measure(client, labeling):
         assert client.get(page).status_code == 200
     counts["page"] = len(ctx)
     with CaptureQueriesContext(connection) as ctx:
-        response = client.post(reverse("annotations:labeling_draft", kwargs={"labeling_id": labeling.pk}), {"version": labeling.version, "value-age": "1"})
+        response = client.post(reverse("annotations:labeling_draft", kwargs={"labeling_id": labeling.pk}),
+                               {"version": labeling.version, "value-age": "1"})
         assert response.status_code == 200
     counts["draft"] = len(ctx)
     labeling.refresh_from_db()
@@ -47,7 +49,8 @@ def _measure(client, labeling):
     labeling.refresh_from_db()
     with CaptureQueriesContext(connection) as ctx:
         # A submitted labeling is frozen (blind rule): the refusal must stay cheap too.
-        assert client.post(reverse("annotations:labeling_submit", kwargs={"labeling_id": labeling.pk}), form_data(labeling, default="1")).status_code == 403
+        assert client.post(reverse("annotations:labeling_submit", kwargs={"labeling_id": labeling.pk}),
+                           form_data(labeling, default="1")).status_code == 403
     counts["resubmit"] = len(ctx)
     with CaptureQueriesContext(connection) as ctx:
         assert client.get(page).status_code == 200  # submitted: others' labels are shown

@@ -6,12 +6,12 @@ from django.urls import reverse
 from prometheus_client import REGISTRY
 
 from annotations import taxonomy
-from annotations.models import Adjudication, Annotator, Batch, Label, Labeling
+from annotations.models import Adjudication, Batch, Label, Labeling
 from core.models import Profile
 from core.models import AuditEvent
 from inference.models import Run
 from scoring.models import ImageScore, ScoringProfile
-from tests.support.labeling import answers, claim, form_data, labels_of
+from tests.support.labeling import claim, form_data, labels_of
 
 pytestmark = pytest.mark.django_db
 
@@ -459,7 +459,8 @@ def test_password_change(client_as, reviewer_a):
     assert bad.status_code == 400 and bad.context["form"].errors
     reviewer_a.refresh_from_db()
     assert reviewer_a.check_password("correct-horse-battery-staple")
-    good = client.post(target, {"old_password": "correct-horse-battery-staple", "new_password1": "a-much-newer-secret-42", "new_password2": "a-much-newer-secret-42"})
+    good = client.post(target, {"old_password": "correct-horse-battery-staple",
+                                "new_password1": "a-much-newer-secret-42", "new_password2": "a-much-newer-secret-42"})
     assert good.status_code == 302
     reviewer_a.refresh_from_db()
     assert reviewer_a.check_password("a-much-newer-secret-42")

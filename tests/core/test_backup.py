@@ -35,7 +35,8 @@ def rows(dsn: str) -> dict[str, tuple[int, str]]:
     """table -> (row count, md5 of every row's text, in order)."""
     with psycopg.connect(dsn) as conn:
         tables = [t for (t,) in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1")]
-        return {t: conn.execute(f'SELECT count(*), md5(coalesce(string_agg(x::text, \',\' ORDER BY x::text), \'\')) FROM "{t}" x').fetchone() for t in tables}
+        return {t: conn.execute(f"SELECT count(*), md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) "
+                                f'FROM "{t}" x').fetchone() for t in tables}
 
 
 def checksums(root: Path) -> dict[str, str]:
@@ -65,7 +66,8 @@ def test_backup_restores_into_an_empty_stack(settings, tmp_path, make_image, set
 
     source = url(connection.settings_dict["NAME"])
     archive = tmp_path / "backup.tar"
-    done = script("backup.sh", str(archive), env={"DATABASE_URL": source, "PRIVATE_IMAGE_ROOT": str(image_root), "CPRT_EXPORT_ROOT": str(tmp_path / "exports")})
+    done = script("backup.sh", str(archive),
+                  env={"DATABASE_URL": source, "PRIVATE_IMAGE_ROOT": str(image_root), "CPRT_EXPORT_ROOT": str(tmp_path / "exports")})
     assert done.returncode == 0, done.stderr
     with tarfile.open(archive) as tar:
         names = tar.getnames()
@@ -78,7 +80,8 @@ def test_backup_restores_into_an_empty_stack(settings, tmp_path, make_image, set
         conn.execute(f'CREATE DATABASE "{target_name}"')
     try:
         target = url(target_name)
-        restored = {"DATABASE_URL": target, "PRIVATE_IMAGE_ROOT": str(tmp_path / "new" / "images"), "CPRT_EXPORT_ROOT": str(tmp_path / "new" / "exports")}
+        restored = {"DATABASE_URL": target, "PRIVATE_IMAGE_ROOT": str(tmp_path / "new" / "images"),
+                    "CPRT_EXPORT_ROOT": str(tmp_path / "new" / "exports")}
         done = script("restore.sh", str(archive), env=restored)
         assert done.returncode == 0, done.stderr
 
@@ -107,5 +110,7 @@ def test_a_damaged_archive_is_refused(tmp_path):
     with tarfile.open(tmp_path / "bad.tar", "w") as tar:
         for name in ("VERSION", "MANIFEST.sha256", "database.dump"):
             tar.add(tmp_path / "pack" / name, arcname=name)
-    done = script("restore.sh", str(tmp_path / "bad.tar"), env={"DATABASE_URL": "postgres://nobody@127.0.0.1:1/none", "PRIVATE_IMAGE_ROOT": str(tmp_path / "i"), "CPRT_EXPORT_ROOT": str(tmp_path / "e")})
+    nowhere = {"DATABASE_URL": "postgres://nobody@127.0.0.1:1/none", "PRIVATE_IMAGE_ROOT": str(tmp_path / "i"),
+               "CPRT_EXPORT_ROOT": str(tmp_path / "e")}
+    done = script("restore.sh", str(tmp_path / "bad.tar"), env=nowhere)
     assert done.returncode == 2 and "damaged" in done.stderr

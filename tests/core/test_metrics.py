@@ -122,7 +122,8 @@ def test_the_token_can_come_from_a_file_and_counters_add_up_across_processes(tmp
     """CPRT_METRICS_TOKEN_FILE, and PROMETHEUS_MULTIPROC_DIR: two processes' counters in one scrape."""
     (tmp_path / "token").write_text(TOKEN + "\n")
     env = {k: v for k, v in os.environ.items() if k not in ("CPRT_METRICS_TOKEN", "PROMETHEUS_MULTIPROC_DIR")}
-    env.update(CPRT_METRICS_TOKEN_FILE=str(tmp_path / "token"), PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "prom"), DJANGO_SETTINGS_MODULE="cprt_site.settings")
+    env.update(CPRT_METRICS_TOKEN_FILE=str(tmp_path / "token"), PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "prom"),
+               DJANGO_SETTINGS_MODULE="cprt_site.settings")
     count = "import django; django.setup(); from core import metrics; metrics.provider_call('openai', 'ok')"
     for _ in range(2):
         subprocess.run([sys.executable, "-c", count], cwd=ROOT, env=env, check=True, capture_output=True, timeout=120)

@@ -31,7 +31,8 @@ def private_redis(tmp_path):
 def production_settings(cache_url: str) -> dict:
     """CACHES and SESSION_ENGINE as settings build them from CACHE_URL (settings are read once, at import)."""
     env = dict(os.environ, CACHE_URL=cache_url, DJANGO_SETTINGS_MODULE="cprt_site.settings")
-    script = "import json, django; django.setup(); from django.conf import settings as s; print(json.dumps({'CACHES': s.CACHES, 'SESSION_ENGINE': s.SESSION_ENGINE}))"
+    script = ("import json, django; django.setup(); from django.conf import settings as s; "
+              "print(json.dumps({'CACHES': s.CACHES, 'SESSION_ENGINE': s.SESSION_ENGINE}))")
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1])

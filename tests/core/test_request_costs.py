@@ -16,7 +16,6 @@ from django.urls import reverse
 
 from annotations import taxonomy
 from annotations.models import Attribute, TaxonomyVersion
-from tests.conftest import PASSWORD
 from tests.support.labeling import claim
 
 pytestmark = pytest.mark.django_db

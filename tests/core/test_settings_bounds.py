@@ -120,7 +120,8 @@ def test_production_takes_its_secret_key_and_database_password_from_files(tmp_pa
     assert info["scrubbed"]["POSTGRES_PASSWORD"] == "echo [redacted]" and info["scrubbed"]["SECRET_KEY"] == "echo [redacted]"
     # The production checks apply to a file's value too.
     (tmp_path / "weak").write_text("change-me")
-    refused(start(tmp_path, DEBUG="0", ALLOWED_HOSTS="h", SECRET_KEY=STRONG_SECRET, POSTGRES_PASSWORD_FILE=str(tmp_path / "weak")), "POSTGRES_PASSWORD")
+    refused(start(tmp_path, DEBUG="0", ALLOWED_HOSTS="h", SECRET_KEY=STRONG_SECRET, POSTGRES_PASSWORD_FILE=str(tmp_path / "weak")),
+            "POSTGRES_PASSWORD")
 
 
 def test_database_url_from_a_file(tmp_path):

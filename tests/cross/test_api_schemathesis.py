@@ -29,7 +29,7 @@ from rest_framework.authtoken.models import Token
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from annotations.models import Annotator, Labeling
-from inference import dispatching, launching
+from inference import dispatching
 from scoring.services import scores
 from scoring.models import ScoringProfile
 from tests.support.permission_cases.scoring import add_results, make_run

@@ -64,7 +64,8 @@ def wait_until(predicate, timeout: float, what: str):
 @pytest.mark.worker
 def test_sigterm_ends_the_benchmark_and_its_children(tmp_path):
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND", "BENCH_DATABASE_URL", "BENCH_BROKER_URL")}
+    dropped = ("DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND", "BENCH_DATABASE_URL", "BENCH_BROKER_URL")
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     cmd = [sys.executable, "bench/run_throughput.py", "--images", "4", "--concurrency", "1", "--c1-sample", "0", "--latency", "30",
            "--data-dir", str(tmp_path), "--port", str(port), "--worker-processes", "1", "--server-processes", "1"]
     errors = tmp_path / "bench-stderr.txt"  # a file, not a pipe nobody reads while waiting
@@ -102,7 +103,8 @@ def test_sigterm_ends_the_benchmark_and_its_children(tmp_path):
 def test_sigterm_ends_the_redis_fault_bench_and_its_private_redis(tmp_path):
     """bench/run_faults.py --case redis starts a redis-server, the fake server, a worker and beat of its own."""
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND", "CPRT_RATE_LIMIT_URL", "CACHE_URL")}
+    dropped = ("DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND", "CPRT_RATE_LIMIT_URL", "CACHE_URL")
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     env["TMPDIR"] = str(tmp_path)  # its data folder (tempfile.mkdtemp), so that nothing is left elsewhere
     cmd = [sys.executable, "bench/run_faults.py", "--case", "redis", "--database-url", "sqlite://", "--redis-images", "40",
            "--redis-latency", "30", "--port", str(port)]

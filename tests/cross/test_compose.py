@@ -163,7 +163,8 @@ def test_dockerfile_installs_the_lock_before_the_code_and_collects_static():
     steps = [line for line in (ROOT / "deploy" / "Dockerfile").read_text().splitlines() if line and not line.startswith((" ", "#"))]
     base = steps[0].split()
     assert base[0] == "FROM" and re.fullmatch(r"python:3\.11\.\d+-slim-\w+", base[1]), base
-    index = {prefix: next(i for i, s in enumerate(steps) if s.startswith(prefix)) for prefix in ("COPY pyproject.toml uv.lock", "RUN uv sync --frozen --no-install-project", "COPY . .")}
+    prefixes = ("COPY pyproject.toml uv.lock", "RUN uv sync --frozen --no-install-project", "COPY . .")
+    index = {prefix: next(i for i, s in enumerate(steps) if s.startswith(prefix)) for prefix in prefixes}
     assert index["COPY pyproject.toml uv.lock"] < index["RUN uv sync --frozen --no-install-project"] < index["COPY . ."]
     text = (ROOT / "deploy" / "Dockerfile").read_text()
     assert "manage.py collectstatic" in text.split("COPY . .")[1]

@@ -37,7 +37,8 @@ def anchored_patterns() -> list[tuple[str, str]]:
             tree = ast.parse(path.read_text())
             for node in ast.walk(tree):
                 values = []
-                if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in ("compile", "RegexValidator", "match", "fullmatch", "search"):
+                called = getattr(node.func, "attr", getattr(node.func, "id", "")) if isinstance(node, ast.Call) else ""
+                if called in ("compile", "RegexValidator", "match", "fullmatch", "search"):
                     values = node.args[:1]
                 elif isinstance(node, ast.Assign) and any(getattr(t, "id", "").endswith("PATTERN") for t in node.targets):
                     values = [node.value]

@@ -379,7 +379,8 @@ class FormEndpoint:
 
 FORM_ENDPOINTS = {
     "annotations:labeling_draft": FormEndpoint("reviewer_a", "labeling", lambda: {"version": "1", "value-age": "1", "note": "n"}),
-    "annotations:labeling_submit": FormEndpoint("reviewer_a", "labeling", lambda: {"version": "1", **{f"value-{k}": "0" for k in taxonomy.active().keys}}),
+    "annotations:labeling_submit": FormEndpoint("reviewer_a", "labeling",
+                                                lambda: {"version": "1", **{f"value-{k}": "0" for k in taxonomy.active().keys}}),
     "annotations:preferences": FormEndpoint("reviewer_a", None, lambda: {"blur_images_by_default": "on"}),
     "annotations:password_change": FormEndpoint("reviewer_a", None, lambda: {"old_password": "x", "new_password1": "y", "new_password2": "y"}),
     # Launch forms carry the page's one-time token (a POST without it is refused before the form is read).

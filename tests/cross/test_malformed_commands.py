@@ -1,9 +1,10 @@
 """Malformed input to the management commands: every command of our apps is classified (COMMANDS); those
 that read input get bad input and must refuse it clearly (HTTP input: test_malformed_api.py).
 
-import_vispr (a plain folder here; a release folder: tests/annotations/test_import_vispr_release.py), import_cprt (.json, .jsonl, .parquet), score_labels (stdin), create_reviewer ->
-CommandError naming the file and row (or the argument). Every refusal leaves the stored data as it
-was (`tests.support.stored.stored_data`, with the stored image files for imports). The per-field
+import_vispr (a plain folder here; a release folder: tests/annotations/test_import_vispr_release.py),
+import_cprt (.json, .jsonl, .parquet), score_labels (stdin), create_reviewer -> CommandError naming the file
+and row (or the argument). Every refusal leaves the stored data as it was
+(`tests.support.stored.stored_data`, with the stored image files for imports). The per-field
 messages of ordinary bad input are tested beside each feature (test_import_cprt.py,
 test_import_vispr.py); this file sweeps what those do not.
 """
@@ -217,22 +218,30 @@ BAD_BENCH_FILES = [
     ("jsonl a row is a list", "b.jsonl", jsonl(ROWS, raw_line(0, b"[1, 2, 3]")), "line 1: a row must be a JSON object"),
     ("jsonl a row is null", "b.jsonl", jsonl(ROWS, raw_line(0, b"null")), "line 1: a row must be a JSON object"),
     ("jsonl labels are a list", "b.jsonl", jsonl(ROWS, row_change(1, _set("binary_labels", [0, 1]))), "line 2: binary_labels must be an object"),
-    ("jsonl labels are 100,000 zeros", "b.jsonl", jsonl(ROWS, row_change(1, _set("binary_labels", [0] * 100_000))), "line 2: binary_labels must be an object"),
-    ("jsonl a level group is a list", "b.jsonl", jsonl(ROWS, row_change(1, lambda r: r["binary_labels"].update(level2=[0]))), "line 2: binary_labels.level2 must be an object"),
+    ("jsonl labels are 100,000 zeros", "b.jsonl", jsonl(ROWS, row_change(1, _set("binary_labels", [0] * 100_000))),
+     "line 2: binary_labels must be an object"),
+    ("jsonl a level group is a list", "b.jsonl", jsonl(ROWS, row_change(1, lambda r: r["binary_labels"].update(level2=[0]))),
+     "line 2: binary_labels.level2 must be an object"),
     ("jsonl level a string", "b.jsonl", jsonl(ROWS, row_change(1, _set("level", "2"))), 'line 2: level "2" is not an integer'),
-    ("jsonl level 10**30", "b.jsonl", jsonl(ROWS, row_change(1, _set("level", 10**30))), "line 2: level 1000000000000000000000000000000 is not an integer"),
-    ("jsonl level of 5000 digits", "b.jsonl", jsonl(ROWS, raw_line(1, b'{"id": "2017_x", "level": ' + b"9" * 5000 + b"}")), "line 2: malformed JSON: Exceeds the limit"),
+    ("jsonl level 10**30", "b.jsonl", jsonl(ROWS, row_change(1, _set("level", 10**30))),
+     "line 2: level 1000000000000000000000000000000 is not an integer"),
+    ("jsonl level of 5000 digits", "b.jsonl", jsonl(ROWS, raw_line(1, b'{"id": "2017_x", "level": ' + b"9" * 5000 + b"}")),
+     "line 2: malformed JSON: Exceeds the limit"),
     ("jsonl score 1e308", "b.jsonl", jsonl(ROWS, row_change(1, _set("score", 1e308))), "line 2: score 1e+308 is outside [0, 1]"),
-    ("jsonl score 1e400", "b.jsonl", jsonl(ROWS, raw_line(1, jsonl(ROWS[1:2]).strip()[:-1] + b', "score": 1e400}')), "line 2: score Infinity is not a number"),
+    ("jsonl score 1e400", "b.jsonl", jsonl(ROWS, raw_line(1, jsonl(ROWS[1:2]).strip()[:-1] + b', "score": 1e400}')),
+     "line 2: score Infinity is not a number"),
     ("jsonl score a list", "b.jsonl", jsonl(ROWS, row_change(1, _set("score", [0.5]))), "line 2: score [0.5] is not a number"),
     ("jsonl label a string", "b.jsonl", jsonl(ROWS, row_change(1, _set_level("level1", "biometrics", "1"))), 'binary_labels.level1.biometrics = "1"'),
-    ("jsonl label 10**30", "b.jsonl", jsonl(ROWS, row_change(1, _set_level("level1", "biometrics", 10**30))), "binary_labels.level1.biometrics = 1000000000000000000000000000000"),
+    ("jsonl label 10**30", "b.jsonl", jsonl(ROWS, row_change(1, _set_level("level1", "biometrics", 10**30))),
+     "binary_labels.level1.biometrics = 1000000000000000000000000000000"),
     ("jsonl id a number", "b.jsonl", jsonl(ROWS, row_change(1, _set("id", 123))), "line 2: id 123 is not a VISPR id"),
     ("jsonl id an object", "b.jsonl", jsonl(ROWS, row_change(1, _set("id", {"a": 1}))), 'line 2: id {"a": 1} is not a VISPR id'),
     ("jsonl id of 2 MB", "b.jsonl", jsonl(ROWS, row_change(1, _set("id", "x" * 2_000_000))), 'line 2: id "xxxx'),
     ("jsonl an unknown attribute", "b.jsonl", jsonl(ROWS, row_change(1, _set_level("level4", "colour", 1))), "line 2: unknown attribute 'colour'"),
-    ("jsonl a 2 MB unknown attribute", "b.jsonl", jsonl(ROWS, row_change(1, _set_level("level4", "k" * 2_000_000, 1))), "line 2: unknown attribute 'kkkk"),
-    ("jsonl an unknown level", "b.jsonl", jsonl(ROWS, row_change(1, lambda r: r["binary_labels"].update(level9={}))), "line 2: unknown level 'level9'"),
+    ("jsonl a 2 MB unknown attribute", "b.jsonl", jsonl(ROWS, row_change(1, _set_level("level4", "k" * 2_000_000, 1))),
+     "line 2: unknown attribute 'kkkk"),
+    ("jsonl an unknown level", "b.jsonl", jsonl(ROWS, row_change(1, lambda r: r["binary_labels"].update(level9={}))),
+     "line 2: unknown level 'level9'"),
     ("jsonl non-UTF-8", "b.jsonl", jsonl(ROWS, raw_line(2, b'{"id": "caf\xe9"}')), "line 3: not UTF-8"),
     ("jsonl UTF-16", "b.jsonl", "\n".join(json.dumps(r) for r in ROWS).encode("utf-16"), "line 1: not UTF-8"),
     ("jsonl nested 100,000 deep", "b.jsonl", jsonl(ROWS, raw_line(1, b"[" * 100_000 + b"]" * 100_000)), "line 2: malformed JSON: nested too deeply"),
@@ -269,12 +278,17 @@ def _parquet_cases() -> list:
     return [
         ("parquet truncated", "b.parquet", parquet_bytes(good)[: len(parquet_bytes(good)) // 2], "not a readable parquet file"),
         ("parquet level as text", "b.parquet", parquet_bytes(column("level", pa.array([str(r["level"]) for r in ROWS]))), 'row 1: level "'),
-        ("parquet id as bytes", "b.parquet", parquet_bytes(column("id", pa.array([r["id"].encode() for r in ROWS], pa.binary()))), "row 1: id b'2017_"),
-        ("parquet score as a decimal", "b.parquet", parquet_bytes(column("score", pa.array([0] * n, pa.decimal128(5, 2)))), "row 1: score Decimal('0.00') is not a number"),
-        ("parquet level as a date", "b.parquet", parquet_bytes(column("level", pa.array([0] * n, pa.date32()))), "row 1: level datetime.date(1970, 1, 1)"),
+        ("parquet id as bytes", "b.parquet", parquet_bytes(column("id", pa.array([r["id"].encode() for r in ROWS], pa.binary()))),
+         "row 1: id b'2017_"),
+        ("parquet score as a decimal", "b.parquet", parquet_bytes(column("score", pa.array([0] * n, pa.decimal128(5, 2)))),
+         "row 1: score Decimal('0.00') is not a number"),
+        ("parquet level as a date", "b.parquet", parquet_bytes(column("level", pa.array([0] * n, pa.date32()))),
+         "row 1: level datetime.date(1970, 1, 1)"),
         ("parquet score 1e308", "b.parquet", parquet_bytes(column("score", pa.array([1e308] * n))), "row 1: score 1e+308 is outside [0, 1]"),
         ("parquet without the score", "b.parquet", parquet_bytes(good.drop_columns(["score"])), "row 1: missing score"),
-        ("parquet labels as a map", "b.parquet", parquet_bytes(column("binary_labels", pa.array([[("level1", 1)]] * n, pa.map_(pa.string(), pa.int64())))), "row 1: binary_labels must be an object"),
+        ("parquet labels as a map", "b.parquet",
+         parquet_bytes(column("binary_labels", pa.array([[("level1", 1)]] * n, pa.map_(pa.string(), pa.int64())))),
+         "row 1: binary_labels must be an object"),
     ]
 
 
@@ -317,8 +331,11 @@ BAD_STDIN = [
     ("a lone surrogate in a passed-through field", ONE_ROW[:-1] + b', "n": "\\udc80"}', "line 1: a string holds an escaped lone surrogate"),
     ("a row that is a list", b"[1, 2]", "line 1: a row must be a JSON object"),
     ("labels that are a string", json.dumps({"binary_labels": "x" * 1000}).encode(), "line 1: binary_labels must be an object"),
-    ("an unknown attribute", json.dumps({"binary_labels": {**ROWS[0]["binary_labels"], "level4": {"colour": 1}}}).encode(), "unknown attribute 'colour'"),
-    ("a label of 10**30", json.dumps({"binary_labels": {**ROWS[0]["binary_labels"], "level1": {**ROWS[0]["binary_labels"]["level1"], "biometrics": 10**30}}}).encode(), "biometrics = 1000000000000000000000000000000"),
+    ("an unknown attribute", json.dumps({"binary_labels": {**ROWS[0]["binary_labels"], "level4": {"colour": 1}}}).encode(),
+     "unknown attribute 'colour'"),
+    ("a label of 10**30",
+     json.dumps({"binary_labels": {**ROWS[0]["binary_labels"], "level1": {**ROWS[0]["binary_labels"]["level1"], "biometrics": 10**30}}}).encode(),
+     "biometrics = 1000000000000000000000000000000"),
 ]
 
 
@@ -367,9 +384,12 @@ BAD_RECIPES = [
     ("binary.json", b"\xff\xfe\x00garbage", "not UTF-8 text"),
     ("huge.json", b'{"description": "' + b"x" * 300_000 + b'"}', "larger than 256 KiB"),
     ("empty.json", b"", "not valid JSON"),
-    ("nan.json", b'{"vispr_splits": ["test2017"], "seed": NaN, "rules": [{"name": "r", "any": ["a0_safe"]}]}', "seed: Input should be a valid integer"),
-    ("float.json", b'{"vispr_splits": ["test2017"], "rules": [{"name": "r", "any": ["a0_safe"], "quota": 2.5}]}', "quota: Input should be a valid integer"),
-    ("bool.json", b'{"vispr_splits": ["test2017"], "rules": [{"name": "r", "any": ["a0_safe"], "only": "yes"}]}', "only: Input should be a valid boolean"),
+    ("nan.json", b'{"vispr_splits": ["test2017"], "seed": NaN, "rules": [{"name": "r", "any": ["a0_safe"]}]}',
+     "seed: Input should be a valid integer"),
+    ("float.json", b'{"vispr_splits": ["test2017"], "rules": [{"name": "r", "any": ["a0_safe"], "quota": 2.5}]}',
+     "quota: Input should be a valid integer"),
+    ("bool.json", b'{"vispr_splits": ["test2017"], "rules": [{"name": "r", "any": ["a0_safe"], "only": "yes"}]}',
+     "only: Input should be a valid boolean"),
     ("nested.json", b'{"vispr_splits": ["test2017"], "rules": [{"name": "r", "any": [["a0_safe"]]}]}', r"any\[0\]: Input should be a valid string"),
     ("rule-name.json", b'{"vispr_splits": ["test2017"], "rules": [{"name": "../../etc", "any": ["a0_safe"]}]}', "is not a name"),
     ("newline-id.json", b'{"vispr_splits": ["test2017"], "rules": [{"name": "r", "any": ["a0_safe\\n"]}]}', "is not a VISPR attribute id"),

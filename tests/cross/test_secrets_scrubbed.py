@@ -54,7 +54,8 @@ def celery_results_dump() -> str:
 
 
 def pages_and_api(client, runs) -> str:
-    urls = ["/runs/", "/runs/rows/", "/runs/new/", "/runs/prompts/", "/api/runs/", "/admin/inference/run/", "/admin/inference/runresult/", "/admin/core/auditevent/"]
+    urls = ["/runs/", "/runs/rows/", "/runs/new/", "/runs/prompts/", "/api/runs/", "/admin/inference/run/", "/admin/inference/runresult/",
+            "/admin/core/auditevent/"]
     for run in runs:
         urls += [f"/runs/{run.pk}/", f"/runs/{run.pk}/progress/", f"/api/runs/{run.pk}/", f"/admin/inference/run/{run.pk}/change/"]
         urls += [f"/admin/inference/runresult/{pk}/change/" for pk in RunResult.objects.filter(run=run).values_list("pk", flat=True)]
@@ -156,7 +157,8 @@ def test_an_echoed_key_is_found_nowhere(make_image, admin_user, client_as, monke
         purge_broker()
         judge = prompts.DEFAULT_VERSION["judge"]
         fatal = launching.launch_run(admin_user, launching.LaunchSpec("judge", "openai", "gpt-5.1", "zero_shot", False, judge, Selection(), 2))
-        retried = launching.launch_run(admin_user, launching.LaunchSpec("judge", "vllm", "Qwen/Qwen2.5-VL-7B-Instruct", "zero_shot", False, judge, Selection(), 2))
+        spec = launching.LaunchSpec("judge", "vllm", "Qwen/Qwen2.5-VL-7B-Instruct", "zero_shot", False, judge, Selection(), 2)
+        retried = launching.launch_run(admin_user, spec)
         log_path = Path(django_settings.DATA_DIR) / f"secrets-worker-{secrets.token_hex(4)}.log"
         with celery_worker(queues="api,gpu", concurrency=2, log_path=log_path):
             wait_for(lambda: Run.objects.get(pk=fatal.pk).status == Run.STATUS_FAILED, timeout=90, what="the 401 run to fail")

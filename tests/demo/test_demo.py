@@ -139,7 +139,7 @@ def test_seed_demo_creates_images_annotators_labels_and_scores(debug_on):
     assert Label.objects.filter(annotator=humans[0]).count() == human_images * n_attrs
 
     # The two models mostly agree, but not always: the demo shows disagreement.
-    a, b = ({(l.image_id, l.attribute_id): l.value for l in Label.objects.filter(annotator=m)} for m in models)
+    a, b = ({(lab.image_id, lab.attribute_id): lab.value for lab in Label.objects.filter(annotator=m)} for m in models)
     disagreements = sum(a[k] != b[k] for k in a)
     assert 0 < disagreements < 0.2 * len(a)
 

@@ -56,7 +56,9 @@ class GeminiBatchesMixin:
         match = _DOWNLOAD.match(path)
         if method == "GET" and match:
             data = self._gfiles.get(match.group(1))
-            return Reply(body=data, headers={"Content-Type": "application/octet-stream"}) if data is not None else Reply(404, {"error": {"code": 404, "message": "no such file", "status": "NOT_FOUND"}})
+            if data is None:
+                return Reply(404, {"error": {"code": 404, "message": "no such file", "status": "NOT_FOUND"}})
+            return Reply(body=data, headers={"Content-Type": "application/octet-stream"})
         match = _CREATE.match(path)
         if method == "POST" and match:
             return self._create(match.group(1), json.loads(raw or b"{}"))

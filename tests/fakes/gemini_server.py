@@ -41,7 +41,8 @@ def finish_blocked(reason: str = "SAFETY") -> Reply:
 
 
 def error(status: int, message: str = "fake error", headers: dict | None = None, retry_delay: str | None = None) -> Reply:
-    status_name = {429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE", 400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED"}.get(status, "UNKNOWN")
+    names = {429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE", 400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED"}
+    status_name = names.get(status, "UNKNOWN")
     err: dict = {"code": status, "message": message, "status": status_name}
     if retry_delay:
         err["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": retry_delay}]

@@ -109,7 +109,8 @@ class OpenAIBatchesMixin:
     def _advance(self, batch: dict) -> None:
         batch["_polls"] += 1
         if batch["status"] == "validating" and self.fail_batches:
-            batch["status"], batch["errors"] = "failed", {"object": "list", "data": [{"code": "invalid_request", "message": self.fail_batches, "line": 1}]}
+            batch["status"], batch["errors"] = "failed", {"object": "list",
+                                                          "data": [{"code": "invalid_request", "message": self.fail_batches, "line": 1}]}
             batch["failed_at"] = int(time.time())
         elif batch["status"] == "validating":
             batch["status"] = "in_progress"
@@ -128,11 +129,13 @@ class OpenAIBatchesMixin:
             if index >= done_upto:
                 if status == "expired":
                     errors.append({"id": f"batch_req_{index}", "custom_id": cid, "response": None,
-                                   "error": {"code": "batch_expired", "message": "This request could not be executed before the completion window expired."}})
+                                   "error": {"code": "batch_expired",
+                                             "message": "This request could not be executed before the completion window expired."}})
                 continue  # cancelled: never ran, no line at all
             if scripted == "fail":
                 errors.append({"id": f"batch_req_{index}", "custom_id": cid, "error": None,
-                               "response": {"status_code": 500, "request_id": f"req_{index}", "body": {"error": {"message": "fake server error", "type": "server_error"}}}})
+                               "response": {"status_code": 500, "request_id": f"req_{index}",
+                                            "body": {"error": {"message": "fake server error", "type": "server_error"}}}})
             elif scripted and scripted.isdigit():
                 status_code = int(scripted)
                 code = {401: "invalid_api_key", 404: "model_not_found"}.get(status_code, "invalid_request_error")
@@ -141,7 +144,8 @@ class OpenAIBatchesMixin:
                                             "body": {"error": {"message": f"fake {status_code}", "type": "invalid_request_error", "code": code}}}})
             elif scripted == "expire":
                 errors.append({"id": f"batch_req_{index}", "custom_id": cid, "response": None,
-                               "error": {"code": "batch_expired", "message": "This request could not be executed before the completion window expired."}})
+                               "error": {"code": "batch_expired",
+                                         "message": "This request could not be executed before the completion window expired."}})
             else:
                 reply = self.default_reply(line["url"], line["body"])
                 output.append({"id": f"batch_req_{index}", "custom_id": cid, "error": None,

@@ -29,9 +29,11 @@ def run_batch(request_path, output_path, fail=()):
             line = json.loads(text)
             assert line["method"] == "POST" and line["url"] == "/v1/chat/completions"
             if line["custom_id"] in fail:
-                response, error = {"status_code": 400, "request_id": f"vllm-batch-{n}", "body": {"object": "error", "message": "bad", "code": 400}}, None
+                response, error = {"status_code": 400, "request_id": f"vllm-batch-{n}",
+                                   "body": {"object": "error", "message": "bad", "code": 400}}, None
             else:
-                response, error = {"status_code": 200, "request_id": f"vllm-batch-{n}", "body": model.default_reply(line["url"], line["body"]).body}, None
+                response, error = {"status_code": 200, "request_id": f"vllm-batch-{n}",
+                                   "body": model.default_reply(line["url"], line["body"]).body}, None
             out.write(json.dumps({"id": f"vllm-{n}", "custom_id": line["custom_id"], "response": response, "error": error}) + "\n")
 
 

@@ -31,7 +31,8 @@ def results(run):
 
 
 def labels(run):
-    return {(l.image_id, l.attribute.key): (l.value, l.rationale) for l in Label.objects.filter(annotator=run.annotator).select_related("attribute")}
+    found = Label.objects.filter(annotator=run.annotator).select_related("attribute")
+    return {(label.image_id, label.attribute.key): (label.value, label.rationale) for label in found}
 
 
 @pytest.mark.parametrize("task", ["judge", "annotate"])

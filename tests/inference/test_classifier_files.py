@@ -11,7 +11,9 @@ from inference.models import ClassifierModel
 from inference.providers.onnx import registry
 from tests.support.classifiers import tiny_classifier
 
-pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)  # like every transactional test here: a flush without it recreates content types that the next serialized test reloads
+# Like every transactional test here: a flush without serialized_rollback recreates content types that the next
+# serialized test reloads.
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 
 @pytest.fixture

@@ -132,7 +132,8 @@ def test_openai_content_filter_is_refused(openai_server, make_image, django_capt
     assert run.results.get().outcome == "refused"
 
 
-@pytest.mark.parametrize("reply,reason", [(gfake.blocked("SAFETY"), "prompt blocked (SAFETY)"), (gfake.finish_blocked("PROHIBITED_CONTENT"), "response blocked (PROHIBITED_CONTENT)")])
+@pytest.mark.parametrize("reply,reason", [(gfake.blocked("SAFETY"), "prompt blocked (SAFETY)"),
+                                          (gfake.finish_blocked("PROHIBITED_CONTENT"), "response blocked (PROHIBITED_CONTENT)")])
 def test_gemini_blocks_are_refused(gemini_server, make_image, django_capture_on_commit_callbacks, reply, reason):
     make_image("2017_00000001")
     gemini_server.queue(reply)

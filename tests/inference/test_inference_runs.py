@@ -95,7 +95,8 @@ def test_annotate_run_writes_model_labels_and_both_stages(openai_server, images,
     for image in images:
         with image.file.open("rb") as fh:
             expected = stage1_answers(fh.read(), keys, prompts.STAGE1_CHOICES["annotate-v2"])["answers"]
-        labels = {l.attribute.key: l for l in Label.objects.filter(image=image, annotator=run.annotator).select_related("attribute")}
+        found = Label.objects.filter(image=image, annotator=run.annotator).select_related("attribute")
+        labels = {label.attribute.key: label for label in found}
         assert set(labels) == set(keys)
         assert all(a["inferable"] in ("yes", "no") for a in expected.values())  # annotate-v2: a binary stage 1
         for key, label in labels.items():
@@ -228,7 +229,8 @@ def test_reconciler_closes_complete_runs_and_abandoned_cancels(openai_server, im
         cancelling = launching.launch_run(None, spec())
     execution.run_chunk(done.pk, done.image_ids)
     long_ago = timezone.now() - timedelta(hours=1)
-    Run.objects.filter(pk=done.pk).update(status=Run.STATUS_RUNNING, finished_at=None, heartbeat_at=long_ago, dispatched_at=long_ago, created_at=long_ago)
+    Run.objects.filter(pk=done.pk).update(status=Run.STATUS_RUNNING, finished_at=None, heartbeat_at=long_ago, dispatched_at=long_ago,
+                                          created_at=long_ago)
     Run.objects.filter(pk=cancelling.pk).update(status=Run.STATUS_CANCELLING, heartbeat_at=long_ago, dispatched_at=long_ago, created_at=long_ago)
     report = lifecycle.reconcile()
     assert report["finished"] == [done.pk] and report["cancelled"] == [cancelling.pk]

@@ -152,12 +152,16 @@ ERRORS = [
     (["--kind", "annotate", "--provider", "openai", "--model", "gpt-5.1", "--strategy", "taxonomy"],
      {"task": "annotate", "provider": "openai", "model_name": "gpt-5.1", "strategy": "taxonomy"}, "strategy"),
     (["--kind", "bogus", "--provider", "openai", "--model", "gpt-5.1"], {"task": "bogus", "provider": "openai", "model_name": "gpt-5.1"}, "task"),
-    ([*JUDGE[:2], "--provider", "nonsense", *JUDGE[4:]], {"task": "judge", "provider": "nonsense", "model_name": "gpt-5.1", "strategy": "zero_shot"}, "provider"),
+    ([*JUDGE[:2], "--provider", "nonsense", *JUDGE[4:]], {"task": "judge", "provider": "nonsense", "model_name": "gpt-5.1", "strategy": "zero_shot"},
+     "provider"),
     ([*JUDGE, "--prompt-version", "annotate-v2"], {"task": "judge", "provider": "openai", "model_name": "gpt-5.1", "strategy": "zero_shot",
                                                    "prompt_version": "annotate-v2"}, "prompt_version"),
-    ([*JUDGE[:4], "--model", "gpt 5; rm", *JUDGE[6:]], {"task": "judge", "provider": "openai", "model_name": "gpt 5; rm", "strategy": "zero_shot"}, "model_name"),
-    ([*JUDGE, "--from-run", "999"], {"task": "judge", "provider": "openai", "model_name": "gpt-5.1", "strategy": "zero_shot", "from_run": 999}, "from_run"),
-    ([*JUDGE, "--mode", "sideways"], {"task": "judge", "provider": "openai", "model_name": "gpt-5.1", "strategy": "zero_shot", "mode": "sideways"}, "mode"),
+    ([*JUDGE[:4], "--model", "gpt 5; rm", *JUDGE[6:]], {"task": "judge", "provider": "openai", "model_name": "gpt 5; rm", "strategy": "zero_shot"},
+     "model_name"),
+    ([*JUDGE, "--from-run", "999"], {"task": "judge", "provider": "openai", "model_name": "gpt-5.1", "strategy": "zero_shot", "from_run": 999},
+     "from_run"),
+    ([*JUDGE, "--mode", "sideways"], {"task": "judge", "provider": "openai", "model_name": "gpt-5.1", "strategy": "zero_shot", "mode": "sideways"},
+     "mode"),
 ]
 
 

@@ -192,7 +192,8 @@ def test_dispatch_splits_a_lane_into_rate_limited_chunks(openai_server, images, 
     assert len(args[1]) <= 2 and set(args[1]) <= set(run.image_ids)
 
 
-def test_a_chunk_past_its_deadline_hands_the_rest_to_a_new_task(openai_server, images, settings, broker, monkeypatch, django_capture_on_commit_callbacks):
+def test_a_chunk_past_its_deadline_hands_the_rest_to_a_new_task(openai_server, images, settings, broker, monkeypatch,
+                                                                django_capture_on_commit_callbacks):
     openai_server.delay = 0.2
     monkeypatch.setattr(chunks, "deadline_s", lambda: 0.3)
     with django_capture_on_commit_callbacks(execute=True):

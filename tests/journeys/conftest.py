@@ -1,7 +1,7 @@
 """Shared fixtures of the browser tests and journeys (Playwright on Debian's Chromium, against pytest-django's live server).
 
-- `browser`: a Chromium per test (each journey is one test per module; its steps share the logged-in pages). Skipped when /usr/bin/chromium or Playwright is missing, unless
-  CPRT_REQUIRE_BROWSER=1 (CI), which makes the skip a failure.
+- `browser`: a Chromium per test (each journey is one test per module; its steps share the logged-in pages).
+  Skipped when /usr/bin/chromium or Playwright is missing, unless CPRT_REQUIRE_BROWSER=1 (CI), which makes the skip a failure.
 - `journey`: logs personas in through the login form once and keeps their pages (`journey.page_for(username)`),
   watches every page it opens and fails the test at the end if any page logged a console error, raised an
   uncaught exception, violated the Content Security Policy or got a 4xx/5xx response (for the page or any

@@ -4,7 +4,6 @@ what a person fills, watch them finish, cancel and resume a run, open its metric
 dataset, cancel a queued export and resume it until a worker builds it, and make an API token."""
 from __future__ import annotations
 
-import time
 
 import pytest
 

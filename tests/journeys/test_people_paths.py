@@ -306,7 +306,8 @@ def test_no_page_scrolls_sideways_at_800_px(journey, openai_server, make_image, 
     narrow = page
     for path in ("/", "/runs/", f"/runs/{run.pk}/", "/runs/new/", "/scoring/", f"/scoring/runs/{run.pk}/", "/scoring/exports/",
                  "/scoring/agreement/", "/scoring/disagreements/", f"/images/{images[0].pk}/history", "/api/",
-                 f"/scoring/images/{images[0].pk}/review/", "/benchmarks/local-classifiers/classifiers/", "/benchmarks/spy-bench/", "/scoring/binary/", "/benchmarks/local-classifiers/",
+                 f"/scoring/images/{images[0].pk}/review/", "/benchmarks/local-classifiers/classifiers/", "/benchmarks/spy-bench/",
+                 "/scoring/binary/", "/benchmarks/local-classifiers/",
                  "/benchmarks/multipriv/", "/runs/new/?task=spy-bench", "/runs/new/?task=multipriv-reid"):
         journey.visit(narrow, path, None, shot=False)
         assert narrow.evaluate(OVERFLOW) <= 0, f"{path} scrolls sideways at 800 px"

@@ -169,7 +169,8 @@ def test_a_zip_job_runs_end_to_end_and_every_configuration_loads(world, export_r
     for human in world["humans"]:
         assert f"| `human-{human.pk}` | person (pseudonym) |" in card
     assert f"`{world['gpt'].name}`: model openai / gpt-5.1, prompt annotate-v1" in card
-    assert f"| {world['run'].pk} | openai | gpt-5.1 | judge-v1 | taxonomy | no | 127.0.0.1:8911 (**stand-in**: the fake provider, not research data) | 3 |" in card
+    stand_in = "127.0.0.1:8911 (**stand-in**: the fake provider, not research data)"
+    assert f"| {world['run'].pk} | openai | gpt-5.1 | judge-v1 | taxonomy | no | {stand_in} | 3 |" in card
     actions = list(AuditEvent.objects.filter(target_type="ExportJob").values_list("action", flat=True))
     assert "export.finished" in actions and AuditEvent.objects.filter(action="export_hf", actor=admin_user).exists()
 

@@ -117,7 +117,8 @@ def test_level_mismatches_are_printed_every_one(tmp_path):
     out = run(write_jsonl(tmp_path / "bench.jsonl", rows), "--split", "test")
     assert "Rows whose published level differs from the computed l* (3):" in out
     for i in wrong:
-        computed = engine.determined_level(engine.level_counts({k: v for g in rows[i]["binary_labels"].values() for k, v in g.items()}, taxonomy.from_file().level_of))
+        computed = engine.determined_level(engine.level_counts({k: v for g in rows[i]["binary_labels"].values() for k, v in g.items()},
+                                                               taxonomy.from_file().level_of))
         assert f"{rows[i]['id']}: published 4, computed {computed}" in out
     report = ScoringProfile.objects.get(name="cprt-bench").fit_report
     assert [m["id"] for m in report["level_mismatches"]] == [rows[i]["id"] for i in wrong]

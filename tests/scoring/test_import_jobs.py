@@ -93,7 +93,8 @@ def test_vispr_import_from_the_page_runs_as_a_job(client_as, admin_user, root, m
 def test_cprt_bench_import_from_the_page(client_as, admin_user, root, monkeypatch):
     record_sends(monkeypatch)
     bench_file(root / "bench.jsonl", ["2017_50000001", "2017_50000002"])
-    response = client_as(admin_user).post(reverse("scoring:imports"), with_submission_token({"kind": "cprt_bench", "path": "bench.jsonl", "split": "train"}))
+    response = client_as(admin_user).post(reverse("scoring:imports"),
+                                          with_submission_token({"kind": "cprt_bench", "path": "bench.jsonl", "split": "train"}))
     assert response.status_code == 302
     job = ImportJob.objects.get()
     assert imports.run_import(job.pk)["status"] == "finished", ImportJob.objects.get().error

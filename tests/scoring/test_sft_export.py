@@ -170,7 +170,8 @@ def test_the_evaluation_file_holds_exactly_the_test_split_and_no_training_id(tmp
     summary = export.export_sft(tmp_path / fmt, fmt, profile=sft_world)
     root = tmp_path / fmt
     if fmt == "hf":
-        ids = {part: set(datasets.load_dataset("parquet", data_files=str(root / path), split="train")["id"]) for part, path in summary["files"].items()}
+        ids = {part: set(datasets.load_dataset("parquet", data_files=str(root / path), split="train")["id"])
+               for part, path in summary["files"].items()}
     else:
         ids = {part: {r["id"] for r in json.loads((root / path).read_text())} for part, path in summary["files"].items()}
     assert ids["evaluation"] == set(SFT_TEST) and ids["train"] == set(SFT_TRAIN)

@@ -63,7 +63,8 @@ def test_a_valid_launch_stores_audits_and_dispatches_an_sft_job_on_commit(client
         ({"sft-format": "csv"}, "Unknown format csv"),
         ({"sft-split": "test"}, "test cannot be training data: the test split is the evaluation side"),
         ({"sft-prompt_version": "judge-v0"}, "Unknown judge prompt version judge-v0."),
-        ({"sft-faces": "blur:0.5:0.2", "sft-include_images": "on"}, "Unknown faces option blur:0.5:0.2: choose the originals or an anonymization setting"),
+        ({"sft-faces": "blur:0.5:0.2", "sft-include_images": "on"},
+         "Unknown faces option blur:0.5:0.2: choose the originals or an anonymization setting"),
         ({"sft-profile": "999999"}, "Unknown scoring profile: choose one of the list."),
     ],
 )

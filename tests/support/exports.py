@@ -18,7 +18,8 @@ def build_world(make_image, set_labels) -> dict:
     provisional profile), two people with e-mail addresses as account names, and a judge run."""
     gpt = Annotator.for_model("openai", "gpt-5.1", "annotate-v1")
     gemini = Annotator.for_model("gemini", "gemini-3-flash", "annotate-v1")
-    profile = ScoringProfile.objects.create(name="models", lo1=0.75, lo2=0.5, lo3=0.25, provisional=True, source="test profile", weights=[330, 30, 5, 1])
+    profile = ScoringProfile.objects.create(name="models", lo1=0.75, lo2=0.5, lo3=0.25, provisional=True, source="test profile",
+                                            weights=[330, 30, 5, 1])
     profile.consensus_annotators.set([gpt, gemini])
     people = []
     for username in ("jane.doe@example.org", "r.roe@uni.example.net"):

@@ -25,8 +25,9 @@ class Command(BaseCommand):
         parser.add_argument("--profile", help="scoring profile (default: the active profile)")
         parser.add_argument("--include-images", action="store_true",
                             help="write the image bytes (privacy-sensitive: they leave the system); the openai format needs them")
-        parser.add_argument("--faces", default=FACES_ORIGINAL, help="with --include-images: original (default) or an anonymization setting such as blur:0.5:0.2 "
-                                                                    "(its face-anonymized variants; images without one are left out and listed)")
+        parser.add_argument("--faces", default=FACES_ORIGINAL,
+                            help="with --include-images: original (default) or an anonymization setting such as blur:0.5:0.2 "
+                                 "(its face-anonymized variants; images without one are left out and listed)")
         parser.add_argument("--annotation-stages", action="store_true", help="also write pairs for the two annotation stages")
         parser.add_argument("--dataset-version", help="only the images of this dataset version (its name), on both sides")
 

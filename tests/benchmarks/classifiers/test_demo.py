@@ -15,6 +15,7 @@ from inference import benchmarks
 from inference.models import Run, RunResult
 from inference.providers.onnx.models import ClassifierModel
 from scoring.models import ImageScore, ScoringProfile
+from tests.support.run_totals import counted_totals, stored_totals
 
 pytestmark = pytest.mark.django_db
 
@@ -58,3 +59,13 @@ def test_the_demo_pages_show_the_runs_with_the_badge_and_figures_equal_sklearn(a
     assert ">demo</span>" in admin.get(f"/benchmarks/local-classifiers/runs/{run.pk}/").content.decode()
     hub = admin.get("/scoring/benchmarks/").content.decode()
     assert "/benchmarks/local-classifiers/" in hub and "Local classifiers (private/public)" in hub
+
+
+def test_the_demo_runs_totals_are_their_results_counted_and_cost_nothing(seeded):
+    runs = Run.objects.filter(task="binary")
+    assert runs.count() == 2
+    for run in runs:
+        assert stored_totals(run) == counted_totals(run)
+        assert run.done == run.total and set(run.outcome_counts) <= {"ok", "error"}  # seeded unreadable images count too
+        assert (run.tokens_in, run.tokens_out, run.estimated_cost_usd) == (0, 0, 0)  # no classifier ran
+        assert run.provenance == "demo"

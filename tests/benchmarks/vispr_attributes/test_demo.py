@@ -11,6 +11,7 @@ from django.core.management import call_command
 from annotations.models import Image, VisprAttribute
 from inference import benchmarks
 from inference.models import Run, RunResult
+from tests.support.run_totals import counted_totals, stored_totals
 
 pytestmark = pytest.mark.django_db
 
@@ -42,3 +43,14 @@ def test_the_demo_pages_show_figures_with_the_demo_badge(seeded, client):
     assert figures["provenance"] == "demo" and 0 < figures["cmap"] <= 1 and figures["evaluated_attributes"] > 3
     assert figures["answered"] < figures["images"] and figures["omitted"] > 0  # seeded refusals and omissions show
     assert ">demo</span>" in client.get(f"/benchmarks/vispr-attributes/runs/{run.pk}/").content.decode()
+
+
+def test_the_demo_runs_totals_are_their_results_counted_and_claim_no_tokens_or_cost(seeded):
+    runs = Run.objects.filter(task="vispr-attributes")
+    assert runs.count() == 2
+    for run in runs:
+        assert stored_totals(run) == counted_totals(run)
+        assert run.done == run.total and set(run.outcome_counts) <= {"ok", "refused"}
+        # No model was called: a priced model's run shows no tokens and no cost, and stays badged demo.
+        assert (run.tokens_in, run.tokens_out, run.estimated_cost_usd) == (0, 0, 0)
+        assert run.provenance == "demo"

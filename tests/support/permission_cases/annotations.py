@@ -59,7 +59,8 @@ def cases(world):
         Case("annotations:labeling", kwargs={"labeling_id": page.pk}, expect=owner_only(200)),
         Case("annotations:labeling", kwargs={"labeling_id": 999999}, expect=ROLES_404),
         Case("annotations:labeling", kwargs={"labeling_id": page.pk}, method="post", expect=ROLES_405),
-        Case("annotations:labeling_draft", kwargs={"labeling_id": draft.pk}, method="post", data={"version": 1, "value-age": "1"}, expect=owner_only(200)),
+        Case("annotations:labeling_draft", kwargs={"labeling_id": draft.pk}, method="post", data={"version": 1, "value-age": "1"},
+             expect=owner_only(200)),
         Case("annotations:labeling_draft", kwargs={"labeling_id": draft.pk}, expect=ROLES_405),
         Case("annotations:labeling_draft", kwargs={"labeling_id": 999999}, method="post", data={"version": 1}, expect=ROLES_404),
         # Missing answers: refused (400) for the owner, 404 for everyone else.
@@ -72,13 +73,15 @@ def cases(world):
         Case("annotations:labeling_unskip", kwargs={"labeling_id": world["labeling_unskip"].pk}, expect=ROLES_405),
         Case("annotations:image_history", kwargs={"image_id": page.image_id}, expect=STAFF_ONLY),
         Case("annotations:image_history", kwargs={"image_id": 999999}, expect=matrix(reviewer_a=403, reviewer_b=403, adjudicator=404, admin=404)),
-        Case("annotations:image_history", kwargs={"image_id": page.image_id}, method="post", expect=matrix(reviewer_a=403, reviewer_b=403, adjudicator=405, admin=405)),
+        Case("annotations:image_history", kwargs={"image_id": page.image_id}, method="post",
+             expect=matrix(reviewer_a=403, reviewer_b=403, adjudicator=405, admin=405)),
         Case("annotations:preferences", expect=ALL_ROLES),
         Case("annotations:preferences", method="post", data={"blur_images_by_default": "on"}, expect=ROLES_302),
         Case("annotations:preferences", method="put", expect=ROLES_405),
         Case("annotations:password_change", expect=ALL_ROLES),
         # A wrong current password re-renders the form (200) and changes nothing.
-        Case("annotations:password_change", method="post", data={"old_password": "wrong", "new_password1": "x", "new_password2": "x"}, expect=matrix(reviewer_a=400, reviewer_b=400, adjudicator=400, admin=400)),
+        Case("annotations:password_change", method="post", data={"old_password": "wrong", "new_password1": "x", "new_password2": "x"},
+             expect=matrix(reviewer_a=400, reviewer_b=400, adjudicator=400, admin=400)),
         Case("annotations:password_change", method="put", expect=ROLES_405),
     ]
 
