@@ -174,9 +174,8 @@ class Columns:
         self.row = np.arange(n)  # the rows' numbers in the whole file (a group keeps them)
         (self._read_checked if check else self._read)(rows, k)
         width = max(len(self.scenario_ids), 1)
-        self.pair = np.where(self.has_scenario, -1, self.item)
-        in_scene = self.scenario_is_privacy == 1
-        self.pair[in_scene] = self.n_items + self.item[in_scene] * width + self.scenario[in_scene]
+        scene_pair = np.where(self.scenario_is_privacy == 1, self.n_items + self.item * width + self.scenario, -1)
+        self.pair = np.where(self.has_scenario, scene_pair, self.item)
         self.n_pairs = self.n_items * (width + 1)
         if self.n_pairs > 4 * n + 1024:  # many scenarios: number the pairs there are
             paired = self.pair >= 0
