@@ -200,7 +200,7 @@ class Columns:
         are checked as `validate_rows` checks them; _Unusual when any is off. Types are checked row by
         row where a wrong one could pass for a right one (True == 1, 1.0 == 1: is_privacy, the
         scenario's, benchmark_id); labels and scenario ids on their distinct values, as only strings
-        equal strings (an integer scenario id, which True could pass for, goes the general way)."""
+        equal strings (where an integer scenario id is among them, every row's scenario id is read again)."""
         label_of: defaultdict = defaultdict(count().__next__)  # label -> its code
         scene_of: defaultdict = defaultdict(count(1).__next__)  # scenario id -> its code
         scene_of[_ABSENT] = 0
@@ -211,8 +211,11 @@ class Columns:
         is_privacy, ids, scene_is_privacy = flat[2::6], flat[3::6], flat[5::6]
         id_types = set(map(type, ids))
         self.labels, self.scenario_ids = list(label_of), list(scene_of)[1:]
+        scene_types = set(map(type, self.scenario_ids))
+        if scene_types - {str}:  # an integer id, which True or 1.0 could pass for: every row's checked
+            scene_types = set(map(type, map(itemgetter("id"), filter(None, map(dict.get, rows, repeat("scenario"))))))
         if not (id_types <= {int, str} and _only(list(map(type, is_privacy)), int) and _only(list(map(type, scene_is_privacy)), int)
-                and _only(list(map(type, self.scenario_ids)), str) and _only(list(map(type, self.labels)), str)
+                and scene_types <= {int, str} and _only(list(map(type, self.labels)), str)
                 and all(label.strip() and label != "a0_safe" for label in self.labels)):
             raise _Unusual
         self.label = _small_ints(flat[0::6], len(self.labels))
