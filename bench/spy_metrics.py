@@ -1,7 +1,7 @@
 """Benchmark: SPY-Bench metrics (`manage.py spy_metrics`) against upstream's `cal_metrics`, for one or more
 source trees side by side on the same evaluated file.
 
-    .venv/bin/python bench/spy_metrics.py [--rows 100000] [--repeat 7] [--compare /tmp/old-tree] [--full] [--full-compare]
+    .venv/bin/python bench/spy_metrics.py [--rows 100000] [--repeat 7] [--compare /tmp/old-tree] [--full] [--full-compare] [--floor]
 
 The rows are tests/support/spy_upstream.py's `evaluated_rows` (upstream's row format, items of 2 to 6
 rows, one row in fifty neither respond nor reject), written once as JSONL. Per tree (this checkout,
@@ -10,6 +10,9 @@ then each --compare tree, each in a fresh process whose imports come from that t
   and the tree's `metrics.cal_metrics` on the same rows, interleaved --repeat times; CPU seconds
   (time.process_time), best and median, and the ratio of the best; the two results must be equal (on a
   shared machine under load, CPU seconds are the telling figure; the wall ones are printed beside);
+- --floor: a third function interleaved with those two, `fetch_only`: every field the checks read
+  fetched from every row and dropped (the pass is bound by memory: each row's dicts and values are cache
+  misses); upstream's time over it is the most any reader of these dicts could reach;
 - as a command: `call_command("spy_metrics", FILE)` in that process (reading, checking, computing and
   printing: the command's own time), then `manage.py spy_metrics FILE` as a child process (wall and
   CPU seconds, Django's start included);
@@ -32,6 +35,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import deque
+from itertools import chain, repeat
+from operator import itemgetter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -85,7 +91,16 @@ def vm_hwm_mb() -> float:
     return float("nan")
 
 
-def measure(path: str, repeat: int, full: bool) -> dict:
+def fetch_only(rows: list[dict], k: str = "eval_resp") -> None:
+    """The fields the checks read (label, verdict, is_privacy, benchmark_id; the scenario's id and
+    is_privacy), fetched from every row by C-level getters and dropped: the floor of any reader."""
+    fields = chain.from_iterable(map(itemgetter("label", k, "is_privacy", "benchmark_id"), rows))
+    no_scenario = {"id": None, "is_privacy": 0}
+    scene = chain.from_iterable(map(itemgetter("id", "is_privacy"), map(dict.get, rows, repeat("scenario"), repeat(no_scenario))))
+    deque(zip(fields, fields, fields, fields, scene, scene), maxlen=0)
+
+
+def measure(path: str, repeats: int, full: bool, floor: bool) -> dict:
     """In a child process whose sys.path starts with the tree measured."""
     sys.path.insert(0, os.getcwd())
     _setup_django()
@@ -95,21 +110,23 @@ def measure(path: str, repeat: int, full: bool) -> dict:
 
     up = upstream_module()
     rows = files.read_rows(Path(path).read_bytes(), path)
-    upstream, ours = [], []
-    for _ in range(repeat):
+    upstream, ours, fetch = [], [], []
+    for _ in range(repeats):
         seconds, expected = _cpu(lambda: up.cal_metrics(rows))
         upstream.append(seconds)
         seconds, got = _cpu(lambda: metrics.cal_metrics(rows))
         ours.append(seconds)
         if got != expected:
             raise SystemExit("the tree's cal_metrics differs from upstream's")
+        if floor:
+            fetch.append(_cpu(lambda: fetch_only(rows))[0])
     command, command_cpu = [], []
     for _ in range(3):
         started = time.perf_counter()
         cpu, _ = _cpu(lambda: call_command("spy_metrics", path, stdout=io.StringIO()))
         command.append(time.perf_counter() - started)
         command_cpu.append(cpu)
-    out = {"rows": len(rows), "upstream_s": upstream, "ours_s": ours, "command_in_process_s": command, "command_cpu_s": command_cpu}
+    out = {"rows": len(rows), "upstream_s": upstream, "ours_s": ours, "fetch_s": fetch, "command_in_process_s": command, "command_cpu_s": command_cpu}
     if full:
         hwm_before = vm_hwm_mb()
         started = time.perf_counter()
@@ -136,10 +153,11 @@ def main() -> None:
     parser.add_argument("--compare", action="append", default=[], help="another source tree to measure beside this one")
     parser.add_argument("--full", action="store_true", help="also time --full (bootstrap intervals) in this checkout")
     parser.add_argument("--full-compare", action="store_true", help="and in the --compare trees (GBs of memory before issue 37)")
+    parser.add_argument("--floor", action="store_true", help="also time fetching the fields alone (the floor), beside upstream's")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(measure(args.child, args.repeat, args.full)))
+        print(json.dumps(measure(args.child, args.repeat, args.full, args.floor)))
         return
     with common.scratch_folder("spy-metrics-bench-") as folder:
         os.environ["CPRT_DATA_DIR"] = str(folder / "data")  # the children's data folder: removed with the rest
@@ -153,7 +171,7 @@ def run_trees(args, path: Path) -> None:
     for tree in trees:
         full = args.full and (tree == ROOT or args.full_compare)
         cmd = [sys.executable, str(ROOT / "bench" / "spy_metrics.py"), "--child", str(path), "--repeat", str(args.repeat)]
-        done = subprocess.run(cmd + (["--full"] if full else []), cwd=tree, capture_output=True, text=True,
+        done = subprocess.run(cmd + (["--full"] if full else []) + (["--floor"] if args.floor else []), cwd=tree, capture_output=True, text=True,
                               env={**os.environ, "PYTHONPATH": str(tree)})
         if done.returncode:
             print(f"{tree}: failed\n{done.stderr[-3000:]}")
@@ -163,6 +181,10 @@ def run_trees(args, path: Path) -> None:
         up, ours = r["upstream_s"], r["ours_s"]
         print(f"{str(tree)}\n  in process, CPU s: upstream cal_metrics best {min(up):.3f} (median {statistics.median(up):.3f}), "
               f"this tree's best {min(ours):.3f} (median {statistics.median(ours):.3f}): {min(up) / min(ours):.2f}x upstream's speed")
+        if r["fetch_s"]:
+            fetch = r["fetch_s"]
+            print(f"  floor: fetching the fields alone, best {min(fetch):.3f} (median {statistics.median(fetch):.3f}): "
+                  f"{min(up) / min(fetch):.2f}x upstream's speed, the most any reader of these rows could reach")
         print(f"  command in process (read, check, compute, print): best {min(r['command_in_process_s']):.3f} s wall, "
               f"{min(r['command_cpu_s']):.3f} s CPU; "
               f"`manage.py spy_metrics` as a process: {wall:.2f} s wall, {cpu:.2f} s CPU")

@@ -5,7 +5,8 @@ counted: upstream's `assert`s and crashes, as metrics.py's docstring lists them.
 """
 from __future__ import annotations
 
-from itertools import chain, compress, count, repeat, tee
+from collections import defaultdict
+from itertools import chain, compress, count, repeat
 from operator import is_not, itemgetter
 
 import numpy as np
@@ -86,9 +87,8 @@ ROW_COUNTS = ("total", "exception", "abs_all", "abs_exp", "acc_all", "acc_exp", 
               "comp1_all", "comp1_exp", "comp0_all", "comp0_exp")
 PAIR_COUNTS = ("n1", "n2", "n3", "n4", "ics_exp", "ics_all", "abs_ics_all", "abs_ics_exp")
 SCENE_PAIR_COUNTS = ("sc1", "sc2", "sc3", "sc4", "sc_exp", "sc_all")
-_ABSENT, _MISSING = object(), object()  # a row without a scenario; a scenario without the field
-_NO_SCENARIO = {"is_privacy": _ABSENT, "id": _ABSENT}
-_SCENE_CODES = {_ABSENT: -1, 0: 0, 1: 1}  # a scenario's is_privacy (of type int or a marker); anything else: 2
+_ABSENT = object()  # the scenario id of a row without a scenario
+_NO_SCENARIO = {"id": _ABSENT, "is_privacy": 0}
 _PER_ROW = ("row", "verdict", "label", "absolute", "is_privacy", "item", "has_scenario", "scenario_is_privacy", "scenario", "pair")
 
 
@@ -148,6 +148,14 @@ def _numbered(first: dict, firsts) -> np.ndarray:
     return code_of_row[firsts]
 
 
+def _small_ints(values: list, top: int) -> np.ndarray:
+    """`values`, integers known to be below `top`, as a column: through a bytearray (a C-level copy, a
+    third of np.fromiter's time; ValueError for a value outside 0..255) when `top` <= 256."""
+    if top <= 256:
+        return np.frombuffer(bytearray(values), dtype=np.uint8)
+    return np.fromiter(values, dtype=np.int64, count=len(values))
+
+
 def _only(types: list, allowed: type) -> bool:
     """Whether every entry of `types` is `allowed` (list.count: identity, a fraction of set()'s cost)."""
     return types.count(allowed) == len(types)
@@ -166,9 +174,8 @@ class Columns:
         self.row = np.arange(n)  # the rows' numbers in the whole file (a group keeps them)
         (self._read_checked if check else self._read)(rows, k)
         width = max(len(self.scenario_ids), 1)
-        self.pair = np.where(self.has_scenario, -1, self.item)
-        in_scene = self.scenario_is_privacy == 1
-        self.pair[in_scene] = self.n_items + self.item[in_scene] * width + self.scenario[in_scene]
+        scene_pair = np.where(self.scenario_is_privacy == 1, self.n_items + self.item * width + self.scenario, -1)
+        self.pair = np.where(self.has_scenario, scene_pair, self.item)
         self.n_pairs = self.n_items * (width + 1)
         if self.n_pairs > 4 * n + 1024:  # many scenarios: number the pairs there are
             paired = self.pair >= 0
@@ -182,50 +189,48 @@ class Columns:
                 raise _Unusual
 
     def _read_checked(self, rows: list[dict], k: str) -> None:
-        """Every field of every row in one pass (issue 37: each pass over 100,000 rows costs their cache
-        misses again, a row's fields read together cost them once): `zip` pulls row i through every
-        getter before row i+1 (`tee` hands one getter's value to two), all of them C-level, flattened with
-        `chain`, then sliced into columns. A row without "scenario" reads `_NO_SCENARIO` (its id and
-        is_privacy the `_ABSENT` marker, a field missing from a scenario reads `_MISSING`); a scenario
-        that is not a dict (null included) raises TypeError here, and the general reader takes over.
-        Labels and scenario ids are numbered as they are read (the row each first appears at), a value's
-        type read beside it. Then every column's types and values are checked as `validate_rows` checks
-        them; _Unusual when any is off."""
-        n = len(rows)
-        first_label: dict = {}  # label -> the row it first appears at
-        first_scene: dict = {}  # scenario id (_ABSENT: no scenario) -> the row it first appears at
-        scene = tee(map(dict.get, rows, repeat("scenario"), repeat(_NO_SCENARIO)), 3)
-        scene_id = tee(map(dict.get, scene[2], repeat("id"), repeat(_MISSING)))
-        label = tee(map(itemgetter("label"), rows))
-        flat = list(chain.from_iterable(zip(
-            map(type, scene[0]), map(dict.get, scene[1], repeat("is_privacy"), repeat(_MISSING)),
-            map(first_scene.setdefault, scene_id[0], count()), map(type, scene_id[1]),
-            map(_VERDICT.get, map(itemgetter(k), rows), repeat(2)), map(first_label.setdefault, label[0], count()),
-            map(type, label[1]), map(itemgetter("benchmark_id"), rows), map(itemgetter("is_privacy"), rows))))
-        scene_is_privacy, ids, is_privacy = flat[1::9], flat[7::9], flat[8::9]  # 0 and 1 are cached ints: no misses
+        """Every field of every row in one pass (issue 37: the pass is bound by memory, each row's dicts
+        and values cache misses, so each is touched once, and all its fields read while it is in cache):
+        one `itemgetter` of four fields a row and one of its scenario's two, flattened with `chain` and
+        taken in turn by `zip` (zip's left-to-right order), all of it C-level. Labels and scenario ids
+        are coded as they are read (a `defaultdict` numbering each new value, in order of first
+        appearance), the verdict too; a row without "scenario" reads `_NO_SCENARIO` (id `_ABSENT`,
+        coded 0, the scenario column's -1). A missing field raises KeyError, a row or a scenario that is not an object (null
+        included) TypeError, and the general reader takes over. Then every column's types and values
+        are checked as `validate_rows` checks them; _Unusual when any is off. Types are checked row by
+        row where a wrong one could pass for a right one (True == 1, 1.0 == 1: is_privacy, the
+        scenario's, benchmark_id); labels and scenario ids on their distinct values, as only strings
+        equal strings (where an integer scenario id is among them, every row's scenario id is read again)."""
+        label_of: defaultdict = defaultdict(count().__next__)  # label -> its code
+        scene_of: defaultdict = defaultdict(count(1).__next__)  # scenario id -> its code
+        scene_of[_ABSENT] = 0
+        fields = chain.from_iterable(map(itemgetter("label", k, "is_privacy", "benchmark_id"), rows))
+        scene = chain.from_iterable(map(itemgetter("id", "is_privacy"), map(dict.get, rows, repeat("scenario"), repeat(_NO_SCENARIO))))
+        flat = list(chain.from_iterable(zip(map(label_of.__getitem__, fields), map(_VERDICT.get, fields, repeat(2)), fields, fields,
+                                            map(scene_of.__getitem__, scene), scene)))
+        is_privacy, ids, scene_is_privacy = flat[2::6], flat[3::6], flat[5::6]
         id_types = set(map(type, ids))
-        self.labels = list(first_label)
-        if not (_only(flat[0::9], dict) and set(map(type, scene_is_privacy)) <= {int, object} and set(flat[3::9]) <= {int, str, object}
-                and _MISSING not in first_scene and _only(flat[6::9], str) and id_types <= {int, str}
-                and set(map(type, is_privacy)) <= {int} and all(label.strip() and label != "a0_safe" for label in self.labels)):
+        self.labels, self.scenario_ids = list(label_of), list(scene_of)[1:]
+        scene_types = set(map(type, self.scenario_ids))
+        if scene_types - {str}:  # an integer id, which True or 1.0 could pass for: every row's checked
+            scene_types = set(map(type, map(itemgetter("id"), filter(None, map(dict.get, rows, repeat("scenario"))))))
+        if not (id_types <= {int, str} and _only(list(map(type, is_privacy)), int) and _only(list(map(type, scene_is_privacy)), int)
+                and scene_types <= {int, str} and _only(list(map(type, self.labels)), str)
+                and all(label.strip() and label != "a0_safe" for label in self.labels)):
             raise _Unusual
-        self.verdict = np.fromiter(flat[4::9], dtype=np.int8, count=n)
-        self.label = _numbered(first_label, flat[5::9])
+        self.label = _small_ints(flat[0::6], len(self.labels))
+        self.verdict = _small_ints(flat[1::6], 3).view(np.int8)
         self.absolute = np.array([label in _ABSOLUTE for label in self.labels], dtype=bool)[self.label]
-        self.is_privacy = np.fromiter(is_privacy, dtype=np.int8, count=n)
+        self.is_privacy = _small_ints(is_privacy, 256).view(np.int8)  # ValueError outside 0..255: refused below too
         self.item, items = _factorize(ids, id_types)
         self.n_items = len(items)
-        self.scenario_is_privacy = _codes(scene_is_privacy, _SCENE_CODES, 2)  # -1: no scenario; 2: not 0 or 1
-        if (np.any(self.scenario_is_privacy == 2) or np.any((self.is_privacy != 0) & (self.is_privacy != 1))
+        self.scenario = _small_ints(flat[4::6], len(scene_of)).astype(np.int64) - 1
+        self.has_scenario = self.scenario != -1
+        scene_is_privacy = _small_ints(scene_is_privacy, 256).view(np.int8)
+        self.scenario_is_privacy = np.where(self.has_scenario, scene_is_privacy, np.int8(-1))
+        if (np.any((scene_is_privacy != 0) & (scene_is_privacy != 1)) or np.any((self.is_privacy != 0) & (self.is_privacy != 1))
                 or np.any((self.scenario_is_privacy == 0) & (self.is_privacy == 0))):
             raise _Unusual
-        self.has_scenario = self.scenario_is_privacy != -1
-        self.scenario = _numbered(first_scene, flat[2::9])
-        self.scenario_ids = list(first_scene)
-        if _ABSENT in first_scene:  # rows without a scenario: -1, the ids after theirs one down
-            absent = self.scenario_ids.index(_ABSENT)
-            del self.scenario_ids[absent]
-            self.scenario = np.where(self.has_scenario, self.scenario - (self.scenario > absent), -1)
 
     def _read(self, rows: list[dict], k: str) -> None:
         """Rows `validate_rows` passed, whatever their scenario (null included): a `map` of a C-level

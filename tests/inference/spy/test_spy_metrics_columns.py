@@ -95,6 +95,9 @@ def test_bootstrap_sums_of_a_large_file_equal_the_plain_sums_over_the_same_draws
     ("scenario", {"is_privacy": 1}, "scenario must be an object"),  # no id
     ("scenario", {"id": "s1_doctor"}, "scenario must be an object"),  # no is_privacy
     ("scenario", {"id": "s1_doctor", "is_privacy": 5}, "scenario must be an object"),
+    ("scenario", {"id": "s1_doctor", "is_privacy": -1}, "scenario must be an object"),
+    ("scenario", {"id": "s1_doctor", "is_privacy": 0.0}, "scenario must be an object"),
+    ("is_privacy", -1, "is_privacy must be 0 or 1"),
     ("scenario", {"id": ["s1_doctor"], "is_privacy": 1}, "scenario must be an object"),
     ("scenario", {"id": "s1_doctor", "is_privacy": [1]}, "scenario must be an object"),
     ("label", 7, "label must be a VISPR attribute id"),
@@ -132,6 +135,26 @@ def test_instruction_0_in_a_non_privacy_scenario_deep_in_a_large_file_is_named()
     rows[at] = dict(rows[at], is_privacy=0)
     with pytest.raises(metrics.MetricsError, match=rf"^row {at + 1}: instruction 0 in a non-privacy scenario"):
         metrics.cal_metrics(rows)
+
+
+def test_integer_scenario_ids_equal_upstreams_and_one_that_is_true_is_named():
+    rows = upstream.evaluated_rows(6000, seed=31)
+    numbered = {}
+    for row in rows:
+        if row.get("scenario") is not None:
+            row["scenario"] = dict(row["scenario"], id=numbered.setdefault(row["scenario"]["id"], len(numbered)))
+    assert_equal_to_upstream(rows)
+    at = next(n for n, r in enumerate(rows) if n > 15_000 and r.get("scenario") is not None and r["scenario"]["id"] == 1)
+    rows[at] = dict(rows[at], scenario=dict(rows[at]["scenario"], id=True))  # True == 1: equal to an id before it
+    with pytest.raises(metrics.MetricsError, match=rf"^row {at + 1}: scenario must be an object"):
+        metrics.cal_metrics(rows)
+
+
+def test_hundreds_of_labels_equal_upstreams():
+    rows = upstream.evaluated_rows(6000, seed=32)
+    for row in rows:
+        row["label"] = f"a{200 + row['benchmark_id'] % 400}_attribute"
+    assert_equal_to_upstream(rows)
 
 
 class Label(str):
