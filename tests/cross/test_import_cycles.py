@@ -6,7 +6,10 @@ import ast
 from pathlib import Path
 
 import grimp
+import numpy as np
 import pytest
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
 
 APPS = ["core", "annotations", "inference", "scoring", "demo", "cprt_site"]  # every app: no import circle inside any
 ROOTS = ["core", "annotations", "inference", "scoring", "demo", "cprt_site"]
@@ -18,48 +21,18 @@ def graph():
 
 
 def circles(graph, modules: set[str]) -> list[list[str]]:
-    """Tarjan's strongly connected components of more than one module, within `modules` (iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-    counter = 0
-    for root in sorted(modules):
-        if root in index:
-            continue
-        work = [(root, iter(sorted(graph.find_modules_directly_imported_by(root) & modules)))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = counter
-                    counter += 1
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(graph.find_modules_directly_imported_by(child) & modules))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    found.append(sorted(component))
-    return found
+    """The strongly connected components of more than one module within `modules` (scipy's csgraph), each
+    sorted, in order; `graph.find_modules_directly_imported_by(m)` gives a module's direct imports."""
+    names = sorted(modules)
+    at = {m: i for i, m in enumerate(names)}
+    edges = [(at[m], at[w]) for m in names for w in graph.find_modules_directly_imported_by(m) & modules]
+    rows, cols = (list(c) for c in zip(*edges)) if edges else ([], [])
+    matrix = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(names), len(names)))
+    _, component = connected_components(matrix, directed=True, connection="strong")
+    groups: dict[int, list[str]] = {}
+    for name, c in zip(names, component):
+        groups.setdefault(int(c), []).append(name)
+    return sorted(g for g in groups.values() if len(g) > 1)
 
 
 def test_the_circle_finder_finds_a_circle():
