@@ -5,9 +5,10 @@ the library is imported the first time an attribute is read (a client built, an 
 caught), so `django.setup()` and `manage.py check` do not pay for it (bench/startup.py).
 
 A Celery worker does use them, in every pool process: `load_all` imports every lazy module declared
-so far, and the worker calls it at `worker_init` (core.apps), in its main process before the pool
-forks, so the pool processes inherit them instead of each importing them on its first job (about
-0.3 s of CPU each for the OpenAI SDK, paid by the first run after a start: issue 37's throughput).
+so far, and the worker calls it at `worker_init` (inference.apps, which knows the providers), in its
+main process before the pool forks, so the pool processes inherit them instead of each importing them
+on its first job (about 0.3 s of CPU each for the OpenAI SDK, paid by the first run after a start:
+issue 37's throughput).
 """
 from __future__ import annotations
 
@@ -39,9 +40,7 @@ def lazy_module(name: str) -> Any:
     return DECLARED.setdefault(name, LazyModule(name))
 
 
-def load_all() -> list[str]:
-    """Import every lazy module declared so far (the modules that declare them must be imported first);
-    the names, in order."""
+def load_all() -> None:
+    """Import every lazy module declared so far (the modules that declare them must be imported first)."""
     for module in list(DECLARED.values()):
         module._load()
-    return list(DECLARED)
