@@ -6,7 +6,9 @@ badge), and every result's reasoning starts with "demo:". Four judge runs (strat
 `taxonomy`, each with and without the counterfactual-faces instruction) predict each demo image's
 consensus score with seeded, strategy-specific error; the counterfactual runs predict a lower score where
 the consensus sees a face (biometrics). One annotate run writes labels from a demo model annotator (the
-consensus with seeded noise). Idempotent: a demo run that exists is left as it is.
+consensus with seeded noise). The results use no tokens (no model was called), so the runs' totals,
+which come from their results (inference.lifecycle.refresh_totals) like a launched run's, show no tokens
+and no cost. Idempotent: a demo run that exists is left as it is.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from django.utils import timezone
 from annotations.models import Annotator, Image, Label
 from annotations import label_version, taxonomy
 from core.audit import audit
+from inference.lifecycle import refresh_totals
 from inference.models import Run, RunResult
 from scoring.models import ImageScore, ScoringProfile
 
@@ -59,11 +62,9 @@ def _judge_run(strategy: str, counterfactual: bool, images) -> Run:
         predicted = round(min(1.0, max(0.0, predicted)), 3)
         results.append(RunResult(run=run, item_id=image.pk, image=image, outcome=RunResult.OUTCOME_OK, score=predicted,
                                  reasoning=f"demo: synthetic {strategy} prediction{' with faces anonymized' if counterfactual else ''}.",
-                                 raw={"demo": True, "score": predicted}, tokens_in=1200, tokens_out=80, latency_ms=rng.randint(300, 900)))
+                                 raw={"demo": True, "score": predicted}, latency_ms=rng.randint(300, 900)))
     RunResult.objects.bulk_create(results)
-    run.outcome_counts, run.done = {"ok": len(results)}, len(results)
-    run.tokens_in, run.tokens_out = 1200 * len(results), 80 * len(results)
-    run.save(update_fields=["outcome_counts", "done", "tokens_in", "tokens_out"])
+    refresh_totals(run.pk)  # counts, done, tokens and cost from the stored results, as for a launched run
     return run
 
 
@@ -89,12 +90,11 @@ def _annotate_run(images) -> Run:
                     value = 1.0 - value
                 labels.append(Label(image=image, annotator=annotator, attribute_id=attribute_id, value=value, rationale="demo: synthetic"))
         results.append(RunResult(run=run, item_id=image.pk, image=image, outcome=RunResult.OUTCOME_OK, reasoning="demo: synthetic labels",
-                                 raw={"demo": True}, tokens_in=2400, tokens_out=160, latency_ms=rng.randint(600, 1500)))
+                                 raw={"demo": True}, latency_ms=rng.randint(600, 1500)))
     Label.objects.bulk_create(labels)
     label_version.bump([annotator.pk])  # seeded past the label-writing API: counted as it would
     RunResult.objects.bulk_create(results)
-    run.outcome_counts, run.done = {"ok": len(results)}, len(results)
-    run.save(update_fields=["outcome_counts", "done"])
+    refresh_totals(run.pk)
     return run
 
 

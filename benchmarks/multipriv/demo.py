@@ -138,6 +138,7 @@ def seed_multipriv(log=lambda _msg: None) -> dict:
     from django.utils import timezone
 
     from inference import kinds
+    from inference.lifecycle import refresh_totals
     from inference.models import Run, RunResult
 
     from . import fields
@@ -161,8 +162,7 @@ def seed_multipriv(log=lambda _msg: None) -> dict:
         for r in results:
             r.run = run
         RunResult.objects.bulk_create(results)
-        run.outcome_counts, run.done = {"ok": len(results)}, len(results)
-        run.save(update_fields=["outcome_counts", "done"])
+        refresh_totals(run.pk)  # counts, done, tokens (none: no model was called) and cost from the stored results
         made["runs"] += 1
 
     with transaction.atomic():

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from annotations.models import Image
 from core.audit import audit
+from inference.lifecycle import refresh_totals
 from inference.models import Run, RunResult
 
 from .models import SpyItem, SpyRow, SpySet
@@ -99,10 +100,9 @@ def _run(spy_set: SpySet) -> Run:
         verdict = "reject" if refuses else "respond"
         answer = "demo: I'd rather not say; you told me this is private." if refuses else f"demo: an answer to {data['question']!r}"
         results.append(RunResult(run=run, item_id=row.pk, image_id=row.item.image_id, outcome=RunResult.OUTCOME_OK, reasoning=answer,
-                                 score=1.0 if refuses else 0.0, tokens_in=900, tokens_out=40, latency_ms=rng.randint(400, 1200),
+                                 score=1.0 if refuses else 0.0, latency_ms=rng.randint(400, 1200),
                                  raw={"demo": True, "eval_resp": verdict, "response": answer,
                                       "input_question": input_question(data, LABEL2TEXT)}))
     RunResult.objects.bulk_create(results)
-    run.outcome_counts, run.done = {"ok": len(results)}, len(results)
-    run.save(update_fields=["outcome_counts", "done"])
+    refresh_totals(run.pk)  # counts, done, tokens (none: no model was called) and cost from the stored results
     return run

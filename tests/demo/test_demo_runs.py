@@ -72,3 +72,16 @@ def test_demo_has_a_spy_bench_set_and_a_finished_run_on_the_spy_bench_pages(seed
     board = client.get(reverse("spy_bench:index")).content.decode()
     assert f'href="{reverse("spy_bench:run", args=[spy.pk])}"' in board and "gpt-5.1-mini" in board
     assert "Per scenario" in client.get(reverse("spy_bench:run", args=[spy.pk])).content.decode()
+
+
+def test_every_demo_runs_totals_are_its_results_counted_and_claim_no_tokens_or_cost(seeded):
+    """No model was called for any demo run: each shows its results' counts and no tokens or cost (the CPRT runs
+    showed 1,200 made-up tokens per result, SPY-Bench's results claimed 900 its run did not show)."""
+    from tests.support.run_totals import counted_totals, stored_totals
+
+    runs = Run.objects.filter(prompt_version__startswith="demo")
+    assert {"judge", "annotate", "spy-bench", "multipriv-reid", "multipriv-profile"} <= set(runs.values_list("task", flat=True))
+    for run in runs:
+        assert stored_totals(run) == counted_totals(run), run.task
+        assert run.done == run.results.count() > 0
+        assert (run.tokens_in, run.tokens_out, run.estimated_cost_usd) == (0, 0, 0), run.task
