@@ -79,20 +79,15 @@ def running_sums(X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     return out
 
 
-# A transposing copy goes this many rows by columns of the source at a time
-TRANSPOSE_ROWS, TRANSPOSE_COLUMNS = 8, 8192
-
-
 def transposed(X: np.ndarray, dtype=None, out: np.ndarray | None = None) -> np.ndarray:
-    """A C-contiguous copy of the 2-D X's transpose, in `dtype` (default X's; or into `out`). Copied a
-    piece of a few rows by some thousand columns at a time: numpy's plain transposing copy
-    (np.ascontiguousarray(X.T)) reads each row of the result a whole row of X apart, and is 2-3x slower
-    on bootstrap counts."""
+    """A C-contiguous copy of the 2-D X's transpose, in `dtype` (default X's; or into `out`). One
+    numpy copy into the (reused) `out`: with numpy 2.4, measured on (50, 20,000-200,000) int32 counts,
+    faster than copying pieces of a few rows by some thousand columns at a time (2.7-3.0 against 4.1-4.4
+    ms at 85,878 cells, 3.5 against 12 ms into int64), which once beat np.ascontiguousarray(X.T, dtype)
+    into fresh memory."""
     rows, columns = X.shape
     out = np.empty((columns, rows), dtype=X.dtype if dtype is None else dtype) if out is None else out
-    for c in range(0, columns, TRANSPOSE_COLUMNS):
-        for r in range(0, rows, TRANSPOSE_ROWS):
-            out[c:c + TRANSPOSE_COLUMNS, r:r + TRANSPOSE_ROWS] = X[r:r + TRANSPOSE_ROWS, c:c + TRANSPOSE_COLUMNS].T
+    np.copyto(out, X.T)
     return out
 
 
