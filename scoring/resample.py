@@ -87,6 +87,7 @@ class Cells:
         self.gt, self.pred, self.level = uniq[:, 0], uniq[:, 1], uniq[:, 2].astype(np.int64)
         self.size = uniq.shape[0]
         self._plan = None
+        self._ranks = None
         self._pred_ranks = None
 
     def from_indices(self, idx: np.ndarray, work: Workspace | None = None, floats: np.ndarray | None = None) -> np.ndarray:
@@ -104,6 +105,13 @@ class Cells:
                 floats[b] = counts
         return out
 
+    @property
+    def ranks(self) -> tuple[np.ndarray, np.ndarray]:
+        """Dense ranks of the cells' prediction and gt, made once (the pair plan and Spearman's sums share them)."""
+        if self._ranks is None:
+            self._ranks = dense_rank(self.pred), dense_rank(self.gt)
+        return self._ranks
+
     def pred_ranks(self, ranks: tuple[np.ndarray, np.ndarray]) -> "PredRanks":
         """PredRanks of these cells, `ranks` their dense ranks of prediction and gt; made once."""
         if self._pred_ranks is None:
@@ -113,7 +121,7 @@ class Cells:
     @property
     def plan(self) -> PairPlan:
         if self._plan is None:
-            self._plan = PairPlan(self.gt, self.pred, self.level)
+            self._plan = PairPlan(self.gt, self.pred, self.level, self.ranks)
         return self._plan
 
     def pairs_by_level(self, M: np.ndarray, margins: dict | None = None, work: Workspace | None = None) -> dict[str, ResampledPairs]:
@@ -287,7 +295,7 @@ def metric_resamples(cells: Cells, idx: np.ndarray, predicted_level: np.ndarray,
         truth, guess = lv <= t, predicted_level <= t
         features += [truth & guess, ~truth & guess, truth & ~guess, ~truth & ~guess]
     features = np.stack(features, axis=1).astype(float)
-    ranks = dense_rank(p), dense_rank(g)
+    ranks = cells.ranks
     work = Workspace()  # the chunks' scratch arrays, written again by every chunk
     parts = []
     for s in range(0, idx.shape[0], RESAMPLE_CHUNK):
