@@ -79,20 +79,15 @@ def running_sums(X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     return out
 
 
-# A transposing copy goes this many rows by columns of the source at a time
-TRANSPOSE_ROWS, TRANSPOSE_COLUMNS = 8, 8192
-
-
 def transposed(X: np.ndarray, dtype=None, out: np.ndarray | None = None) -> np.ndarray:
-    """A C-contiguous copy of the 2-D X's transpose, in `dtype` (default X's; or into `out`). Copied a
-    piece of a few rows by some thousand columns at a time: numpy's plain transposing copy
-    (np.ascontiguousarray(X.T)) reads each row of the result a whole row of X apart, and is 2-3x slower
-    on bootstrap counts."""
+    """A C-contiguous copy of the 2-D X's transpose, in `dtype` (default X's; or into `out`). One
+    numpy copy into the (reused) `out`: with numpy 2.4, measured on (50, 20,000-200,000) int32 counts,
+    faster than copying pieces of a few rows by some thousand columns at a time (2.7-3.0 against 4.1-4.4
+    ms at 85,878 cells, 3.5 against 12 ms into int64), which once beat np.ascontiguousarray(X.T, dtype)
+    into fresh memory."""
     rows, columns = X.shape
     out = np.empty((columns, rows), dtype=X.dtype if dtype is None else dtype) if out is None else out
-    for c in range(0, columns, TRANSPOSE_COLUMNS):
-        for r in range(0, rows, TRANSPOSE_ROWS):
-            out[c:c + TRANSPOSE_COLUMNS, r:r + TRANSPOSE_ROWS] = X[r:r + TRANSPOSE_ROWS, c:c + TRANSPOSE_COLUMNS].T
+    np.copyto(out, X.T)
     return out
 
 
@@ -151,18 +146,33 @@ class BlockScan:
         np.take(MT, self.gather, axis=0, out=Y[:-1], mode="clip")  # "clip": not buffered (indices are valid)
         return self.scan(Y)
 
-    def scan(self, Y: np.ndarray) -> np.ndarray:
+    def scan(self, Y: np.ndarray, source: np.ndarray | None = None) -> np.ndarray:
         """Y (rows + 1, resamples), C-contiguous, its rows but the last gathered in this layout (`gather`),
-        turned into their running sums in place; the last row is set to 0."""
+        turned into their running sums in place; the last row is set to 0. With `source` (rows,
+        resamples), C-contiguous and of Y's dtype: the running sums of source's rows written into Y
+        (no copy of the counts into Y first)."""
         K, nb = self.K, self.blocks
         Y[-1] = 0
         V = pairs_view(Y)
         body = V[:-1].reshape(K, nb, V.shape[1])
+        counts = body if source is None else pairs_view(source).reshape(body.shape)
+        if source is not None:
+            body[0] = counts[0]
         for j in range(1, K):  # step j of every block at once
-            np.add(body[j], body[j - 1], out=body[j])
+            np.add(counts[j], body[j - 1], out=body[j])
         if nb > 1:
             body[:, 1:] += np.cumsum(body[K - 1, :-1], axis=0)  # the totals of the blocks before
         return Y
+
+    def add_previous(self, Y: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """out (rows, resamples) = `scan`'s running sums Y at each row plus those at the row of the position
+        before it (0 before the first position): for a row's own count c, 2 x (positions before) + c.
+        Step j > 0 of a block follows step j - 1 of that block, step 0 the last step of the block before."""
+        K, nb = self.K, self.blocks
+        np.add(Y[nb:K * nb], Y[:(K - 1) * nb], out=out[nb:K * nb])
+        out[0] = Y[0]
+        np.add(Y[1:nb], Y[(K - 1) * nb:K * nb - 1], out=out[1:nb])
+        return out
 
 
 def column_dots(X: np.ndarray, Y: np.ndarray, row_bound: np.ndarray) -> np.ndarray:

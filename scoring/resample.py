@@ -87,17 +87,30 @@ class Cells:
         self.gt, self.pred, self.level = uniq[:, 0], uniq[:, 1], uniq[:, 2].astype(np.int64)
         self.size = uniq.shape[0]
         self._plan = None
+        self._ranks = None
         self._pred_ranks = None
 
-    def from_indices(self, idx: np.ndarray, work: Workspace | None = None) -> np.ndarray:
+    def from_indices(self, idx: np.ndarray, work: Workspace | None = None, floats: np.ndarray | None = None) -> np.ndarray:
         """(resamples, cells) counts straight from bootstrap indices, one resample at a time: its counts
         (one row of cells) stay in the CPU cache while they are counted, where a block of resamples'
         (multiplicities) is written all over an array of resamples x cells (issue 37: 100,000 cells
-        with continuous scores). With `work`, written into its "counts" array."""
+        with continuous scores). With `work`, written into its "counts" array; with `floats`, a
+        (resamples, cells) float array, the same counts written into it too, each row while it is
+        still in the cache (a float copy of the whole array afterwards reads it back from memory)."""
         out = scratch(work, "counts", (idx.shape[0], self.size), np.int32)
         for b in range(idx.shape[0]):
-            out[b] = np.bincount(np.take(self.of, idx[b]), minlength=self.size)
+            counts = np.bincount(np.take(self.of, idx[b]), minlength=self.size)
+            out[b] = counts
+            if floats is not None:
+                floats[b] = counts
         return out
+
+    @property
+    def ranks(self) -> tuple[np.ndarray, np.ndarray]:
+        """Dense ranks of the cells' prediction and gt, made once (the pair plan and Spearman's sums share them)."""
+        if self._ranks is None:
+            self._ranks = dense_rank(self.pred), dense_rank(self.gt)
+        return self._ranks
 
     def pred_ranks(self, ranks: tuple[np.ndarray, np.ndarray]) -> "PredRanks":
         """PredRanks of these cells, `ranks` their dense ranks of prediction and gt; made once."""
@@ -108,7 +121,7 @@ class Cells:
     @property
     def plan(self) -> PairPlan:
         if self._plan is None:
-            self._plan = PairPlan(self.gt, self.pred, self.level)
+            self._plan = PairPlan(self.gt, self.pred, self.level, self.ranks)
         return self._plan
 
     def pairs_by_level(self, M: np.ndarray, margins: dict | None = None, work: Workspace | None = None) -> dict[str, ResampledPairs]:
@@ -202,7 +215,10 @@ class PredRanks:
         self.padding = np.flatnonzero(unused)  # rows holding no cell: their counts are set to 0
         gt_of_row = np.zeros(rows, dtype=np.intp)
         gt_of_row[row] = gt_rank[order]
-        self.gt_sums = group_matrix(gt_of_row)  # (gt values, rows): sums of the layout's rows per gt value
+        # (gt values, rows): sums of the layout's rows per gt value. Compressed by column, so that the
+        # product reads the rows in order and adds each into the few gt values' rows (held in the CPU
+        # cache); compressed by row it reads them in gt order, all over memory: about 4x slower.
+        self.gt_sums = group_matrix(gt_of_row).tocsc()
         ranks = pred_rank[order]
         starts = run_starts(ranks)
         sizes = np.diff(np.append(starts, L))
@@ -219,16 +235,15 @@ class PredRanks:
         rows, B = self.rows, MT.shape[1]
         G = np.take(MT, self.scan.gather, axis=0, out=scratch(work, "pred_counts", (rows, B), MT.dtype), mode="clip")
         G[self.padding] = 0
-        Y = scratch(work, "scan", (rows + 1, B), MT.dtype)
-        np.copyto(Y[:-1], G)
-        self.scan.scan(Y)  # Y at a cell's row: the positions through it; Y[scan.at(p)]: the first p positions
+        Y = self.scan.scan(scratch(work, "scan", (rows + 1, B), MT.dtype), source=G)
+        # Y at a cell's row: the positions through it; Y[scan.at(p)]: the first p positions
         excess = np.zeros(B, dtype=np.int64)
         if self.tied_rows.size:
             size = (Y[self.group_hi] - Y[self.group_lo]).astype(np.int64)
             own = G[self.tied_rows].astype(np.int64)
             excess += (size * size * size).sum(axis=0) - (own * own * own).sum(axis=0)
-        P = np.multiply(Y[:-1], 2, out=scratch(work, "cell_ranks", (rows, B), MT.dtype))
-        P -= G  # 2 x (positions before) + own count: twice the average 1-based rank less 1
+        # 2 x (positions before) + own count: twice the average 1-based rank less 1
+        P = self.scan.add_previous(Y, out=scratch(work, "cell_ranks", (rows, B), MT.dtype))
         if self.tied_rows.size:
             P[self.tied_rows] = Y[self.tied_lo] + Y[self.tied_hi]
         P *= G  # within int32 where MT is int32: a count times 2 n < 2**31 (PairPlan's `most`)
@@ -280,12 +295,17 @@ def metric_resamples(cells: Cells, idx: np.ndarray, predicted_level: np.ndarray,
         truth, guess = lv <= t, predicted_level <= t
         features += [truth & guess, ~truth & guess, truth & ~guess, ~truth & ~guess]
     features = np.stack(features, axis=1).astype(float)
-    ranks = dense_rank(p), dense_rank(g)
+    ranks = cells.ranks
     work = Workspace()  # the chunks' scratch arrays, written again by every chunk
-    parts = [_chunk_metrics(cells, cells.from_indices(idx[s:s + RESAMPLE_CHUNK], work), features, ranks, thresholds, work)
-             for s in range(0, idx.shape[0], RESAMPLE_CHUNK)]
+    parts = []
+    for s in range(0, idx.shape[0], RESAMPLE_CHUNK):
+        chunk = idx[s:s + RESAMPLE_CHUNK]
+        Mf = scratch(work, "counts_float", (chunk.shape[0], cells.size), float)
+        M = cells.from_indices(chunk, work, floats=Mf)
+        parts.append(_chunk_metrics(cells, M, Mf, features, ranks, thresholds, work))
     if not parts:
-        parts = [_chunk_metrics(cells, np.zeros((0, cells.size), dtype=np.int32), features, ranks, thresholds)]
+        empty = np.zeros((0, cells.size), dtype=np.int32)
+        parts = [_chunk_metrics(cells, empty, empty.astype(float), features, ranks, thresholds)]
     out: dict = {}
     for key, value in parts[0].items():
         if isinstance(value, dict):
@@ -295,9 +315,9 @@ def metric_resamples(cells: Cells, idx: np.ndarray, predicted_level: np.ndarray,
     return out
 
 
-def _chunk_metrics(cells: Cells, M: np.ndarray, features: np.ndarray, ranks, thresholds, work: Workspace | None = None) -> dict:
-    Mf = scratch(work, "counts_float", M.shape, float)
-    np.copyto(Mf, M)
+def _chunk_metrics(cells: Cells, M: np.ndarray, Mf: np.ndarray, features: np.ndarray, ranks, thresholds,
+                   work: Workspace | None = None) -> dict:
+    """The metrics of one chunk of resamples from its counts M (resamples, cells) and Mf, M as floats."""
     N = M.sum(axis=1, dtype=M.dtype).astype(float)  # each row sums to its resample size: the same floats as a float sum
     sums = Mf @ features
     sp, sg, spp, sgg, spg = (sums[:, i] for i in range(5))

@@ -73,19 +73,23 @@ class _Sweep:
         self.leaf_starts = run_starts(leaf)
         self.leaf_ids, self.leaf_rows = leaf[self.leaf_starts], pairs % width
         G = G if stop is None else min(G, stop)
+        # Blocks and halves by shifts of int32 leaf numbers (sizes are powers of two): an int64 division
+        # per item and level cost more than the rest of this plan's masks
+        group = group.astype(np.int32 if self.leaves < 2**31 else np.int64)
         self.levels = []
         size = first
         while size < G:
-            blk = group // (2 * size)
-            side = (group // size) % 2
+            shift = size.bit_length() - 1  # size = 2**shift
+            blk = group >> (shift + 1)
+            side = (group >> shift) & 1
             right = np.flatnonzero(side == 1)
             paired = np.zeros(int(blk.max()) + 1 if n else 0, dtype=bool)  # blocks with a right half
             paired[blk[right]] = True
             left = np.flatnonzero((side == 0) & paired[blk])  # blocks without a right half: no pair
-            lkeys = blk[left] * P + rank[left]
+            lkeys = blk[left].astype(np.int64) * P + rank[left]
             lorder = np.argsort(lkeys, kind="stable")
             K = lkeys[lorder]
-            rk = blk[right] * P + rank[right]
+            rk = blk[right].astype(np.int64) * P + rank[right]
             a = np.searchsorted(K, rk, "left")
             b = a.copy()  # past a only where the left half holds rk itself: few items with continuous scores
             tie = a < K.size
@@ -161,13 +165,14 @@ def dense_rank(values: np.ndarray) -> np.ndarray:
 SWEEP_RATIO = 16
 
 
-def _rows(gt: np.ndarray, level: np.ndarray) -> tuple[np.ndarray, bool]:
-    """Row of each cell: distinct (gt, level) sorted by gt, then level descending; and whether
-    every level's rows are contiguous in that order (so one sweep serves the intra-level count)."""
+def _rows(gt_rank: np.ndarray, level: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Row of each cell, from its dense rank of gt: distinct (gt, level) sorted by gt, then level
+    descending; and whether every level's rows are contiguous in that order (so one sweep serves the
+    intra-level count)."""
     level = np.asarray(level, dtype=np.int64)
     top, span = int(level.max()), int(level.max() - level.min()) + 1
     # One integer key in that order (np.unique along axis 0 sorts rows as records, several times slower)
-    uniq, row = np.unique(dense_rank(gt) * span + (top - level), return_inverse=True)
+    uniq, row = np.unique(gt_rank * span + (top - level), return_inverse=True)
     lv = top - uniq % span
     runs = lv[np.concatenate(([True], lv[1:] != lv[:-1]))]
     return row.ravel(), np.unique(runs).size == runs.size
@@ -197,20 +202,23 @@ class PairPlan:
     scores), or many rows and columns over few cells (SWEEP_RATIO), use the merge-sort sweep instead.
     """
 
-    def __init__(self, gt: np.ndarray, pred: np.ndarray, level: np.ndarray):
+    def __init__(self, gt: np.ndarray, pred: np.ndarray, level: np.ndarray,
+                 ranks: tuple[np.ndarray, np.ndarray] | None = None):
+        """`ranks`: the dense ranks of pred and gt, where the caller has them already."""
         self.gt, self.pred, self.level = gt, pred, np.asarray(level)
         self.size = gt.size
         self._merge: _MergePlan | None = None
         if gt.size == 0:
             self.sweep = False
             return
-        row, contiguous = _rows(gt, self.level)
+        pr, gr = (dense_rank(pred), dense_rank(gt)) if ranks is None else ranks
+        self.pred_rank = pr
+        row, contiguous = _rows(gr, self.level)
         self.contiguous = contiguous
-        pr = dense_rank(pred)
         R, P = int(row.max()) + 1, int(pr.max()) + 1
         self.row, self.R, self.P = row, R, P
         self.sweep = contiguous and R * P <= SWEEP_RATIO * gt.size * max(np.log2(gt.size), 1)
-        self.cross = _SameGtOtherLevel(gt, pred)
+        self.cross = _SameGtOtherLevel(gr, pr)
         if not self.sweep:
             return
         row_gt = np.empty(R)
@@ -282,7 +290,7 @@ class PairPlan:
 
     def _fallback(self, M, N, most, jt, jt_gp, margins, work) -> dict[str, ResampledPairs]:
         if self._merge is None:
-            self._merge = _MergePlan(self.gt, self.pred, self.level, self.row, self.contiguous)
+            self._merge = _MergePlan(self.gt, self.pred, self.level, self.row, self.contiguous, self.pred_rank)
         return self._merge.counts(M, N, most, jt, jt_gp, margins, work)
 
 
@@ -327,8 +335,8 @@ class _MergePlan:
     whatever the number of distinct values, on (cells, resamples) arrays whose gathers take whole
     rows). Each plan is (sweep over rows of those arrays, weight in the overall sum, weight in the intra-level sum)."""
 
-    def __init__(self, gt, pred, lv, row, contiguous: bool):
-        pr = dense_rank(pred)
+    def __init__(self, gt, pred, lv, row, contiguous: bool, pr: np.ndarray):
+        """`pr`: the dense rank of pred."""
         P = int(pr.max()) + 1
         self.pred_groups, self.level_pred_groups = _Groups(pr), _Groups(dense_rank(lv) * P + pr)
         self.levels = [np.flatnonzero(lv == v) for v in np.unique(lv)]
@@ -419,8 +427,9 @@ class _SameGtOtherLevel:
     sums over the few groups of several cells, linear in the cells (a pairwise matrix over the cells of
     one gt value grew quadratically when thousands of continuous predictions shared a boundary score)."""
 
-    def __init__(self, gt, pred):
-        keys = dense_rank(gt) * (int(pred.size) + 1) + dense_rank(pred)  # (gt, pred) values as one integer
+    def __init__(self, gt_rank, pred_rank):
+        """From the cells' dense ranks of gt and pred."""
+        keys = gt_rank * (int(pred_rank.size) + 1) + pred_rank  # (gt, pred) values as one integer
         order = np.argsort(keys, kind="stable")
         starts = run_starts(keys[order])
         sizes = np.diff(np.append(starts, order.size))
