@@ -9,7 +9,10 @@ recomputed inside the request: the page shows the stored figures, says they are 
 messages; `"updating": true` in the JSON meta and in the API's answers, `freshness`), and a job (`scoring.refresh_cached`, on commit)
 recomputes them. One job per entry at a time: the request that sends it takes the entry's lease
 (`refresh_owner` = "queued"), the worker takes it over with its own (core.jobs.Lease), and a lease
-that expired (CPRT_METRICS_REFRESH_STALE_S) may be taken again. A computation that was quick runs inline.
+that expired (CPRT_METRICS_REFRESH_STALE_S) may be taken again. A computation that was quick runs inline,
+while the quick ones a request recomputes add up to at most CPRT_METRICS_INLINE_S (their last times): ten
+runs' figures of about 0.4 s each made the first request after an adjudication take about 3.5 s at
+30,000 images (bench/scale.py); past that budget they are served stale like slow ones.
 
 [decision] An entry computed for the first time inside a web request runs inline only when the rows it
 reads (`size`, an estimate the caller has for free or from one count) are at most
@@ -55,6 +58,9 @@ _inline = contextvars.ContextVar("scoring_cache_inline", default=False)
 # Stale entries served in this request (key -> computed_at), for the page to say so; None outside a web
 # request (from request_finished on), where first computations are never left to a job.
 _served_stale: contextvars.ContextVar[dict | None] = contextvars.ContextVar("scoring_cache_stale", default=None)
+# Seconds (their last computation times) of the stale entries this request recomputes inline, in a list so
+# that in_background adds to it in place; None outside a web request.
+_inline_spent: contextvars.ContextVar[list | None] = contextvars.ContextVar("scoring_cache_inline_spent", default=None)
 
 
 class Pending(Exception):
@@ -81,12 +87,15 @@ def jsonable(value):
 
 
 def start_collecting(**_) -> None:
-    """Begin recording the stale entries served (at the start of every request: request_started)."""
+    """Begin recording the stale entries served and the inline recomputations (at the start of every
+    request: request_started)."""
     _served_stale.set({})
+    _inline_spent.set([0.0])
 
 
 def stop_collecting(**_) -> None:
     _served_stale.set(None)
+    _inline_spent.set(None)
 
 
 def in_request() -> bool:
@@ -113,12 +122,22 @@ def freshness(keys) -> dict[str, dict]:
 
 def in_background(entry: ComputedMetrics | None) -> bool:
     """Whether a stale `entry` is served as it is while a job recomputes it (a placeholder: inside a
-    request, Pending; elsewhere it is computed inline)."""
+    request, Pending; elsewhere it is computed inline): when its last computation was slow, or when a
+    request's inline recomputations would pass CPRT_METRICS_INLINE_S with it (see the module's docstring).
+    An entry answered False for is counted as recomputed inline by the caller."""
     if entry is None or not entry.spec or _inline.get():
         return False
     if entry.fingerprint == PENDING:
         return in_request()
-    return entry.seconds > settings.CPRT_METRICS_INLINE_S
+    if entry.seconds > settings.CPRT_METRICS_INLINE_S:
+        return True
+    spent = _inline_spent.get()
+    if spent is None:  # outside a request: computed inline
+        return False
+    if spent[0] + entry.seconds > settings.CPRT_METRICS_INLINE_S:
+        return True
+    spent[0] += entry.seconds
+    return False
 
 
 def first_in_background(spec: dict | None, size) -> bool:

@@ -73,3 +73,32 @@ def test_agreement_served_stale_says_updating_until_the_refresh_job_has_run(api,
     assert tasks.refresh_cached("agreement:all")["refreshed"] is True
     fresh = api.get("/api/agreement/").json()
     assert fresh["updating"] is False and stamp(fresh) > stamp(first) and fresh["report"] != first["report"]
+
+
+def test_a_request_recomputes_quick_stale_figures_inline_only_within_the_budget(api, settings, monkeypatch,
+                                                                               django_capture_on_commit_callbacks):
+    """Each run's figures were quick (0.3 s), but three of them would take a request past CPRT_METRICS_INLINE_S:
+    one is recomputed inline, the others are served stale while jobs recompute them (all three were recomputed in
+    the request before: ten runs of 0.4 s made one answer take 3.5 s after an adjudication at 30,000 images)."""
+    from scoring.models import ComputedMetrics
+
+    settings.CPRT_METRICS_INLINE_S = 0.5
+    images = make_images(30, prefix="2017_93")
+    runs = [make_run(strategy="taxonomy", model=f"budget-{k}") for k in range(3)]
+    for run in runs:
+        add_results(run, [(image, "ok", image.published_score) for image in images])
+    sent = record_sends(monkeypatch)
+    first = api.get("/api/metrics/").json()["results"]
+    assert [r["updating"] for r in first] == [False] * 3 and sent == []  # first computations, in the request
+    ComputedMetrics.objects.filter(key__startswith="run-metrics:").update(seconds=0.3)
+    for run in runs:  # every run's results change: its figures are stale
+        RunResult.objects.filter(run=run).update(score=0.0)
+        run.finished_at = timezone.now()
+        run.save()
+    with django_capture_on_commit_callbacks(execute=True):
+        listed = api.get("/api/metrics/").json()["results"]
+    assert sorted(r["updating"] for r in listed) == [False, True, True]
+    assert len(sent) == 2 and {name for name, _ in sent} == {"scoring.refresh_cached"}
+    for _, args in sent:
+        assert tasks.refresh_cached(args[0])["refreshed"] is True
+    assert [r["updating"] for r in api.get("/api/metrics/").json()["results"]] == [False] * 3
