@@ -17,8 +17,9 @@ computed by `recompute_scores` (the service the app uses). Then, per scale (--sm
   each one's query count; the leaderboard's evaluate() calls on the warm request (0 when its cache hits);
 - one adjudication (issue 37): the top disputed image's first disputed attribute decided through the
   adjudication service, then `/api/metrics/` asked (and the jobs it sends run by the worker) until every
-  run's figures are current again; once for an image whose published ground truth wins, once for one
-  scored by its consensus (its published values cleared first, and the figures brought current);
+  run's figures are current again, then the disagreement queue's page asked until it is current too (its
+  seconds counted from there); once for an image whose published ground truth wins, once for one scored by
+  its consensus (its published values cleared first, and the figures and the queue brought current);
 - the process's peak RSS after the pages (what a web worker that served them holds).
 And the CPRT-Bench import of --import-rows rows beside a bare COPY of the same rows, committed, with
 each one's peak RSS (bench/import_copy.py, in databases of its own).
@@ -290,28 +291,29 @@ def measure_pages(client, urls: dict, worker: Worker, reviewer_client=None) -> d
     return out
 
 
-def _metrics_current(client, jobs: list[str], worker: Worker) -> dict:
-    """Ask /api/metrics/ until every run's figures are current (no 202, nothing "updating"), the worker running
-    the jobs each answer sends; returns the requests, the jobs and the worker's time."""
-    asked, ran, worker_s, cpu_s = 0, 0, 0.0, 0.0
+def _until_current(client, jobs: list[str], worker: Worker, url: str, params: dict, updating) -> dict:
+    """Ask `url` until it answers with current figures (200, `updating(response)` false) and sent no job, the
+    worker running the jobs each answer sends; returns the seconds, the requests, the jobs and the worker's time."""
+    started, asked, ran, worker_s, cpu_s = time.perf_counter(), 0, 0, 0.0, 0.0
     while True:
         asked += 1
-        response = client.get("/api/metrics/", {"page_size": 100})
+        response = client.get(url, params)
         if response.status_code not in (200, 202):
-            raise RuntimeError(f"/api/metrics/: {response.status_code} {response.content[:300]!r}")
-        current = response.status_code == 200 and not any(row["updating"] for row in response.json()["results"])
-        if current and not jobs:
-            return {"requests": asked, "jobs": ran, "worker_s": worker_s, "worker_cpu_s": cpu_s}
+            raise RuntimeError(f"{url}: {response.status_code} {response.content[:300]!r}")
+        if response.status_code == 200 and not updating(response) and not jobs:
+            return {"seconds": time.perf_counter() - started, "requests": asked, "jobs": ran, "worker_s": worker_s, "worker_cpu_s": cpu_s}
         done = worker.run(list(jobs))
         jobs.clear()
         ran, worker_s, cpu_s = ran + done["jobs"], worker_s + done["seconds"], cpu_s + done["cpu_s"]
         if asked > 20:
-            raise RuntimeError("/api/metrics/ did not become current after 20 requests")
+            raise RuntimeError(f"{url} did not become current after 20 requests")
 
 
 def measure_adjudication(client, worker: Worker, staff, published: bool) -> dict:
     """One adjudication of the queue's top image (see the module's docstring): seconds until every run's figures
-    in /api/metrics/ are current again."""
+    in /api/metrics/ are current again, then until the disagreement queue is."""
+    from django.urls import reverse
+
     from annotations.models import Image
     from scoring.models import DisputedImage, ImageScore, ScoringProfile
     from scoring.services.adjudication import active_attributes, adjudicate
@@ -320,17 +322,28 @@ def measure_adjudication(client, worker: Worker, staff, published: bool) -> dict
     row = DisputedImage.objects.exclude(image__adjudications__isnull=False).order_by("-impact", "image_id").first()
     image = Image.objects.get(pk=row.image_id)
     with SentJobs() as jobs:
+        def metrics():
+            return _until_current(client, jobs, worker, "/api/metrics/", {"page_size": 100},
+                                  lambda response: any(r["updating"] for r in response.json()["results"]))
+
+        def queue():  # the page an adjudicator returns to (its first page of rows; its message says "Updating" when stale)
+            return _until_current(client, jobs, worker, reverse("scoring:disagreements"), {},
+                                  lambda response: b"Updating: some figures" in response.content)
+
         if not published:
             Image.objects.filter(pk=image.pk).update(published_score=None, published_level=None)
-        _metrics_current(client, jobs, worker)  # every run's figures current before the decision
+        metrics(), queue()  # every run's figures and the queue current before the decision
         key = row.disputed[0]
         consensus = (ImageScore.objects.filter(image=image, profile=profile).values_list("binary_labels", flat=True).first() or {})
         value = 0.0 if _label_of(consensus, key) == 1 else 1.0  # the other side of the dispute: the consensus moves
         started = time.perf_counter()
         adjudicate(staff, image, active_attributes()[key], value, "scale bench")
         decided = time.perf_counter() - started
-        then = _metrics_current(client, jobs, worker)
-        return {"seconds": time.perf_counter() - started, "adjudicate_s": decided, **then}
+        then = metrics()
+        seconds = time.perf_counter() - started
+        after = queue()
+        return {**then, "seconds": seconds, "adjudicate_s": decided, "queue_s": after["seconds"], "queue_requests": after["requests"],
+                "queue_jobs": after["jobs"]}
 
 
 def _label_of(binary_labels: dict, key: str):

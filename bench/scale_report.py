@@ -25,4 +25,5 @@ def print_adjudications(by_scale: dict) -> None:
     for scale, cases in by_scale.items():
         for case, r in cases.items():
             print(f"{scale:>9,} {case:<28} {r['seconds']:>7.2f} s  (decision {r['adjudicate_s']:.2f} s, {r['requests']} requests, "
-                  f"{r['jobs']} jobs, worker {r['worker_s']:.2f} s, its CPU {r['worker_cpu_s']:.2f} s)")
+                  f"{r['jobs']} jobs, worker {r['worker_s']:.2f} s, its CPU {r['worker_cpu_s']:.2f} s); then the disagreement "
+                  f"queue current in {r['queue_s']:.2f} s ({r['queue_requests']} requests, {r['queue_jobs']} jobs)")

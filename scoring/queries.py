@@ -319,12 +319,12 @@ def assisted_counts(split: str = "") -> dict:
     return {"human_labelings": counts["total"], "assisted_labelings": counts["assisted"]}
 
 
-def label_fingerprint(split: str = "", adjudications: bool = True) -> str:
+def label_fingerprint(split: str = "", adjudications: bool = True, version: int | None = None) -> str:
     """The label version (annotations.label_version: an integer every write of labels, submitted labelings
     and adjudications bumps in its transaction) with the split: one read of a tiny table, where an
     aggregate over every label cost most of a warm agreement request at 100,000 images (issue 29).
-    `adjudications=False`: the version of the labels alone (what the agreement study reads; issue 37)."""
-    return digest(label_version.current(adjudications), split)
+    `adjudications=False`: the version of the labels alone (what the agreement study reads; issue 37); `version`: a given one."""
+    return digest(label_version.current(adjudications) if version is None else version, split)
 
 
 def labelings_estimate(split: str = "") -> int:
@@ -417,12 +417,12 @@ def _label_spans(labels, image_ids: list[int] | None):
 
 
 def adjudication_array(image_ids: list[int], keys: list[str]) -> np.ndarray:
-    """(images, attributes) adjudicated values, NaN where none; one query."""
+    """(images, attributes) adjudicated values, NaN where none; one query (of theirs by id for up to 1,000 images)."""
     attr_key = {v: k for k, v in taxonomy.attribute_ids().items()}
-    key_index = {k: j for j, k in enumerate(keys)}
-    i_index = {image_id: i for i, image_id in enumerate(image_ids)}
+    key_index, i_index = {k: j for j, k in enumerate(keys)}, {image_id: i for i, image_id in enumerate(image_ids)}
     out = np.full((len(image_ids), len(keys)), np.nan)
-    for image_id, attribute_id, value in Adjudication.objects.values_list("image_id", "attribute_id", "value"):
+    rows = Adjudication.objects.filter(image_id__in=image_ids) if len(image_ids) <= 1000 else Adjudication.objects
+    for image_id, attribute_id, value in rows.values_list("image_id", "attribute_id", "value"):
         if image_id in i_index and attr_key.get(attribute_id) in key_index:
             out[i_index[image_id], key_index[attr_key[attribute_id]]] = value
     return out
