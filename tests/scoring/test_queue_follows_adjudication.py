@@ -1,19 +1,25 @@
 """An adjudication brings a current disagreement queue up to date in its own transaction, by writing its image's
 row again, not by recomputing the whole queue (issue 37: 14 s at 100,000 images); what it leaves equals a full
-recomputation. A queue that was stale before the adjudication is left to its refresh job.
+recomputation. A queue that was stale before the adjudication is left to its refresh job, and so is one when
+another write commits while the adjudication's transaction is open; two adjudications at once both follow it
+(PostgreSQL).
 
 On the code before this change, every adjudication left every queue stale: the next page recomputed the whole
 queue (dispute_impact over every image) or, at scale, served it "updating" until a job had.
 """
 from __future__ import annotations
 
+import threading
 from unittest import mock
 
 import pytest
+from django.db import connection
 
 from annotations import label_version, taxonomy
+from annotations.services.labels import write_labels
 from scoring import disputes
 from scoring.models import ComputedMetrics, DisputedImage, ScoringProfile
+from scoring.services import adjudication as adjudication_service
 from scoring.services.adjudication import active_attributes, adjudicate
 from scoring.services.disagreements import disagreement_queue
 from tests.support.permission_cases.scoring import label_everything, make_images
@@ -91,4 +97,85 @@ def test_a_queue_stale_before_the_adjudication_is_left_stale_and_its_recomputati
     with mock.patch.object(disputes, "dispute_impact", wraps=disputes.dispute_impact) as impact:
         recomputed = _state(profile)
         assert impact.call_count == len(SPLITS)
+    assert recomputed == _from_scratch(profile)
+
+
+# --- concurrent writers (PostgreSQL: SQLite runs one writing transaction at a time) --------------------------------
+
+postgresql_only = pytest.mark.skipif(connection.vendor != "postgresql", reason="concurrent writing transactions are PostgreSQL's")
+
+
+def _adjudicate_pausing(adjudicator, image, key: str, paused: threading.Event, go_on: threading.Event, monkeypatch):
+    """A thread adjudicating `image`'s attribute `key` that stops inside its transaction, after its write and before
+    the queues follow it, until `go_on` is set."""
+    real = adjudication_service.follow_adjudication
+
+    def follow(image_id):
+        if threading.current_thread().name == "paused":
+            paused.set()
+            go_on.wait(10)
+        real(image_id)
+
+    monkeypatch.setattr(adjudication_service, "follow_adjudication", follow)
+
+    def run():
+        try:
+            adjudicate(adjudicator, image, active_attributes()[key], 1.0, "decided")
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run, name="paused")
+    thread.start()
+    assert paused.wait(10)
+    return thread
+
+
+@postgresql_only
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_two_adjudications_at_once_both_follow_the_queue_one_after_the_other(queue_world, adjudicator, monkeypatch):
+    images, profile = queue_world
+    key = f"disagreements:all:profile:{profile.pk}"
+    _state(profile)
+    first, second = DisputedImage.objects.filter(queue=key).order_by("image_id")[:2]
+    paused, go_on = threading.Event(), threading.Event()
+    thread = _adjudicate_pausing(adjudicator, first.image, first.disputed[0], paused, go_on, monkeypatch)
+
+    def other():  # waits for the first one's transaction (both write the adjudications' label-version row)
+        try:
+            adjudicate(adjudicator, second.image, active_attributes()[second.disputed[0]], 0.0, "decided")
+        finally:
+            connection.close()
+
+    other_thread = threading.Thread(target=other, name="other")
+    other_thread.start()
+    other_thread.join(1.0)
+    go_on.set()
+    thread.join(20)
+    other_thread.join(20)
+    assert not thread.is_alive() and not other_thread.is_alive()
+    followed = _current_without_recomputing(profile)  # the second found the queue the first had left current
+    assert followed == _from_scratch(profile)
+
+
+@postgresql_only
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_label_write_committed_during_an_adjudication_leaves_the_queue_stale_not_wrong(queue_world, model_annotators, adjudicator,
+                                                                                       monkeypatch):
+    images, profile = queue_world
+    key = f"disagreements:all:profile:{profile.pk}"
+    _state(profile)
+    decided = DisputedImage.objects.filter(queue=key).order_by("image_id").first()
+    paused, go_on = threading.Event(), threading.Event()
+    thread = _adjudicate_pausing(adjudicator, decided.image, decided.disputed[0], paused, go_on, monkeypatch)
+    # Another image's labels change and commit while the adjudication's transaction is open: its row changes too.
+    other = next(i for i in images if i.pk != decided.image_id)
+    gpt, _ = model_annotators
+    write_labels(other.pk, gpt.pk, {aid: (1.0, "") for aid in taxonomy.attribute_ids().values()})
+    go_on.set()
+    thread.join(20)
+    assert not thread.is_alive()
+    assert ComputedMetrics.objects.get(key=key).data["count"] == len(_rows(key))  # the entry and its rows agree
+    with mock.patch.object(disputes, "dispute_impact", wraps=disputes.dispute_impact) as impact:
+        recomputed = _state(profile)
+        assert impact.call_count == len(SPLITS)  # not marked current with the other image's row missing
     assert recomputed == _from_scratch(profile)
