@@ -8,6 +8,10 @@ Without a provider (scoring not installed) images simply have no score.
 The labeling page badges model suggestions with where they came from ("demo", "stand-in", "real":
 the runs that wrote the model annotator's labels, `inference.provenance.of_annotators`); inference
 registers that function here (`register_annotator_provenance`). Without it every annotator is "real".
+
+A reviewer's submission tells scoring, inside its transaction, which image's labels it wrote and how many
+label-version writes it counted (`labels_submitted`): scoring's disagreement queues follow it per image.
+Without a registered function nothing happens.
 """
 from __future__ import annotations
 
@@ -63,3 +67,20 @@ def register_annotator_provenance(function) -> None:
 
 def annotator_provenance(names) -> dict[str, str]:
     return _annotator_provenance(names)
+
+
+def _nothing(image_id: int, writes: int) -> None:
+    return None
+
+
+_labels_submitted = _nothing
+
+
+def register_labels_submitted(function) -> None:
+    """`function(image_id, writes)`: called in a reviewer's submission's transaction after its labels are written."""
+    global _labels_submitted
+    _labels_submitted = function
+
+
+def labels_submitted(image_id: int, writes: int) -> None:
+    _labels_submitted(image_id, writes)

@@ -4,6 +4,7 @@
 - inference.signals.annotate_run_finished -> rescore the profiles whose consensus includes the model;
 - inference.signals.judge_run_finished -> precompute the run's metrics (a Celery task);
 - annotations.hooks consensus scores -> the home page and image API show consensus level and score;
+- annotations.hooks labels submitted -> the disagreement queues follow a reviewer's submission per image;
 - inference.hooks consensus filter -> a run's image selection on consensus attribute / level.
 """
 from __future__ import annotations
@@ -82,6 +83,12 @@ def filter_by_consensus(images, *, attribute: str, attribute_value: int, level: 
     return images.filter(pk__in=scores.values("image_id")), profile.label
 
 
+def follow_submission(image_id: int, writes: int) -> None:
+    from .services.disagreements import follow_submission as follow
+
+    follow(image_id, writes)
+
+
 def connect() -> None:
     from annotations import hooks as annotation_hooks
     from annotations.signals import labels_changed
@@ -92,4 +99,5 @@ def connect() -> None:
     annotate_run_finished.connect(on_annotate_run_finished, dispatch_uid="scoring.rescore_on_annotate_run")
     judge_run_finished.connect(on_judge_run_finished, dispatch_uid="scoring.metrics_on_judge_run")
     annotation_hooks.register_consensus_scores(ConsensusScores())
+    annotation_hooks.register_labels_submitted(follow_submission)
     inference_hooks.register_consensus_filter(filter_by_consensus)

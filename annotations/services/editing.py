@@ -12,7 +12,7 @@ from django.db import transaction
 from core import metrics
 from core.audit import audit
 
-from .. import taxonomy
+from .. import hooks, taxonomy
 from ..history import save_with_coalesced_history
 from ..models import Adjudication, Image, Labeling
 from . import page
@@ -126,6 +126,8 @@ def submit(labeling: Labeling, user, *, version: int, values: dict, rationales: 
         current.image_id, current.annotator_id, {attr_ids[key]: (float(values[key]), rationales.get(key, "")) for key in keys},
         user=user, labeling=current, notify=True,
     )
+    # The label-version writes of this submission: the labels' when any changed, and the labeling's (always).
+    hooks.labels_submitted(current.image_id, 1 + bool(written.created or written.changed))
     if first_submission or written.created or written.changed:
         audit(user, "labeling.submit", current, image_id=current.image_id, created=written.created, changed=written.changed)
     metrics.labeling_save("submit")

@@ -84,26 +84,39 @@ def _queue_rows(key: str, image_ids: list[int], values: np.ndarray, adjudication
 
 
 def follow_adjudication(image_id: int) -> None:
-    """Bring every stored queue that was current just before an adjudication of `image_id` up to date with it,
-    by recomputing that image's row alone (call in the adjudication's transaction, after its write).
+    """follow_image for an adjudication: its write counts one on the label version."""
+    follow_image(image_id, 1)
 
-    [decision] (issue 37) An adjudication changes the queue's row of its image and nothing else (the annotators,
-    attributes and pairs stay), so a queue current before it is updated in place in the same transaction: the
+
+def follow_submission(image_id: int, writes: int) -> None:
+    """follow_image for a reviewer's submission (annotations.hooks.labels_submitted): `writes` label-version writes."""
+    follow_image(image_id, writes)
+
+
+def follow_image(image_id: int, writes: int) -> None:
+    """Bring every stored queue that was current just before a write of `image_id`'s labels or adjudications up to
+    date with it, by recomputing that image's row alone (call in the writing transaction, after the write, with the
+    label-version writes it counted).
+
+    [decision] (issue 37) An adjudication, or a reviewer's submission, changes the queue's row of its image and
+    nothing else (the annotators, attributes and pairs stay; a first submission by a new annotator does not fit
+    and is left to the job), so a queue current before it is updated in place in the same transaction: the
     image's labels and adjudications are read, its row written again (or removed when nothing is disputed any
-    more) and the entry given the new label version's fingerprint, where the whole queue took 14 s at 100,000
-    images (bench/scale.py). "Current just before" is checked exactly: the adjudication's write counts one on
-    the label version (annotations.services.labels.write_adjudication), so the entry's fingerprint must be that
-    of the version read now less one; writes committed meanwhile by others make the version larger and the
-    check fail (it can never pass for a queue that misses a write). A queue that fails it, or whose annotators
-    or attributes the image's labels do not fit, is left stale for its refresh job. The entries are locked
-    (in key order) against a refresh job storing a queue meanwhile, whose rows are then written after these
-    under an older fingerprint: stale again, so recomputed."""
+    more) and the entry given the new label version's fingerprint, where the whole queue took 14-21 s at 100,000
+    images (bench/scale.py). "Current just before" is checked exactly: the entry's fingerprint must be that of the
+    version read now less the writes this write counted (an adjudication one, write_adjudication's; a submission
+    its labels' and its labeling's); writes committed meanwhile by others make the version larger and the check
+    fail (it can never pass for a queue that misses a write; counting fewer writes than made only makes it fail).
+    A queue that fails it, or whose annotators or attributes the image's labels do not fit, is left stale for
+    its refresh job. The entries are locked (in key order) against a refresh job storing a queue meanwhile,
+    whose rows are then written after these under an older fingerprint: stale again, so recomputed. Model runs'
+    labels are not followed: a result a lane writes would wait on these locks."""
     version = label_version.current()
     entries = ComputedMetrics.objects.select_for_update().filter(key__startswith="disagreements:").order_by("key")
     for entry in entries:
         profile = ScoringProfile.objects.filter(pk=entry.spec.get("profile")).first()
         split = entry.spec.get("split", "")
-        if profile is None or entry.fingerprint != queue_fingerprint(profile, split, version - 1):
+        if profile is None or entry.fingerprint != queue_fingerprint(profile, split, version - writes):
             continue
         data = _follow(entry, profile, split, image_id)
         if data is not None:

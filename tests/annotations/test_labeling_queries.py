@@ -15,8 +15,10 @@ pytestmark = pytest.mark.django_db
 
 # SUBMIT_MAX covers the submit and the claim of the next image it opens (annotations.views.labeling_submit),
 # and the one upsert of the label version a submit makes (annotations/label_version.py), and the two reads that
-# record the model suggestions in view of the answers (assisted labels, services/editing.py `_record_suggestions`).
-PAGE_MAX, SAVE_MAX, SUBMIT_MAX = 16, 14, 31
+# record the model suggestions in view of the answers (assisted labels, services/editing.py `_record_suggestions`),
+# and the two reads of the disagreement queues following the submission (the label version, the stored queues:
+# scoring.services.disagreements.follow_image; none stored here).
+PAGE_MAX, SAVE_MAX, SUBMIT_MAX = 16, 14, 33
 
 
 def _bulk_data(n_images: int, n_labels: int, model: Annotator, batch: Batch):

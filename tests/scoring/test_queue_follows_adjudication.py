@@ -1,5 +1,5 @@
-"""An adjudication brings a current disagreement queue up to date in its own transaction, by writing its image's
-row again, not by recomputing the whole queue (issue 37: 14 s at 100,000 images); what it leaves equals a full
+"""An adjudication, or a reviewer's submission, brings a current disagreement queue up to date in its own
+transaction, by writing its image's row again, not by recomputing the whole queue (issue 37: 14 s at 100,000 images); what it leaves equals a full
 recomputation. A queue that was stale before the adjudication is left to its refresh job, and so is one when
 another write commits while the adjudication's transaction is open; two adjudications at once both follow it
 (PostgreSQL).
@@ -16,6 +16,9 @@ import pytest
 from django.db import connection
 
 from annotations import label_version, taxonomy
+from annotations.models import Image
+from annotations.services.editing import submit
+from annotations.services.labeling_queue import claim_next
 from annotations.services.labels import write_labels
 from scoring import disputes
 from scoring.models import ComputedMetrics, DisputedImage, ScoringProfile
@@ -98,6 +101,29 @@ def test_a_queue_stale_before_the_adjudication_is_left_stale_and_its_recomputati
         recomputed = _state(profile)
         assert impact.call_count == len(SPLITS)
     assert recomputed == _from_scratch(profile)
+
+
+def test_a_reviewers_submission_updates_its_images_row_once_the_reviewer_is_in_the_queue(queue_world, reviewer_a):
+    images, profile = queue_world
+    keys = list(taxonomy.active().keys)
+    Image.objects.filter(pk__in=[i.pk for i in images]).update(file="stored.jpg")  # reviewers are offered stored images
+
+    def submit_next(value):
+        labeling = claim_next(reviewer_a)
+        submit(labeling, reviewer_a, version=labeling.version, values={k: value(keys.index(k)) for k in keys}, rationales={})
+        return labeling.image_id
+
+    _state(profile)
+    submit_next(lambda j: float(j % 2 == 0))  # a new annotator: the queue's annotators and pairs change
+    with mock.patch.object(disputes, "dispute_impact", wraps=disputes.dispute_impact) as impact:
+        _state(profile)
+        assert impact.call_count == len(SPLITS)  # left stale, recomputed whole
+    for value in (lambda j: float(j % 3 == 0), lambda j: 0.5):
+        image_id = submit_next(value)
+        followed = _current_without_recomputing(profile)
+        row = DisputedImage.objects.filter(queue=f"disagreements:all:profile:{profile.pk}", image_id=image_id).first()
+        assert row is not None and any(reviewer_a.annotator.pk in pair for pair in row.pairs)
+        assert followed == _from_scratch(profile)
 
 
 # --- concurrent writers (PostgreSQL: SQLite runs one writing transaction at a time) --------------------------------
