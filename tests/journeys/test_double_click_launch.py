@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from inference.models import Run
 from tests.conftest import make_user
@@ -38,7 +39,9 @@ def test_a_double_clicked_launch_starts_one_run(journey, make_image, settings):
         }""")
         assert kinds == ["opaqueredirect"] * 3  # each one redirected to a run page
         page.dblclick("button[name=action][value=launch]")
-        page.wait_for_url(re.compile(r"/runs/\d+/$"))
+        # The second click's navigation cancels the first one's, so wait for where the page ends, not for one navigation.
+        expect(page).to_have_url(re.compile(r"/runs/\d+/$"), timeout=30_000)
+        page.wait_for_load_state("load")
         run = Run.objects.get()  # one, however many POSTs reached the server
         assert page.url.endswith(f"/runs/{run.pk}/") and len(posts) >= 4
         assert "already been submitted" in page.content()
