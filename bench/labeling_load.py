@@ -9,6 +9,11 @@ GET the image bytes, POST a complete labeling (22 answers) - the "save". Before 
 alone measures the unloaded save latency. Reported: requests/s, p50/p95/p99 latency per request
 kind and overall, errors, whether the database holds exactly successful saves x 22 labels, whether
 any image got more than k human labelings, and p95(save under load) / median(save unloaded).
+
+With --queue, every reviewer submits one labeling before the load and the disagreement queue is stored
+current, so each save also updates its image's row of the queue under the queue entry's row lock
+(scoring.services.disagreements.follow_image, issue 37): the figure to compare with a run without it.
+The run then reports whether the queue was still current at the end (every save followed it).
 """
 from __future__ import annotations
 
@@ -48,6 +53,8 @@ def parse_args():
     p.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/bench_labeling")
     p.add_argument("--cache-url", default="redis://127.0.0.1:6379/3",
                    help="CACHE_URL of the server, as in docker-compose.yml (sessions read through it); 'locmemcache://' for none")
+    p.add_argument("--queue", action="store_true",
+                   help="store the disagreement queue current before the load (each save then follows it)")
     p.add_argument("--keep-db", action="store_true", help="leave the database in place afterwards")
     p.add_argument("--json-out", type=Path, help="also write the summary as JSON here")
     return p.parse_args()
@@ -149,6 +156,37 @@ def seed(n_images: int, n_users: int) -> None:
     connections.close_all()
 
 
+def store_queue() -> None:
+    """Every reviewer's first labeling submitted (a reviewer new to the queue is not followed), then the
+    disagreement queue of the active profile computed and stored current."""
+    from annotations import taxonomy
+    from django.contrib.auth import get_user_model
+
+    from annotations.models import Labeling
+    from annotations.services import editing, labeling_queue
+    from scoring.models import ScoringProfile
+    from scoring.services.disagreements import disagreement_queue
+
+    keys = taxonomy.active().keys
+    rng = random.Random(7)
+    for user in get_user_model().objects.filter(username__startswith="bench_r").order_by("username"):
+        labeling = labeling_queue.claim_next(user)
+        editing.submit(labeling, user, version=labeling.version, values={k: float(rng.choice(VALUES)) for k in keys},
+                       rationales={})
+    queue = disagreement_queue(ScoringProfile.active())
+    print(f"queue stored: {queue['count']} disputed images, {len(queue['annotators'])} annotators, "
+          f"{Labeling.objects.filter(status=Labeling.STATUS_SUBMITTED).count()} labelings", flush=True)
+
+
+def queue_current() -> bool:
+    from scoring.models import ComputedMetrics, ScoringProfile
+    from scoring.services.disagreements import queue_fingerprint, queue_key
+
+    profile = ScoringProfile.active()
+    entry = ComputedMetrics.objects.get(key=queue_key(profile))
+    return entry.fingerprint == queue_fingerprint(profile)
+
+
 class Reviewer:
     def __init__(self, base: str, username: str, stats, lock):
         self.base, self.username = base, username
@@ -230,6 +268,8 @@ def main():
     subprocess.run(manage + ["collectstatic", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
     t = time.perf_counter()
     seed(args.images, args.clients + 1)
+    if args.queue:
+        store_queue()
     print(f"seeded {args.images} images and {args.clients + 1} reviewers in {time.perf_counter() - t:.1f}s", flush=True)
     from annotations import taxonomy
 
@@ -261,7 +301,10 @@ def main():
 
         stop_process(server, 20)
         log.close()
+    summary["seeded_saves"] = args.clients + 1 if args.queue else 0
     summary.update(db_checks(summary))
+    if args.queue:
+        summary["queue_current_at_end"] = queue_current()
     if not args.keep_db:
         from django.db import connections
 
@@ -340,7 +383,7 @@ def db_checks(summary: dict) -> dict:
     connections.close_all()
     human_labels = Label.objects.filter(annotator__kind=Annotator.KIND_HUMAN).count()
     submitted = Labeling.objects.filter(status=Labeling.STATUS_SUBMITTED).count()
-    expected = (summary["saves_ok"] + summary["baseline_saves_ok"]) * 22
+    expected = (summary["saves_ok"] + summary["baseline_saves_ok"] + summary["seeded_saves"]) * 22
     overfilled = (
         Labeling.objects.filter(annotator__kind=Annotator.KIND_HUMAN).exclude(status="skipped")
         .values("image").annotate(n=Count("pk")).filter(n__gt=2).count()
@@ -363,11 +406,15 @@ def report(s: dict, args) -> None:
         print(f"  {kind:6s} n={v['n']:6d}  p50={v['p50']:7.1f} ms  p95={v['p95']:7.1f} ms  p99={v['p99']:7.1f} ms")
     print("unloaded medians (one reviewer alone): " + ", ".join(f"{k} {v} ms" for k, v in s["unloaded_median_ms"].items()))
     print(f"errors: {s['errors'] or 'none'}")
-    print(f"labels in DB: {s['db_human_labels']} = (saves {s['saves_ok']} + baseline {s['baseline_saves_ok']}) x 22"
+    print(f"labels in DB: {s['db_human_labels']} = (saves {s['saves_ok']} + baseline {s['baseline_saves_ok']}"
+          f" + seeded {s['seeded_saves']}) x 22"
           f" = {s['expected_labels']}: {s['labels_match_saves_x22']}")
     print(f"images with more than k=2 human labelings: {s['images_over_k']}")
     print(f"save: unloaded median {s['unloaded_save_median_ms']} ms, p95 under load {s['latency_ms'].get('save', {}).get('p95')} ms, "
           f"ratio {s['save_p95_over_unloaded_median']}x (the target, at 20 clients, is < 10x)")
+    if "queue_current_at_end" in s:
+        print(f"disagreement queue stored before the load still current at the end (every save followed it): "
+              f"{s['queue_current_at_end']}")
     if s["queue_ran_empty"]:
         print("WARNING: the queue ran empty during the run; use more --images")
     if args.json_out:

@@ -84,9 +84,10 @@ def filter_by_consensus(images, *, attribute: str, attribute_value: int, level: 
 
 
 def follow_submission(image_id: int, writes: int) -> None:
-    from .services.disagreements import follow_submission as follow
+    """A reviewer's submission (annotations.hooks.labels_submitted): its `writes` label-version writes."""
+    from .services.disagreements import follow_image
 
-    follow(image_id, writes)
+    follow_image(image_id, writes)
 
 
 def connect() -> None:

@@ -88,11 +88,6 @@ def follow_adjudication(image_id: int) -> None:
     follow_image(image_id, 1)
 
 
-def follow_submission(image_id: int, writes: int) -> None:
-    """follow_image for a reviewer's submission (annotations.hooks.labels_submitted): `writes` label-version writes."""
-    follow_image(image_id, writes)
-
-
 def follow_image(image_id: int, writes: int) -> None:
     """Bring every stored queue that was current just before a write of `image_id`'s labels or adjudications up to
     date with it, by recomputing that image's row alone (call in the writing transaction, after the write, with the
@@ -110,9 +105,14 @@ def follow_image(image_id: int, writes: int) -> None:
     A queue that fails it, or whose annotators or attributes the image's labels do not fit, is left stale for
     its refresh job. The entries are locked (in key order) against a refresh job storing a queue meanwhile,
     whose rows are then written after these under an older fingerprint: stale again, so recomputed. Model runs'
-    labels are not followed: a result a lane writes would wait on these locks."""
+    labels are not followed: a result a lane writes would wait on these locks. The version is read after the locks
+    are held: reviewers count on streams of their own, so a submission committed while this one waited for the locks
+    (it followed the queue and made its fingerprint count its writes) is then in the version too; read before, it was
+    not, and two reviewers saving at once left the queue stale (bench/labeling_load.py --queue)."""
+    entries = list(ComputedMetrics.objects.select_for_update().filter(key__startswith="disagreements:").order_by("key"))
+    if not entries:
+        return
     version = label_version.current()
-    entries = ComputedMetrics.objects.select_for_update().filter(key__startswith="disagreements:").order_by("key")
     for entry in entries:
         profile = ScoringProfile.objects.filter(pk=entry.spec.get("profile")).first()
         split = entry.spec.get("split", "")

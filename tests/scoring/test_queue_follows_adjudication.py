@@ -23,6 +23,7 @@ from annotations.services.labels import write_labels
 from scoring import disputes
 from scoring.models import ComputedMetrics, DisputedImage, ScoringProfile
 from scoring.services import adjudication as adjudication_service
+from scoring.services import disagreements as disagreements_service
 from scoring.services.adjudication import active_attributes, adjudicate
 from scoring.services.disagreements import disagreement_queue
 from tests.support.permission_cases.scoring import label_everything, make_images
@@ -205,3 +206,55 @@ def test_a_label_write_committed_during_an_adjudication_leaves_the_queue_stale_n
         recomputed = _state(profile)
         assert impact.call_count == len(SPLITS)  # not marked current with the other image's row missing
     assert recomputed == _from_scratch(profile)
+
+
+@postgresql_only
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_two_reviewers_saving_at_once_both_follow_the_queue(queue_world, reviewer_a, reviewer_b, monkeypatch):
+    """Each reviewer counts on a label-version stream of their own, so nothing but the queue's locks orders two saves.
+    The second save reads the label version while the first one, which has followed the queue, is still open, then
+    waits for the locks until it commits: on the code before, where the version was read before the locks, the
+    second save found the queue moved by the first one's writes that its version did not count, and left it stale."""
+    images, profile = queue_world
+    keys = list(taxonomy.active().keys)
+    Image.objects.filter(pk__in=[i.pk for i in images]).update(file="stored.jpg")  # reviewers are offered stored images
+    for reviewer in (reviewer_a, reviewer_b):  # each one's first save: new to the queue, which is recomputed below
+        labeling = claim_next(reviewer)
+        submit(labeling, reviewer, version=labeling.version, values={k: float(keys.index(k) % 2) for k in keys}, rationales={})
+    _state(profile)
+    claimed = {reviewer: claim_next(reviewer) for reviewer in (reviewer_a, reviewer_b)}
+    first_followed, second_read_version = threading.Event(), threading.Event()
+    real_follow, real_current = disagreements_service.follow_image, label_version.current
+
+    def follow(image_id, writes):
+        real_follow(image_id, writes)
+        if threading.current_thread().name == "first":
+            first_followed.set()
+            second_read_version.wait(3)  # the fixed code reads it only once this save has committed: waits in vain
+
+    def current(*args, **kwargs):
+        version = real_current(*args, **kwargs)
+        if threading.current_thread().name == "second":
+            second_read_version.set()
+        return version
+
+    monkeypatch.setattr(disagreements_service, "follow_image", follow)
+    monkeypatch.setattr(label_version, "current", current)
+
+    def save(reviewer, value):
+        try:
+            labeling = claimed[reviewer]
+            submit(labeling, reviewer, version=labeling.version, values={k: value for k in keys}, rationales={})
+        finally:
+            connection.close()
+
+    first = threading.Thread(target=save, args=(reviewer_a, 1.0), name="first")
+    first.start()
+    assert first_followed.wait(10)
+    second = threading.Thread(target=save, args=(reviewer_b, 0.0), name="second")
+    second.start()
+    first.join(20)
+    second.join(20)
+    assert not first.is_alive() and not second.is_alive()
+    followed = _current_without_recomputing(profile)  # both saves' rows written, the queue current
+    assert followed == _from_scratch(profile)
