@@ -1,7 +1,7 @@
 """Benchmark at scale: the scoring and labeling pages at 1,000 images and at N, on PostgreSQL.
 
     .venv/bin/python bench/scale.py [--images 100000] [--small 1000] [--database-url postgres://postgres@127.0.0.1:5432/scalebench]
-                                    [--keep] [--skip-pages] [--skip-evaluate] [--skip-agreement]
+                                    [--keep] [--skip-pages] [--skip-evaluate] [--skip-agreement] [--adjudications-only]
 
 It creates the database named in --database-url (dropping one of that name), migrates it, and
 builds the data in set-based SQL (INSERT ... SELECT over generate_series): images with published
@@ -19,7 +19,9 @@ computed by `recompute_scores` (the service the app uses). Then, per scale (--sm
   adjudication service, then `/api/metrics/` asked (and the jobs it sends run by the worker) until every
   run's figures are current again, then the disagreement queue's page asked until it is current too (its
   seconds counted from there); once for an image whose published ground truth wins, once for one scored by
-  its consensus (its published values cleared first, and the figures and the queue brought current);
+  its consensus (its published values cleared first, and the figures and the queue brought current); where runs'
+  figures were slow, also the seconds until every run's point estimates were current (their first jobs ended,
+  scoring.services.run_metrics.points_first), before the intervals; --adjudications-only measures these alone;
 - the process's peak RSS after the pages (what a web worker that served them holds).
 And the CPRT-Bench import of --import-rows rows beside a bare COPY of the same rows, committed, with
 each one's peak RSS (bench/import_copy.py, in databases of its own).
@@ -294,15 +296,19 @@ def measure_pages(client, urls: dict, worker: Worker, reviewer_client=None) -> d
 def _until_current(client, jobs: list[str], worker: Worker, url: str, params: dict, updating) -> dict:
     """Ask `url` until it answers with current figures (200, `updating(response)` false) and sent no job, the
     worker running the jobs each answer sends; returns the seconds, the requests, the jobs and the worker's time."""
-    started, asked, ran, worker_s, cpu_s = time.perf_counter(), 0, 0, 0.0, 0.0
+    started, asked, ran, worker_s, cpu_s, parts_s = time.perf_counter(), 0, 0, 0.0, 0.0, None
     while True:
         asked += 1
         response = client.get(url, params)
         if response.status_code not in (200, 202):
             raise RuntimeError(f"{url}: {response.status_code} {response.content[:300]!r}")
         if response.status_code == 200 and not updating(response) and not jobs:
-            return {"seconds": time.perf_counter() - started, "requests": asked, "jobs": ran, "worker_s": worker_s, "worker_cpu_s": cpu_s}
+            return {"seconds": time.perf_counter() - started, "requests": asked, "jobs": ran, "worker_s": worker_s, "worker_cpu_s": cpu_s,
+                    "parts_s": parts_s}
+        sent_at = time.perf_counter() - started
         done = worker.run(list(jobs))
+        if parts_s is None and done.get("parts_s") is not None:  # every entry's first job ended, some with part of the figures
+            parts_s = sent_at + done["parts_s"]
         jobs.clear()
         ran, worker_s, cpu_s = ran + done["jobs"], worker_s + done["seconds"], cpu_s + done["cpu_s"]
         if asked > 20:
@@ -319,8 +325,6 @@ def measure_adjudication(client, worker: Worker, staff, published: bool) -> dict
     from scoring.services.adjudication import active_attributes, adjudicate
 
     profile = ScoringProfile.active()
-    row = DisputedImage.objects.exclude(image__adjudications__isnull=False).order_by("-impact", "image_id").first()
-    image = Image.objects.get(pk=row.image_id)
     with SentJobs() as jobs:
         def metrics():
             return _until_current(client, jobs, worker, "/api/metrics/", {"page_size": 100},
@@ -330,6 +334,9 @@ def measure_adjudication(client, worker: Worker, staff, published: bool) -> dict
             return _until_current(client, jobs, worker, reverse("scoring:disagreements"), {},
                                   lambda response: b"Updating: some figures" in response.content)
 
+        queue()  # the queue current (--adjudications-only: no page computed it)
+        row = DisputedImage.objects.exclude(image__adjudications__isnull=False).order_by("-impact", "image_id").first()
+        image = Image.objects.get(pk=row.image_id)
         if not published:
             Image.objects.filter(pk=image.pk).update(published_score=None, published_level=None)
         metrics(), queue()  # every run's figures and the queue current before the decision
@@ -342,8 +349,9 @@ def measure_adjudication(client, worker: Worker, staff, published: bool) -> dict
         then = metrics()
         seconds = time.perf_counter() - started
         after = queue()
-        return {**then, "seconds": seconds, "adjudicate_s": decided, "queue_s": after["seconds"], "queue_requests": after["requests"],
-                "queue_jobs": after["jobs"]}
+        parts_s = None if then["parts_s"] is None else decided + then["parts_s"]  # from the decision too, as "seconds"
+        return {**then, "seconds": seconds, "parts_s": parts_s, "adjudicate_s": decided, "queue_s": after["seconds"],
+                "queue_requests": after["requests"], "queue_jobs": after["jobs"]}
 
 
 def _label_of(binary_labels: dict, key: str):
@@ -361,6 +369,7 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
     parser.add_argument("--skip-pages", action="store_true")
     parser.add_argument("--build-only", action="store_true", help="build the data (both scales), keep the database, measure nothing")
+    parser.add_argument("--adjudications-only", action="store_true", help="measure the adjudications, not the pages")
     parser.add_argument("--skip-evaluate", action="store_true")
     parser.add_argument("--skip-agreement", action="store_true")
     parser.add_argument("--import-rows", type=int, default=20_000, help="rows of the CPRT-Bench file imported (0: skip)")
@@ -423,13 +432,15 @@ def main() -> None:
             if args.build_only:
                 continue
             worker = worker or Worker()
-            by_scale[scale] = measure_pages(client, pages(runs, annotators["human-a"][0]), worker, reviewer_client)
+            if not args.adjudications_only:
+                by_scale[scale] = measure_pages(client, pages(runs, annotators["human-a"][0]), worker, reviewer_client)
             adjudications[scale] = {case: measure_adjudication(client, worker, staff, published)
                                     for case, published in (("published ground truth", True), ("consensus-scored image", False))}
         if args.build_only:
             print(f"built; the database is kept: {args.database_url}")
             return
-        print_pages(by_scale)
+        if by_scale:
+            print_pages(by_scale)
         print_adjudications(adjudications)
         print(f"peak RSS of this process after serving the pages: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
         print(f"the worker process: {worker.started_mb:.0f} MB after start-up, peak {worker.peak_mb:.0f} MB")

@@ -21,9 +21,11 @@ def print_pages(by_scale: dict) -> None:
 
 def print_adjudications(by_scale: dict) -> None:
     print("\none adjudication: seconds until every run's figures in /api/metrics/ are current again "
-          "(the decision itself; the requests and the worker's jobs after it)")
+          "(the decision itself; the requests and the worker's jobs after it; slow figures show their point estimates first)")
     for scale, cases in by_scale.items():
         for case, r in cases.items():
             print(f"{scale:>9,} {case:<28} {r['seconds']:>7.2f} s  (decision {r['adjudicate_s']:.2f} s, {r['requests']} requests, "
-                  f"{r['jobs']} jobs, worker {r['worker_s']:.2f} s, its CPU {r['worker_cpu_s']:.2f} s); then the disagreement "
-                  f"queue current in {r['queue_s']:.2f} s ({r['queue_requests']} requests, {r['queue_jobs']} jobs)")
+                  f"{r['jobs']} jobs, worker {r['worker_s']:.2f} s, its CPU {r['worker_cpu_s']:.2f} s); "
+                  + (f"every run's point estimates current after {r['parts_s']:.2f} s (some runs' intervals after); "
+                     if r.get("parts_s") is not None else "")
+                  + f"then the disagreement queue current in {r['queue_s']:.2f} s ({r['queue_requests']} requests, {r['queue_jobs']} jobs)")

@@ -5,7 +5,9 @@ Started by bench/scale.py with the bench's environment (DATABASE_URL, CPRT_DATA_
 line per batch, {"keys": [...]}, resets its peak RSS (`/proc/self/clear_refs` 5), runs every job of the
 batch one after the other (and any job a job sends), and answers one JSON line: {"seconds", "cpu_s" (its CPU
 time during the batch), "jobs",
-"hwm_mb" (the peak RSS during the batch), "rss_mb" (after it)}. An empty line ends it.
+"hwm_mb" (the peak RSS during the batch), "rss_mb" (after it), "parts_s" (where some of the jobs given stored part of
+their figures and were sent again, run metrics' point estimates first (scoring.services.run_metrics.points_first):
+seconds until the jobs given had ended, before those sent again; else null)}. An empty line ends it.
 """
 from __future__ import annotations
 
@@ -54,12 +56,14 @@ def main() -> None:
             break
         queue[:] = json.loads(line)["keys"]
         reset_peak()
-        started, cpu, done = time.perf_counter(), _cpu_s(), 0
+        started, cpu, done, again, given, parts = time.perf_counter(), _cpu_s(), 0, False, len(queue), None
         while queue:
-            cache.refresh(queue.pop(0))
+            again = cache.refresh(queue.pop(0)).get("again") or again
             done += 1
+            if done == given and again:  # the jobs given are done; those sent again (the rest of their figures) follow
+                parts = time.perf_counter() - started
         print(json.dumps({"seconds": time.perf_counter() - started, "cpu_s": _cpu_s() - cpu, "jobs": done, "hwm_mb": status_mb("VmHWM"),
-                          "rss_mb": status_mb("VmRSS")}), flush=True)
+                          "rss_mb": status_mb("VmRSS"), "parts_s": parts}), flush=True)
 
 
 if __name__ == "__main__":

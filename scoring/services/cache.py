@@ -196,7 +196,8 @@ def request_refresh(key: str) -> bool:
 
 
 def refresh(key: str) -> dict:
-    """The job: recompute the entry `key` from its spec, inline; nothing when another job holds it."""
+    """The job: recompute the entry `key` from its spec, inline; nothing when another job holds it. A refresher
+    that answers True has stored part of the figures and is sent again, behind the jobs already queued."""
     rows = ComputedMetrics.objects.filter(key=key)
     lease = Lease(rows, settings.CPRT_METRICS_REFRESH_STALE_S, owner_field="refresh_owner", expiry_field="refresh_expires_at")
     taken = rows.filter(Q(refresh_owner=QUEUED) | lease.free_condition()).update(**lease.holding())
@@ -204,15 +205,18 @@ def refresh(key: str) -> dict:
     if not taken or entry is None:
         return {"key": key, "refreshed": False}
     token = _inline.set(True)
+    again = False
     try:
         with Heartbeat(lease.renew, every=max(1.0, settings.CPRT_METRICS_REFRESH_STALE_S / 4), name="metrics-refresh"):
-            import_string(REFRESHERS[entry.spec["kind"]])(entry.spec)
+            again = bool(import_string(REFRESHERS[entry.spec["kind"]])(entry.spec))
     except ObjectDoesNotExist:  # the run or profile it was computed for is gone: so is the entry
         rows.delete()
     finally:
         _inline.reset(token)
         lease.release()
-    return {"key": key, "refreshed": True}
+    if again:  # a refresher that stored part of the figures (run_metrics' point estimates): one more job, queued last
+        request_refresh(key)
+    return {"key": key, "refreshed": True, "again": again}
 
 
 def cached(key: str, fingerprint: str, compute, spec: dict | None = None, size=None) -> dict:

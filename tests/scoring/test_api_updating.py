@@ -14,6 +14,8 @@ from annotations import taxonomy
 from annotations.services.labels import LabelSet, write_label_sets
 from inference.models import RunResult
 from scoring import tasks
+from scoring.models import ScoringProfile
+from scoring.services.run_metrics import run_key
 from tests.support.dispatch import record_sends
 from tests.support.permission_cases.scoring import add_results, label_everything, make_images, make_run
 
@@ -47,10 +49,18 @@ def test_run_metrics_served_stale_say_updating_until_the_refresh_job_has_run(api
     assert stale["updating"] is True and stale["metrics"] == first["metrics"] and stale["computed_at"] == first["computed_at"]
     assert [(r["run"]["id"], r["updating"], r["computed_at"]) for r in listed] == [(run.pk, True, first["computed_at"])]
     assert [name for name, _ in sent] == ["scoring.refresh_cached"]  # one job, not one per request
-    assert tasks.refresh_cached(sent[0][1][0])["refreshed"] is True
+    sent.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        assert tasks.refresh_cached(key := run_key(run.pk, ScoringProfile.active())) == {"key": key, "refreshed": True, "again": True}
+    points = api.get(f"/api/metrics/{run.pk}/").json()  # slow figures: the point estimates first, the intervals still the last ones
+    assert points["updating"] is True and points["computed_at"] == first["computed_at"] and sent == [("scoring.refresh_cached", [key])]
+    assert points["metrics"]["metrics"]["mae"]["value"] > 0.1 and points["metrics"]["bootstrap"]["updating"] is True
+    assert [points["metrics"]["metrics"]["mae"][k] for k in ("lo", "hi")] == [first["metrics"]["metrics"]["mae"][k] for k in ("lo", "hi")]
+    assert tasks.refresh_cached(key)["refreshed"] is True
     fresh = api.get(f"/api/metrics/{run.pk}/").json()
     assert fresh["updating"] is False and stamp(fresh) > stamp(first)
-    assert fresh["metrics"]["metrics"]["mae"]["value"] > 0.1  # every prediction 0 now
+    assert fresh["metrics"]["metrics"]["mae"]["value"] == points["metrics"]["metrics"]["mae"]["value"]  # every prediction 0 now
+    assert "updating" not in fresh["metrics"]["bootstrap"] and fresh["metrics"]["metrics"]["mae"]["hi"] > 0.1
     assert api.get("/api/metrics/").json()["results"][0]["updating"] is False
 
 
