@@ -33,11 +33,9 @@ unless --keep.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -48,6 +46,7 @@ from urllib.parse import urlsplit
 import common  # noqa: F401 - SIGTERM ends the benchmark cleanly
 import import_copy
 from scale_report import print_adjudications, print_pages
+from scale_worker import Worker
 from synthetic import bench_agreement, bench_evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -198,39 +197,6 @@ def pages(runs: list[int], reviewer_id: int) -> dict[str, str]:
         "reviewer queue": reverse("annotations:queue"),
         "reviewer labeling": reverse("annotations:labeling", args=[labeling.pk]),
     }
-
-
-class Worker:
-    """bench/scale_worker.py in a process of its own: runs refresh jobs and reports their time and its peak RSS."""
-
-    def __init__(self):
-        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("scale_worker.py"))], cwd=ROOT, env=os.environ.copy(),
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.started_mb = self._answer()["rss_mb"]
-        self.peak_mb = self.started_mb
-
-    def _answer(self) -> dict:
-        for line in self.proc.stdout:
-            line = line.strip()
-            if line.startswith("{"):
-                return json.loads(line)
-        raise RuntimeError(f"the bench worker ended (exit status {self.proc.wait()})")
-
-    def run(self, keys: list[str]) -> dict:
-        """Run the jobs (and those they send); {"seconds", "jobs", "hwm_mb", "rss_mb"}."""
-        if not keys:
-            return {"seconds": 0.0, "cpu_s": 0.0, "jobs": 0, "hwm_mb": 0.0, "rss_mb": 0.0}
-        self.proc.stdin.write(json.dumps({"keys": keys}) + "\n")
-        self.proc.stdin.flush()
-        answer = self._answer()
-        self.peak_mb = max(self.peak_mb, answer["hwm_mb"])
-        return answer
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.stdin.write("\n")
-            self.proc.stdin.flush()
-            self.proc.wait(timeout=60)
 
 
 class SentJobs:

@@ -12,13 +12,48 @@ seconds until the jobs given had ended, before those sent again; else null)}. An
 from __future__ import annotations
 
 import json
+import os
 import resource
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+
+class Worker:
+    """This script in a process of its own (bench/scale.py's worker): runs refresh jobs and reports their time and its peak RSS."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen([sys.executable, str(Path(__file__))], cwd=ROOT, env=os.environ.copy(),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.started_mb = self._answer()["rss_mb"]
+        self.peak_mb = self.started_mb
+
+    def _answer(self) -> dict:
+        for line in self.proc.stdout:
+            line = line.strip()
+            if line.startswith("{"):
+                return json.loads(line)
+        raise RuntimeError(f"the bench worker ended (exit status {self.proc.wait()})")
+
+    def run(self, keys: list[str]) -> dict:
+        """Run the jobs (and those they send); {"seconds", "jobs", "hwm_mb", "rss_mb"}."""
+        if not keys:
+            return {"seconds": 0.0, "cpu_s": 0.0, "jobs": 0, "hwm_mb": 0.0, "rss_mb": 0.0}
+        self.proc.stdin.write(json.dumps({"keys": keys}) + "\n")
+        self.proc.stdin.flush()
+        answer = self._answer()
+        self.peak_mb = max(self.peak_mb, answer["hwm_mb"])
+        return answer
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.stdin.write("\n")
+            self.proc.stdin.flush()
+            self.proc.wait(timeout=60)
 
 
 def status_mb(field: str) -> float:
