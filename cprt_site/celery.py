@@ -18,7 +18,7 @@ from kombu import Queue
 from cprt_site import broker_transport
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cprt_site.settings")
-broker_transport.install()  # a Redis outage must not make a worker exit (celery/kombu 5.7.0)
+broker_transport.install()  # a Redis outage must not make a worker exit; a filesystem message is never read half written
 
 
 class SecretScrubbedError(Exception):

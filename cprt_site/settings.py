@@ -300,7 +300,8 @@ CELERY_RESULT_EXPIRES = 24 * 3600
 # workers and beat reconnect forever (Celery's default gives up after 100 tries), also when the broker
 # is down as they start. A chunk running when the connection drops goes on (it needs only the
 # database; its lane's lease keeps every other copy off), so it is not cancelled. Redis broker URLs
-# use cprt_site/broker_transport.py (celery/kombu 5.7.0 made a worker exit after a lost connection).
+# use cprt_site/broker_transport.py (celery/kombu 5.7.0 made a worker exit after a lost connection), and so do
+# filesystem ones (kombu wrote a message file in place, so a consumer could read it empty and lose it).
 CELERY_BROKER_CONNECTION_RETRY = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
