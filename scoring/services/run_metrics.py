@@ -23,6 +23,11 @@ def run_key(run_id: int, profile: ScoringProfile) -> str:
     return f"run-metrics:{run_id}:profile:{profile.pk}"
 
 
+def metrics_fingerprints(runs: list[Run], gt_print: str) -> dict[int, str]:
+    """run id -> the fingerprint of its metrics: its results' and the ground truth's (`gt_print`)."""
+    return {rid: queries.digest(p, gt_print) for rid, p in queries.run_fingerprints(runs).items()}
+
+
 def run_metrics(runs: list[Run], profile: ScoringProfile, gt_print: str | None = None) -> dict[int, dict]:
     """Metrics of many judge runs, from the cache where fresh; a constant number of queries.
 
@@ -33,7 +38,7 @@ def run_metrics(runs: list[Run], profile: ScoringProfile, gt_print: str | None =
     if not run_ids:
         return {}
     gt_print = gt_print or queries.ground_truth_fingerprint(profile)
-    prints = {rid: queries.digest(p, gt_print) for rid, p in queries.run_fingerprints(runs).items()}
+    prints = metrics_fingerprints(runs, gt_print)
     keys = {rid: run_key(rid, profile) for rid in run_ids}
     stored = {e.key: e for e in ComputedMetrics.objects.filter(key__in=keys.values())}
     out, missing = {}, []
@@ -97,10 +102,10 @@ def points_first(run: Run, profile: ScoringProfile) -> bool:
     key = run_key(run.pk, profile)
     entry = ComputedMetrics.objects.filter(key=key).first()
     if (entry is None or not entry.data or entry.seconds <= settings.CPRT_METRICS_INLINE_S
-            or (entry.data.get("bootstrap") or {}).get("updating")):
+            or entry.fingerprint.startswith(POINTS_FIRST)):  # its intervals are already older than its points
         return False
     gt_print = queries.ground_truth_fingerprint(profile)
-    fingerprint = queries.digest(queries.run_fingerprints([run])[run.pk], gt_print)
+    fingerprint = metrics_fingerprints([run], gt_print)[run.pk]
     if entry.fingerprint == fingerprint:
         return False
     points = jsonable(compute_run_metrics(queries.judge_results([run.pk])[run.pk], queries.ground_truth(profile, gt_print), profile,
