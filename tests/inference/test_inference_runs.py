@@ -72,7 +72,9 @@ def test_a_duplicated_chunk_neither_loses_nor_doubles(openai_server, images, mon
     [t.join() for t in threads]
     assert RunResult.objects.filter(run=run).count() == 5
     assert sorted(RunResult.objects.filter(run=run).values_list("image_id", flat=True)) == run.image_ids
-    assert sum(o["written"] for o in outputs) == 2
+    # A copy that starts after the other has finished the run finds it finished and does nothing (a slow CI machine).
+    assert all("written" in o or o.get("skipped") == Run.STATUS_FINISHED for o in outputs), outputs
+    assert sum(o.get("written", 0) for o in outputs) == 2
     run.refresh_from_db()
     assert run.status == Run.STATUS_FINISHED
 
