@@ -264,7 +264,7 @@ def evaluate(
     plv = predicted_levels(p, bounds)
     if n >= 2 and n_boot:
         cells = resample.Cells(g, p, lv)
-        boot = resample.metric_resamples(cells, resample.draw(n, n_boot, seed),
+        boot = resample.metric_resamples(cells, resample.LazyDraw(n, n_boot, seed),
                                          predicted_levels(cells.pred, bounds), THRESHOLDS)
     pairs = pair_counts_by_level(g, p, lv) if n >= 2 else {k: PairCounts() for k in ("all", "intra", "inter")}
     report["metrics"] = point_and_intervals(g, p, lv, bounds, boot, pairs)

@@ -25,7 +25,8 @@ def draw(n: int, resamples: int, seed: int) -> np.ndarray:
 class LazyDraw:
     """The indices `draw(n, resamples, seed)` gives, made a block of rows at a time while they are read
     (issue 37): one generator, rows in order, so the same numbers, without the (resamples, n) array held
-    (200 MB at 100,000 images). For a draw read once (the agreement study's `agreement_ci.Draw`)."""
+    (200 MB at 100,000 images). For a draw read once: a run's metrics (`metrics.evaluate`: also quicker, as
+    the pages of a fresh 200 MB array cost more than drawing its numbers) and the agreement study's `agreement_ci.Draw`."""
 
     def __init__(self, n: int, resamples: int, seed: int):
         self.n, self.resamples, self.seed = n, resamples, seed
@@ -278,8 +279,9 @@ def _exact_rank_sums(Sg, M, MT, pred_ranks: PredRanks, work: Workspace | None = 
 
 
 def metric_resamples(cells: Cells, idx: np.ndarray, predicted_level: np.ndarray, thresholds=(1, 2, 3)) -> dict[str, np.ndarray]:
-    """Every severity metric of every resample given by bootstrap indices `idx` (resamples, items),
-    as (resamples,) arrays with NaN where undefined; binary_T entries are dicts of tp/fp/fn/tn counts.
+    """Every severity metric of every resample given by bootstrap indices `idx` (resamples, items): an array,
+    or a LazyDraw made a chunk at a time (one run's draw, read once: evaluate), as (resamples,) arrays with NaN
+    where undefined; binary_T entries are dicts of tp/fp/fn/tn counts.
 
     `predicted_level` is the level of each cell's prediction under the profile's boundaries. The
     resamples are taken RESAMPLE_CHUNK at a time. The counts, ranks and pair figures do not depend on the chunk
@@ -298,8 +300,7 @@ def metric_resamples(cells: Cells, idx: np.ndarray, predicted_level: np.ndarray,
     ranks = cells.ranks
     work = Workspace()  # the chunks' scratch arrays, written again by every chunk
     parts = []
-    for s in range(0, idx.shape[0], RESAMPLE_CHUNK):
-        chunk = idx[s:s + RESAMPLE_CHUNK]
+    for _, chunk in blocks(idx, RESAMPLE_CHUNK):
         Mf = scratch(work, "counts_float", (chunk.shape[0], cells.size), float)
         M = cells.from_indices(chunk, work, floats=Mf)
         parts.append(_chunk_metrics(cells, M, Mf, features, ranks, thresholds, work))

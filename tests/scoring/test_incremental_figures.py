@@ -158,6 +158,35 @@ def test_the_agreement_studys_draws_made_block_by_block_give_the_same_report(db,
     assert agreement_ci.CHUNK < resample.LazyDraw(1001, 500, 3).resamples
 
 
+def test_a_runs_metrics_from_a_draw_made_chunk_by_chunk_are_the_whole_draws(monkeypatch):
+    """metrics.evaluate reads its draw a chunk at a time (issue 37: a resample chunk's indices held, not the
+    (resamples, n) array): every figure of the report is the one the whole draw gives, over chunk boundaries
+    that do and do not divide the resamples, with continuous and with rounded scores."""
+    from types import SimpleNamespace
+
+    from scoring import engine, metrics, resample
+
+    rng = np.random.default_rng(5)
+    for n, decimals in ((3, 2), (257, None), (1200, 2)):
+        gt = rng.random(n)
+        level = np.digitize(gt, [0.25, 0.5, 0.75]) + 1
+        pred = np.clip(gt + rng.normal(0, 0.2, n), 0, 1)
+        pred = pred if decimals is None else pred.round(decimals)
+        outcome = np.array(["ok"] * n, dtype=object)
+        for chunk, resamples in ((50, 120), (7, 21)):
+            monkeypatch.setattr(resample, "RESAMPLE_CHUNK", chunk)
+            monkeypatch.setattr(metrics, "resample", resample)
+            draw = resample.draw
+            monkeypatch.setattr(resample, "draw", None)  # the whole draw is never made
+            lazy = metrics.evaluate(gt, level, pred, outcome, engine.PROVISIONAL, n_boot=resamples)
+            monkeypatch.setattr(resample, "draw", draw)
+            whole = SimpleNamespace(**{k: getattr(resample, k) for k in dir(resample) if not k.startswith("__")})
+            whole.LazyDraw = lambda n, b, seed: resample.draw(n, b, seed)  # the whole array, as before
+            monkeypatch.setattr(metrics, "resample", whole)
+            assert metrics.evaluate(gt, level, pred, outcome, engine.PROVISIONAL, n_boot=resamples) == lazy
+            assert lazy["metrics"]["mae"]["defined"] == resamples and lazy["metrics"]["mae"]["lo"] is not None
+
+
 def test_the_ground_truth_read_once_per_fingerprint_and_never_kept_across_a_change(world):
     """queries.ground_truth(profile, fingerprint) (issue 37): the refresh jobs of one change read the ground truth
     once per process; a change makes a new fingerprint and a new read; a read whose data changed after the
