@@ -47,16 +47,15 @@ def read_benchmark(data: bytes, label2text: dict[str, str], name: str = "benchma
 
 def read_rows(data: bytes, name: str = "evaluated file") -> list[dict]:
     """One JSON object per non-empty line."""
-    try:
+    rows = strictjson.loads_jsonl(data) if len(data) <= MAX_BYTES else None  # every line plain: read in bulk
+    if rows and list(map(type, rows)).count(dict) == len(rows):
+        return rows
+    try:  # a line strictjson.loads must read (or refuse) itself, or a line that is not an object
         text = _text(data, name)
     except BenchmarkError as exc:
         raise MetricsError(str(exc)) from None
-    lines = text.splitlines()
-    rows = strictjson.loads_lines(list(filter(None, lines)), allow_nan=True)  # every line plain: one scan a line
-    if rows and list(map(type, rows)).count(dict) == len(rows):
-        return rows
-    rows = []  # a line strictjson.loads must read (or refuse) itself, or a line that is not an object
-    for n, line in enumerate(lines, 1):
+    rows = []
+    for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import gc
 import json
+import math
+import random
+import struct
 
 import pytest
 
@@ -39,18 +42,36 @@ PLAIN = ['{"a": 1, "b": [1.5, "x\\u2028"]}', "[]", "3", '"s"', "null", '{"k": {"
          json.dumps([{"a": [1, {"b": []}]}] * 60)]  # many openers, shallow
 
 
-def test_loads_lines_reads_plain_lines_as_loads_reads_each():
-    assert strictjson.loads_lines(PLAIN) == [strictjson.loads(line) for line in PLAIN]
-    assert strictjson.loads_lines(PLAIN + ["NaN"], allow_nan=True)[-1] != strictjson.loads_lines(PLAIN + ["NaN"], allow_nan=True)[-1]
-    assert strictjson.loads_lines([]) == []
+def _jsonl(lines: list[str], end: str = "\n") -> bytes:
+    return "".join(line + end for line in lines).encode()
+
+
+def test_loads_jsonl_reads_plain_lines_as_loads_reads_each():
+    """msgspec's values are json's: exact big integers, -0.0, escapes, the last of repeated keys, floats to the bit."""
+    rng = random.Random(3)
+    floats = [struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0] for _ in range(20_000)]
+    floats = [x for x in floats if math.isfinite(x)]
+    lines = PLAIN + ['{"a": 1, "a": 2}', '"\\ud83d\\ude00 \u6c11"', "-9223372036854775809", "18446744073709551616", "1e-400",
+                     "4.9e-324", "1E+2", json.dumps(floats), json.dumps([f"{x:.6g}" for x in floats]),
+                     "[" + ",".join(f"{x:.3e}" for x in floats) + "]", "\t{} ", '{"x": 1}\r']
+    expected = [strictjson.loads(line) for line in lines]
+    got = strictjson.loads_jsonl(_jsonl(lines))
+    assert got == expected and repr(got) == repr(expected)
+    assert strictjson.loads_jsonl(_jsonl(lines, "\r\n")) == expected
+    assert strictjson.loads_jsonl(b"\n" + _jsonl(lines[:3], "\n\n")) == expected[:3]  # empty lines: none
+    assert strictjson.loads_jsonl(b"") == [] and strictjson.loads_jsonl(b"\n\n") == []
     assert gc.isenabled()
 
 
-@pytest.mark.parametrize("line", [" {}", "{} ", "", "{} {}", "{", "\ufeff{}", "[" * 101 + "]" * 101, "1e400"])
-def test_loads_lines_hands_back_any_line_that_is_not_plain(line):
-    assert strictjson.loads_lines(PLAIN[:3] + [line] + PLAIN[3:]) is None
+@pytest.mark.parametrize("line", [" ", "\r", "{} {}", "{}{}", "{", "\ufeff{}", "[" * 101 + "]" * 101, "[" * 1000 + "]" * 1000, "1e400",
+                                  "NaN", '{"x": Infinity}', '{"x": -Infinity}', '"\\ud800"', '"\x01"', '"a\tb"', "{}\x0c",
+                                  '{"x": "a\x85b"}', '{"x": "a\u2028b"}', '{"x": "a\u2029b"}', "01", "[1,]"])
+def test_loads_jsonl_hands_back_any_line_that_is_not_plain(line):
+    """A line json would read otherwise than msgspec, or refuse: whitespace alone, two values on a line, too deep
+    or too many brackets, NaN/Infinity, a lone surrogate, a control character, a character str.splitlines cuts at."""
+    assert strictjson.loads_jsonl(_jsonl(PLAIN[:3] + [line] + PLAIN[3:])) is None
 
 
-def test_loads_lines_refuses_nan_unless_allowed():
-    assert strictjson.loads_lines(PLAIN + ["NaN"]) is None
-    assert strictjson.loads_lines(PLAIN + ['{"x": Infinity}']) is None
+@pytest.mark.parametrize("data", [b'{"a": "\xff"}\n', b'{"a": "\xed\xa0\x80"}\n', b'{"a": 1}\n{"b": 2', b'{"\xc3": 1}\n'])
+def test_loads_jsonl_hands_back_what_is_not_utf8_or_cut_short(data):
+    assert strictjson.loads_jsonl(data) is None
