@@ -1,6 +1,7 @@
 """Paired comparison of two judge runs on their common images (spec section 4): pure functions.
 
-Both runs are evaluated on the same bootstrap resamples of their common images (one index draw), so
+Both runs are evaluated on the same bootstrap resamples of their common images (one index draw, made a
+chunk at a time for each run in turn: issue 37, never the (1,000 x images) array, 400 MB at 100,000), so
 each resample gives one difference per metric (run A - run B). The interval is the percentile 95%
 interval of the differences; the two-sided p-value is twice the smaller share of differences on
 either side of 0 (capped at 1), from the resamples in which the difference was defined (counted).
@@ -26,7 +27,7 @@ def paired_comparison(gt, gt_level, pred_a, pred_b, bounds: Bounds, *, n_boot: i
     rows = []
     boots = {}
     if n >= 2 and n_boot:
-        idx = resample.draw(n, n_boot, seed)
+        idx = resample.LazyDraw(n, n_boot, seed)  # made a chunk at a time, once for each run: the same numbers
         for name, pred in (("a", pred_a), ("b", pred_b)):
             cells = resample.Cells(gt, pred, gt_level)
             boots[name] = resample.metric_resamples(cells, idx, predicted_levels(cells.pred, bounds), THRESHOLDS)

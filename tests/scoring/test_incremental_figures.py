@@ -187,6 +187,32 @@ def test_a_runs_metrics_from_a_draw_made_chunk_by_chunk_are_the_whole_draws(monk
             assert lazy["metrics"]["mae"]["defined"] == resamples and lazy["metrics"]["mae"]["lo"] is not None
 
 
+def test_a_paired_comparison_from_a_draw_made_chunk_by_chunk_is_the_whole_draws(monkeypatch):
+    """paired.paired_comparison reads its one draw a chunk at a time, once for each run (issue 37: never the
+    (1,000, n) array): both runs still see the same resamples, and every difference, interval and p-value is the
+    one the whole draw gives."""
+    from types import SimpleNamespace
+
+    from scoring import engine, paired, resample
+
+    rng = np.random.default_rng(8)
+    n = 700
+    gt = rng.random(n)
+    level = np.digitize(gt, [0.25, 0.5, 0.75]) + 1
+    pred_a, pred_b = np.clip(gt + rng.normal(0, 0.2, n), 0, 1), np.clip(gt + rng.normal(0, 0.3, n), 0, 1).round(2)
+    monkeypatch.setattr(resample, "RESAMPLE_CHUNK", 7)
+    draw = resample.draw
+    monkeypatch.setattr(resample, "draw", None)  # the whole draw is never made
+    lazy = paired.paired_comparison(gt, level, pred_a, pred_b, engine.PROVISIONAL, n_boot=101)
+    monkeypatch.setattr(resample, "draw", draw)
+    whole = SimpleNamespace(**{k: getattr(resample, k) for k in dir(resample) if not k.startswith("__")})
+    whole.LazyDraw = lambda n, b, seed: resample.draw(n, b, seed)  # the whole array, as before
+    monkeypatch.setattr(paired, "resample", whole)
+    assert paired.paired_comparison(gt, level, pred_a, pred_b, engine.PROVISIONAL, n_boot=101) == lazy
+    mae = next(row for row in lazy["rows"] if row["metric"] == "mae")
+    assert mae["defined"] == 101 and mae["lo"] < mae["difference"] < mae["hi"]
+
+
 def test_the_ground_truth_read_once_per_fingerprint_and_never_kept_across_a_change(world):
     """queries.ground_truth(profile, fingerprint) (issue 37): the refresh jobs of one change read the ground truth
     once per process; a change makes a new fingerprint and a new read; a read whose data changed after the
