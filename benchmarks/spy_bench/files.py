@@ -46,7 +46,9 @@ def read_benchmark(data: bytes, label2text: dict[str, str], name: str = "benchma
 
 
 def read_rows(data: bytes, name: str = "evaluated file") -> list[dict]:
-    """One JSON object per non-empty line."""
+    """One JSON object per non-empty line; lines end where Python's open() ends them when upstream iterates a
+    file ("\n", "\r\n" or "\r"), so U+2028 and the like, which a model's answer may hold and
+    `json.dumps(..., ensure_ascii=False)` writes as they are, stay inside their line."""
     rows = strictjson.loads_jsonl(data) if len(data) <= MAX_BYTES else None  # every line plain: read in bulk
     if rows and list(map(type, rows)).count(dict) == len(rows):
         return rows
@@ -55,7 +57,7 @@ def read_rows(data: bytes, name: str = "evaluated file") -> list[dict]:
     except BenchmarkError as exc:
         raise MetricsError(str(exc)) from None
     rows = []
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), 1):
         if not line.strip():
             continue
         try:

@@ -125,6 +125,23 @@ def test_the_released_items_rows_score_as_upstreams_cal_metrics(tmp_path, capsys
     assert json.loads(capsys.readouterr().out) == reference.cal_metrics(copy.deepcopy(rows))
 
 
+@pytest.mark.parametrize("how", ["unescaped", "unescaped, with a NaN", "carriage returns"])
+def test_an_answer_holding_line_separators_written_unescaped_scores_as_upstreams(tmp_path, capsys, how):
+    """A model's answer may hold U+2028, U+2029 or U+0085; `json.dumps(..., ensure_ascii=False)` writes them as they
+    are, and a file iterated as upstream reads it keeps them inside their line (before: cut there, and the file
+    refused as "not valid JSON"). Read in bulk, or line by line where a NaN sends the file there."""
+    rows = evaluated(tmp_path)
+    rows[1]["response"] = "\u6a21\u578b a\u2028b\u2029c\x85d"
+    if how == "unescaped, with a NaN":
+        rows[2]["score"] = float("nan")
+    end = "\r" if how == "carriage returns" else "\n"
+    path = tmp_path / "eval.jsonl"
+    path.write_bytes("".join(json.dumps(r, ensure_ascii=how == "carriage returns") + end for r in rows).encode())
+    capsys.readouterr()
+    call_command("spy_metrics", str(path))
+    assert json.loads(capsys.readouterr().out) == reference.cal_metrics(copy.deepcopy(rows))
+
+
 @pytest.mark.parametrize("label", [3, None, ["a25_nationality"], ""])
 def test_spy_metrics_and_results_import_refuse_a_label_that_is_not_a_string(db, tmp_path, capsys, label):
     rows = evaluated(tmp_path)
