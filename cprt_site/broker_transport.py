@@ -17,11 +17,11 @@ kills a private Redis under a working worker.
 **Filesystem (the embedded default): a message file appears whole.**
 Why: kombu's filesystem transport creates a message's file under its final name and then writes it;
 a consumer polling the folder in between takes the empty file, removes it and fails to decode it, so
-the message is lost (kombu issue #1551, open). With a consumer polling without pause, 77 of 3,000
-messages sent by another process were lost that way on a loaded 2-core machine; a worker's ping once
-went unanswered in CI. Here the message is written under a name no consumer reads (".part" after the
-queue's ".msg") and renamed into place, atomic within the folder. Tested by
-tests/core/test_filesystem_broker.py.
+the message is lost (kombu issue #1551, open). With a consumer polling without pause, 2 to 1,090 of
+3,000 messages sent by another process were lost that way per round on a loaded 2-core machine
+(bench/filesystem_broker.py); a worker's ping once went unanswered in CI. Here the message is written
+under a name no consumer reads (".part" after the queue's ".msg") and renamed into place, atomic within
+the folder. Tested by tests/core/test_filesystem_broker.py.
 
 `install()` (called by cprt_site/celery.py) makes `redis://`, `rediss://` and `filesystem://` broker URLs
 use these classes through kombu's transport table, so each URL keeps its meaning (TLS for rediss).

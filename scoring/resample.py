@@ -25,8 +25,10 @@ def draw(n: int, resamples: int, seed: int) -> np.ndarray:
 class LazyDraw:
     """The indices `draw(n, resamples, seed)` gives, made a block of rows at a time while they are read
     (issue 37): one generator, rows in order, so the same numbers, without the (resamples, n) array held
-    (200 MB at 100,000 images). For a draw read once: a run's metrics (`metrics.evaluate`: also quicker, as
-    the pages of a fresh 200 MB array cost more than drawing its numbers) and the agreement study's `agreement_ci.Draw`."""
+    (200 MB at 100,000 images). For a draw read once or twice: a run's metrics (`metrics.evaluate`: no slower, as
+    the pages of a fresh 200 MB array cost about what drawing its numbers costs), a paired comparison (read for
+    each of its two runs) and the agreement study's `agreement_ci.Draw`. A draw that serves many runs (the
+    leaderboard's) is held whole: drawing it again for each run costs more."""
 
     def __init__(self, n: int, resamples: int, seed: int):
         self.n, self.resamples, self.seed = n, resamples, seed
@@ -280,7 +282,7 @@ def _exact_rank_sums(Sg, M, MT, pred_ranks: PredRanks, work: Workspace | None = 
 
 def metric_resamples(cells: Cells, idx: np.ndarray, predicted_level: np.ndarray, thresholds=(1, 2, 3)) -> dict[str, np.ndarray]:
     """Every severity metric of every resample given by bootstrap indices `idx` (resamples, items): an array,
-    or a LazyDraw made a chunk at a time (one run's draw, read once: evaluate), as (resamples,) arrays with NaN
+    or a LazyDraw made a chunk at a time (evaluate, paired comparison), as (resamples,) arrays with NaN
     where undefined; binary_T entries are dicts of tp/fp/fn/tn counts.
 
     `predicted_level` is the level of each cell's prediction under the profile's boundaries. The
